@@ -1,0 +1,343 @@
+//! The etcd3 backend: every primitive is one etcd request (a txn for compare-and-swap), as in
+//! upstream's etcd3 store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchOptions,
+};
+use futures::StreamExt;
+use tokio::sync::Mutex;
+use tonic::Code;
+
+use super::{
+    Backend, BackendWatch, KeyRange, RangeRequest, RangeResponse, RawEvent, RawEventKind,
+    TxnOutcome, WatchMessage,
+};
+use crate::{KeyValue, Result, StorageError};
+
+/// Connection settings. Short connect timeouts make requests fail fast while etcd is down;
+/// keep-alives notice a dead connection under an idle watch.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    pub endpoints: Vec<String>,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+impl EtcdConfig {
+    pub fn new(endpoints: Vec<String>) -> Self {
+        Self {
+            endpoints,
+            connect_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+pub struct EtcdBackend {
+    client: Client,
+}
+
+impl EtcdBackend {
+    /// Connects lazily: etcd need not be up yet; requests fail with Unavailable until it is,
+    /// and the channel reconnects by itself after etcd restarts.
+    pub async fn connect(config: EtcdConfig) -> Result<Self> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(config.connect_timeout)
+            .with_timeout(config.request_timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true);
+        let client = Client::connect(&config.endpoints, Some(options))
+            .await
+            .map_err(map_error)?;
+        Ok(Self { client })
+    }
+
+    /// The underlying client, for callers that measure against raw etcd.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+}
+
+fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
+    KeyValue {
+        key: String::from_utf8_lossy(kv.key()).into_owned(),
+        value: Bytes::copy_from_slice(kv.value()),
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+        version: kv.version(),
+    }
+}
+
+/// Maps etcd client errors onto the storage vocabulary by gRPC code and etcd's messages.
+pub(crate) fn map_error(err: etcd_client::Error) -> StorageError {
+    use etcd_client::Error as E;
+    match err {
+        E::GRpcStatus(status) => {
+            let message = status.message().to_string();
+            if message.contains("required revision has been compacted") {
+                return StorageError::TooOld {
+                    requested: 0,
+                    oldest: 0,
+                };
+            }
+            if message.contains("required revision is a future revision") {
+                return StorageError::TooLargeResourceVersion {
+                    requested: 0,
+                    current: 0,
+                };
+            }
+            match status.code() {
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+                    StorageError::Unavailable(message)
+                }
+                Code::InvalidArgument | Code::OutOfRange => StorageError::Invalid(message),
+                _ => StorageError::Internal(format!("etcd: {status}")),
+            }
+        }
+        E::TransportError(e) => StorageError::Unavailable(format!("etcd transport: {e}")),
+        E::IoError(e) => StorageError::Unavailable(format!("etcd io: {e}")),
+        E::WatchError(e) => StorageError::Unavailable(format!("etcd watch: {e}")),
+        E::InvalidArgs(e) => StorageError::Invalid(e),
+        other => StorageError::Internal(format!("etcd: {other}")),
+    }
+}
+
+fn range_options(range: &KeyRange) -> (Vec<u8>, GetOptions) {
+    let mut opts = GetOptions::new();
+    if let Some(end) = &range.end {
+        opts = opts.with_range(end.clone());
+    }
+    (range.start.clone(), opts)
+}
+
+fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> i64 {
+    header.map(|h| h.revision()).unwrap_or_default()
+}
+
+/// The value read by a txn's else branch.
+fn current_from(responses: Vec<TxnOpResponse>) -> Option<KeyValue> {
+    responses.into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(get) => get.kvs().first().map(convert_kv),
+        _ => None,
+    })
+}
+
+#[async_trait]
+impl Backend for EtcdBackend {
+    async fn range(&self, req: RangeRequest) -> Result<RangeResponse> {
+        let range = req.range.unwrap_or_else(|| KeyRange::prefix(""));
+        let (key, mut opts) = range_options(&range);
+        if req.revision > 0 {
+            opts = opts.with_revision(req.revision);
+        }
+        if req.limit > 0 {
+            opts = opts.with_limit(req.limit as i64);
+        }
+        if req.count_only {
+            opts = opts.with_count_only();
+        }
+        let resp = self
+            .client
+            .kv_client()
+            .get(key, Some(opts))
+            .await
+            .map_err(|e| with_requested(map_error(e), req.revision))?;
+        Ok(RangeResponse {
+            kvs: resp.kvs().iter().map(convert_kv).collect(),
+            more: resp.more(),
+            count: resp.count(),
+            revision: header_revision(resp.header()),
+        })
+    }
+
+    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
+            .and_then([TxnOp::put(
+                key,
+                value.to_vec(),
+                Some(PutOptions::new().with_prev_key()),
+            )])
+            .or_else([TxnOp::get(key, None)]);
+        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
+        let revision = header_revision(resp.header());
+        if !resp.succeeded() {
+            return Ok(TxnOutcome::Failed {
+                current: current_from(resp.op_responses()),
+            });
+        }
+        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Put(put) => put.prev_key().map(convert_kv),
+            _ => None,
+        });
+        let kv = KeyValue {
+            key: key.to_string(),
+            value,
+            create_revision: prev.as_ref().map_or(revision, |p| p.create_revision),
+            mod_revision: revision,
+            version: prev.as_ref().map_or(1, |p| p.version + 1),
+        };
+        Ok(TxnOutcome::Applied {
+            revision,
+            prev,
+            kv: Some(kv),
+        })
+    }
+
+    async fn delete_if(&self, key: &str, expected: i64) -> Result<TxnOutcome> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
+            .and_then([TxnOp::delete(
+                key,
+                Some(etcd_client::DeleteOptions::new().with_prev_key()),
+            )])
+            .or_else([TxnOp::get(key, None)]);
+        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
+        let revision = header_revision(resp.header());
+        if !resp.succeeded() {
+            return Ok(TxnOutcome::Failed {
+                current: current_from(resp.op_responses()),
+            });
+        }
+        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Delete(del) => del.prev_kvs().first().map(convert_kv),
+            _ => None,
+        });
+        Ok(TxnOutcome::Applied {
+            revision,
+            prev,
+            kv: None,
+        })
+    }
+
+    async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch> {
+        let mut opts = WatchOptions::new().with_prev_key().with_progress_notify();
+        if let Some(end) = &range.end {
+            opts = opts.with_range(end.clone());
+        }
+        if start_revision > 0 {
+            opts = opts.with_start_revision(start_revision);
+        }
+        let stream = self
+            .client
+            .watch_client()
+            .watch(range.start.clone(), Some(opts))
+            .await
+            .map_err(map_error)?;
+        let (sender, responses) = stream.split();
+        let sender = Arc::new(Mutex::new(sender));
+        let progress = Arc::new(move || {
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                // A failed request means the stream is gone; the message side reports that.
+                let _ = sender.lock().await.request_progress().await;
+            });
+        });
+        let messages = responses
+            .filter_map(move |resp| async move {
+                match resp {
+                    Err(e) => Some(Err(map_error(e))),
+                    Ok(resp) => convert_watch_response(resp, start_revision),
+                }
+            })
+            .boxed();
+        Ok(BackendWatch { messages, progress })
+    }
+
+    async fn compact(&self, revision: i64) -> Result<()> {
+        match self.client.kv_client().compact(revision, None).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(with_requested(map_error(e), revision)),
+        }
+    }
+
+    async fn current_revision(&self) -> Result<i64> {
+        // A count-only read of one key is the cheapest request whose header carries the
+        // store's revision.
+        let resp = self
+            .client
+            .kv_client()
+            .get("/", Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(map_error)?;
+        Ok(header_revision(resp.header()))
+    }
+
+    async fn check_health(&self) -> Result<()> {
+        let check = self.current_revision();
+        match tokio::time::timeout(Duration::from_secs(2), check).await {
+            Ok(result) => result.map(|_| ()),
+            Err(_) => Err(StorageError::Unavailable(
+                "etcd did not answer within 2s".into(),
+            )),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "etcd"
+    }
+}
+
+/// Fills in the revision the caller asked for, which etcd's error messages do not carry.
+fn with_requested(err: StorageError, revision: i64) -> StorageError {
+    match err {
+        StorageError::TooOld { oldest, .. } => StorageError::TooOld {
+            requested: revision,
+            oldest,
+        },
+        StorageError::TooLargeResourceVersion { current, .. } => {
+            StorageError::TooLargeResourceVersion {
+                requested: revision,
+                current,
+            }
+        }
+        other => other,
+    }
+}
+
+fn convert_watch_response(
+    resp: etcd_client::WatchResponse,
+    start_revision: i64,
+) -> Option<Result<WatchMessage>> {
+    if resp.canceled() {
+        if resp.compact_revision() > 0 {
+            return Some(Err(StorageError::TooOld {
+                requested: start_revision,
+                oldest: resp.compact_revision(),
+            }));
+        }
+        return Some(Err(StorageError::Unavailable(format!(
+            "etcd canceled the watch: {}",
+            resp.cancel_reason()
+        ))));
+    }
+    if resp.created() && resp.events().is_empty() {
+        return None;
+    }
+    if resp.events().is_empty() {
+        return Some(Ok(WatchMessage::Progress(header_revision(resp.header()))));
+    }
+    let events = resp
+        .events()
+        .iter()
+        .filter_map(|ev| {
+            let kv = convert_kv(ev.kv()?);
+            let kind = match ev.event_type() {
+                etcd_client::EventType::Put => RawEventKind::Put,
+                etcd_client::EventType::Delete => RawEventKind::Delete,
+            };
+            Some(RawEvent {
+                kind,
+                kv,
+                prev: ev.prev_kv().map(convert_kv),
+            })
+        })
+        .collect();
+    Some(Ok(WatchMessage::Events(events)))
+}

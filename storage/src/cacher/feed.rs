@@ -1,0 +1,157 @@
+//! The cache's one backend watch (upstream's cacher reflector): list, then watch from the list
+//! revision; resume after a broken stream, relist when the resume point was compacted.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use super::state::CacheState;
+use crate::backend::{KeyRange, RangeRequest, WatchMessage};
+use crate::{KeyValue, Result, Store, StorageError};
+
+/// Page size of the initial list, so a large resource never needs one huge response.
+const LIST_PAGE: usize = 10_000;
+
+pub struct Feed {
+    pub store: Store,
+    pub full_prefix: String,
+    pub state: Arc<RwLock<CacheState>>,
+    pub revision_tx: watch::Sender<i64>,
+    pub progress_interval: Duration,
+}
+
+impl Feed {
+    pub async fn run(self) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let revision = match self.relist().await {
+                Ok(revision) => revision,
+                Err(e) => {
+                    warn!(prefix = %self.full_prefix, error = %e, "watch cache list failed; retrying");
+                    self.set_ready(false);
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            backoff = Duration::from_millis(100);
+            let mut from = revision;
+            loop {
+                match self.follow(from).await {
+                    Ok(()) => return,
+                    Err(StorageError::TooOld { .. }) => {
+                        info!(prefix = %self.full_prefix, "watch cache resume point compacted; relisting");
+                        break;
+                    }
+                    Err(e) => {
+                        debug!(prefix = %self.full_prefix, error = %e, "watch cache stream broke; resuming");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        from = self.read_state(|s| s.revision);
+                    }
+                }
+            }
+        }
+    }
+
+    fn read_state<T>(&self, f: impl FnOnce(&CacheState) -> T) -> T {
+        f(&self.state.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn write_state<T>(&self, f: impl FnOnce(&mut CacheState) -> T) -> T {
+        let out = f(&mut self.state.write().unwrap_or_else(|p| p.into_inner()));
+        let revision = self.read_state(|s| s.revision);
+        self.revision_tx.send_if_modified(|r| {
+            let changed = *r != revision;
+            *r = revision;
+            changed
+        });
+        out
+    }
+
+    fn set_ready(&self, ready: bool) {
+        self.write_state(|s| s.ready = ready);
+    }
+
+    fn relative(&self, mut kv: KeyValue) -> KeyValue {
+        if let Some(rest) = kv.key.strip_prefix(self.store.prefix()) {
+            kv.key = rest.to_string();
+        }
+        kv
+    }
+
+    async fn relist(&self) -> Result<i64> {
+        let backend = self.store.backend();
+        let mut objects = BTreeMap::new();
+        let mut range = KeyRange::prefix(&self.full_prefix);
+        let mut revision = 0;
+        loop {
+            let resp = backend
+                .range(RangeRequest {
+                    range: Some(range.clone()),
+                    revision,
+                    limit: LIST_PAGE,
+                    count_only: false,
+                })
+                .await?;
+            revision = resp.revision;
+            let last = resp.kvs.last().map(|kv| kv.key.clone());
+            for kv in resp.kvs {
+                let kv = self.relative(kv);
+                objects.insert(kv.key.clone(), kv);
+            }
+            match last {
+                Some(last) if resp.more => range = range.after(&last),
+                _ => break,
+            }
+        }
+        let count = objects.len();
+        self.write_state(|s| s.reset(objects, revision));
+        info!(prefix = %self.full_prefix, revision, objects = count, "watch cache listed");
+        Ok(revision)
+    }
+
+    /// Applies backend changes after `from` until the stream fails (Err) or the cache is
+    /// dropped (Ok).
+    async fn follow(&self, from: i64) -> Result<()> {
+        let watch = self
+            .store
+            .backend()
+            .watch(KeyRange::prefix(&self.full_prefix), from + 1)
+            .await?;
+        self.set_ready(true);
+        let mut messages = watch.messages;
+        let mut ticker = tokio::time::interval(self.progress_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                msg = messages.next() => match msg {
+                    None => return Err(StorageError::Unavailable("watch stream ended".into())),
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(WatchMessage::Events(events))) => {
+                        self.write_state(|s| {
+                            for mut event in events {
+                                event.kv = self.relative(event.kv);
+                                event.prev = event.prev.map(|p| self.relative(p));
+                                s.apply(event);
+                            }
+                        });
+                    }
+                    Some(Ok(WatchMessage::Progress(revision))) => {
+                        self.write_state(|s| s.progress(revision));
+                    }
+                },
+                _ = ticker.tick() => {
+                    if self.revision_tx.is_closed() {
+                        return Ok(());
+                    }
+                    (watch.progress)();
+                }
+            }
+        }
+    }
+}

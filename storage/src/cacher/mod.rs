@@ -1,0 +1,257 @@
+//! The watch cache (upstream's Cacher), one per resource prefix: a single backend watch keeps
+//! an in-memory copy of the resource and a window of recent changes, which serves every
+//! watcher and the lists and gets that accept any recent state (`resourceVersion=0`).
+//! Writes and reads that need the latest state go to the [`Store`].
+
+mod feed;
+mod state;
+mod watcher;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use self::feed::Feed;
+use self::state::CacheState;
+use crate::backend::KeyRange;
+use crate::interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
+use crate::store::events::matches;
+use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
+use crate::{Store, StorageError, WatchOptions, WatchStream};
+
+#[derive(Clone, Debug)]
+pub struct CacherConfig {
+    /// Changes kept for watchers that start in the past (upstream's watch cache capacity).
+    pub window: usize,
+    /// Messages the fan-out buffers for a slow watcher before it falls back to the window.
+    pub fanout_buffer: usize,
+    /// How often the cache asks the backend for progress, which becomes watchers' bookmarks.
+    pub progress_interval: Duration,
+    /// How long a read or watch waits for the cache to reach the revision it asked for.
+    pub freshness_timeout: Duration,
+}
+
+impl Default for CacherConfig {
+    fn default() -> Self {
+        Self {
+            window: 10_000,
+            fanout_buffer: 4096,
+            progress_interval: Duration::from_secs(1),
+            freshness_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+pub struct Cacher {
+    store: Store,
+    /// The resource's key prefix, relative to the storage prefix, ending in `/`.
+    resource_prefix: String,
+    state: Arc<RwLock<CacheState>>,
+    revision_rx: watch::Receiver<i64>,
+    config: CacherConfig,
+    feed: JoinHandle<()>,
+}
+
+impl Drop for Cacher {
+    fn drop(&mut self) {
+        self.feed.abort();
+    }
+}
+
+impl Cacher {
+    /// Starts caching everything under `resource_prefix` (e.g. `/pods/`). Must be called
+    /// inside a tokio runtime.
+    pub fn new(store: Store, resource_prefix: &str, config: CacherConfig) -> Self {
+        let mut resource_prefix = resource_prefix.to_string();
+        if !resource_prefix.ends_with('/') {
+            resource_prefix.push('/');
+        }
+        let state = Arc::new(RwLock::new(CacheState::new(
+            config.window.max(1),
+            config.fanout_buffer.max(16),
+        )));
+        let (revision_tx, revision_rx) = watch::channel(0);
+        let feed = Feed {
+            full_prefix: store.full_key(&resource_prefix),
+            store: store.clone(),
+            state: state.clone(),
+            revision_tx,
+            progress_interval: config.progress_interval,
+        };
+        let feed = tokio::spawn(feed.run());
+        Self {
+            store,
+            resource_prefix,
+            state,
+            revision_rx,
+            config,
+            feed,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The revision the cache has caught up to.
+    pub fn revision(&self) -> i64 {
+        *self.revision_rx.borrow()
+    }
+
+    fn check_key(&self, key: &str) -> Result<()> {
+        let within = key.starts_with(&self.resource_prefix)
+            || format!("{key}/") == self.resource_prefix;
+        if within {
+            Ok(())
+        } else {
+            Err(StorageError::Invalid(format!(
+                "key {key} is outside the cached prefix {}",
+                self.resource_prefix
+            )))
+        }
+    }
+
+    /// Waits until the cache is listed and has seen `revision` (upstream waits up to 3s, then
+    /// answers "too large resource version").
+    async fn wait_fresh(&self, revision: i64) -> Result<()> {
+        let mut rx = self.revision_rx.clone();
+        let ready = |state: &Arc<RwLock<CacheState>>| {
+            state.read().map(|s| s.ready).unwrap_or(false)
+        };
+        let wait = async {
+            loop {
+                if ready(&self.state) && *rx.borrow_and_update() >= revision {
+                    return Ok(());
+                }
+                if rx.changed().await.is_err() {
+                    return Err(StorageError::Unavailable("watch cache stopped".into()));
+                }
+            }
+        };
+        match tokio::time::timeout(self.config.freshness_timeout, wait).await {
+            Ok(result) => result,
+            Err(_) if !ready(&self.state) => Err(StorageError::Unavailable(
+                "watch cache is not ready".into(),
+            )),
+            Err(_) => Err(StorageError::TooLargeResourceVersion {
+                requested: revision,
+                current: self.revision(),
+            }),
+        }
+    }
+
+    fn range(&self, key: &str, recursive: bool) -> KeyRange {
+        if recursive {
+            let mut prefix = key.to_string();
+            if !prefix.ends_with('/') {
+                prefix.push('/');
+            }
+            KeyRange::prefix(&prefix)
+        } else {
+            KeyRange::key(key)
+        }
+    }
+}
+
+#[async_trait]
+impl Interface for Cacher {
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        self.store.create(key, value).await
+    }
+
+    async fn get(&self, key: &str, revision: ReadRevision) -> Result<KeyValue> {
+        let min = match revision {
+            ReadRevision::Any => 0,
+            ReadRevision::NotOlderThan(r) => r,
+            ReadRevision::Latest | ReadRevision::Exact(_) => {
+                return self.store.get(key, revision).await
+            }
+        };
+        self.check_key(key)?;
+        self.wait_fresh(min).await?;
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        state
+            .objects
+            .get(key)
+            .cloned()
+            .ok_or_else(|| StorageError::not_found(key))
+    }
+
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
+        let from_cache = opts.continue_token.as_deref().is_none_or(str::is_empty)
+            && match opts.revision {
+                ReadRevision::Any => true,
+                // A paged list at a given revision needs the store's snapshots.
+                ReadRevision::NotOlderThan(_) => opts.limit <= 0,
+                ReadRevision::Latest | ReadRevision::Exact(_) => false,
+            };
+        if !from_cache {
+            return self.store.get_list(key, opts).await;
+        }
+        self.check_key(key)?;
+        let min = match opts.revision {
+            ReadRevision::NotOlderThan(r) => r,
+            _ => 0,
+        };
+        self.wait_fresh(min).await?;
+        let range = self.range(key, opts.recursive);
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let start = String::from_utf8_lossy(&range.start).into_owned();
+        // As upstream, a list served from the cache is complete: limit does not apply.
+        let items = state
+            .objects
+            .range(start..)
+            .take_while(|(k, _)| range.contains(k.as_bytes()))
+            .map(|(_, kv)| kv)
+            .filter(|kv| matches(&opts.predicate, kv))
+            .cloned()
+            .collect();
+        Ok(ListResult {
+            items,
+            revision: state.revision,
+            continue_token: None,
+            remaining: None,
+        })
+    }
+
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        opts: UpdateOptions,
+        update: &mut UpdateFn<'_>,
+    ) -> Result<KeyValue> {
+        self.store.guaranteed_update(key, opts, update).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        validate: Option<&ValidateDeletion<'_>>,
+    ) -> Result<KeyValue> {
+        self.store.delete(key, preconditions, validate).await
+    }
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+        self.check_key(key)?;
+        let min = if opts.send_initial_events == Some(true) || opts.revision > 0 {
+            opts.revision
+        } else {
+            0
+        };
+        self.wait_fresh(min).await?;
+        watcher::start(self.state.clone(), self.range(key, opts.recursive), opts)
+    }
+
+    async fn count(&self, key: &str) -> Result<i64> {
+        self.store.count(key).await
+    }
+
+    async fn current_revision(&self) -> Result<i64> {
+        self.store.current_revision().await
+    }
+}

@@ -1,0 +1,369 @@
+//! The single writer thread. Every write waits in one queue; the thread takes all that are
+//! waiting, applies them in one redb transaction (each its own revision) and commits once, so
+//! concurrent writers share one fsync (group commit). Nothing is acknowledged before its
+//! commit is durable.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use redb::{Database, ReadableTable, Table};
+use tokio::sync::oneshot;
+use tracing::{debug, error, info};
+
+use super::record::{
+    read_record, storage_err, KeyEntry, Record, EVENTS, KEYS, META, META_COMPACTED, META_REVISION,
+};
+use super::Shared;
+use crate::backend::{RawEvent, RawEventKind, TxnOutcome};
+use crate::{KeyValue, Result, StorageError};
+
+/// Most writes one commit takes; bounds the latency a large burst adds to its first writer.
+const MAX_BATCH: usize = 4096;
+/// Events one compaction transaction walks, so a large compaction never stalls writers long.
+const COMPACT_CHUNK: u64 = 10_000;
+
+pub enum WriteOp {
+    Put {
+        key: String,
+        value: Bytes,
+        expected: i64,
+        reply: oneshot::Sender<Result<TxnOutcome>>,
+    },
+    Delete {
+        key: String,
+        expected: i64,
+        reply: oneshot::Sender<Result<TxnOutcome>>,
+    },
+    Compact {
+        revision: i64,
+        reply: oneshot::Sender<Result<()>>,
+    },
+}
+
+struct Tables<'t> {
+    events: Table<'t, u64, &'static [u8]>,
+    keys: Table<'t, &'static [u8], u64>,
+}
+
+pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        let (compactions, writes): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .partition(|op| matches!(op, WriteOp::Compact { .. }));
+        if !writes.is_empty() {
+            commit_writes(&db, writes, &shared);
+        }
+        for op in compactions {
+            if let WriteOp::Compact { revision, reply } = op {
+                let result = compact(&db, revision, &shared);
+                if let Err(e) = &result {
+                    error!(revision, error = %e, "embedded compaction failed");
+                }
+                let _ = reply.send(result);
+            }
+        }
+    }
+    debug!("embedded writer stopped");
+}
+
+fn commit_writes(db: &Database, ops: Vec<WriteOp>, shared: &Shared) {
+    let count = ops.len();
+    let mut events = Vec::new();
+    let mut pending = Vec::with_capacity(count);
+    let result = (|| -> Result<u64> {
+        let txn = db.begin_write().map_err(storage_err)?;
+        let revision;
+        {
+            let mut meta = txn.open_table(META).map_err(storage_err)?;
+            let mut tables = Tables {
+                events: txn.open_table(EVENTS).map_err(storage_err)?,
+                keys: txn.open_table(KEYS).map_err(storage_err)?,
+            };
+            let mut next = current_revision(&meta)? + 1;
+            for op in ops {
+                let (outcome, reply) = match op {
+                    WriteOp::Put {
+                        key,
+                        value,
+                        expected,
+                        reply,
+                    } => (apply_put(&mut tables, &mut next, &key, value, expected)?, reply),
+                    WriteOp::Delete {
+                        key,
+                        expected,
+                        reply,
+                    } => (apply_delete(&mut tables, &mut next, &key, expected)?, reply),
+                    WriteOp::Compact { .. } => continue,
+                };
+                if let Some(event) = outcome.1 {
+                    events.push(event);
+                }
+                pending.push((reply, outcome.0));
+            }
+            revision = next - 1;
+            meta.insert(META_REVISION, revision).map_err(storage_err)?;
+        }
+        txn.commit().map_err(storage_err)?;
+        Ok(revision)
+    })();
+    match result {
+        Ok(revision) => {
+            shared.revision.store(revision, Ordering::Release);
+            if !events.is_empty() {
+                shared.hub.publish(events, revision);
+            }
+            for (reply, outcome) in pending {
+                let _ = reply.send(Ok(outcome));
+            }
+        }
+        Err(e) => {
+            error!(error = %e, writes = count, "embedded commit failed; nothing of the batch was written");
+            for (reply, _) in pending {
+                let _ = reply.send(Err(StorageError::Internal(e.to_string())));
+            }
+        }
+    }
+}
+
+fn current_revision(meta: &impl ReadableTable<&'static str, u64>) -> Result<u64> {
+    // An empty store is at revision 1, as etcd's is.
+    Ok(meta
+        .get(META_REVISION)
+        .map_err(storage_err)?
+        .map(|g| g.value())
+        .unwrap_or(1))
+}
+
+/// The key's entry and its live value, if any.
+fn current(tables: &Tables<'_>, key: &str) -> Result<(Option<KeyEntry>, Option<KeyValue>)> {
+    let entry = tables
+        .keys
+        .get(key.as_bytes())
+        .map_err(storage_err)?
+        .map(|g| KeyEntry::decode(g.value()));
+    let live = match entry {
+        Some(e) if !e.deleted => read_record(&tables.events, e.revision)?.map(|r| r.key_value(e.revision)),
+        _ => None,
+    };
+    Ok((entry, live))
+}
+
+type Applied = (TxnOutcome, Option<RawEvent>);
+
+fn apply_put(
+    tables: &mut Tables<'_>,
+    next: &mut u64,
+    key: &str,
+    value: Bytes,
+    expected: i64,
+) -> Result<Applied> {
+    let (entry, live) = current(tables, key)?;
+    if live.as_ref().map_or(0, |kv| kv.mod_revision) != expected {
+        return Ok((TxnOutcome::Failed { current: live }, None));
+    }
+    let revision = *next;
+    *next += 1;
+    let record = Record {
+        kind: RawEventKind::Put,
+        create_revision: live.as_ref().map_or(revision, |kv| kv.create_revision as u64),
+        version: live.as_ref().map_or(1, |kv| kv.version as u64 + 1),
+        prev_revision: entry.map_or(0, |e| e.revision),
+        key: key.as_bytes().to_vec(),
+        value,
+    };
+    tables
+        .events
+        .insert(revision, record.encode().as_slice())
+        .map_err(storage_err)?;
+    let entry = KeyEntry {
+        revision,
+        deleted: false,
+    };
+    tables
+        .keys
+        .insert(key.as_bytes(), entry.encode())
+        .map_err(storage_err)?;
+    let kv = record.key_value(revision);
+    let event = RawEvent {
+        kind: RawEventKind::Put,
+        kv: kv.clone(),
+        prev: live.clone(),
+    };
+    Ok((
+        TxnOutcome::Applied {
+            revision: revision as i64,
+            prev: live,
+            kv: Some(kv),
+        },
+        Some(event),
+    ))
+}
+
+fn apply_delete(
+    tables: &mut Tables<'_>,
+    next: &mut u64,
+    key: &str,
+    expected: i64,
+) -> Result<Applied> {
+    let (entry, live) = current(tables, key)?;
+    let (Some(entry), Some(prev)) = (entry, live.clone()) else {
+        return Ok((TxnOutcome::Failed { current: None }, None));
+    };
+    if prev.mod_revision != expected {
+        return Ok((TxnOutcome::Failed { current: live }, None));
+    }
+    let revision = *next;
+    *next += 1;
+    let record = Record {
+        kind: RawEventKind::Delete,
+        create_revision: 0,
+        version: 0,
+        prev_revision: entry.revision,
+        key: key.as_bytes().to_vec(),
+        value: Bytes::new(),
+    };
+    tables
+        .events
+        .insert(revision, record.encode().as_slice())
+        .map_err(storage_err)?;
+    let tombstone = KeyEntry {
+        revision,
+        deleted: true,
+    };
+    tables
+        .keys
+        .insert(key.as_bytes(), tombstone.encode())
+        .map_err(storage_err)?;
+    let event = RawEvent {
+        kind: RawEventKind::Delete,
+        kv: KeyValue {
+            key: key.to_string(),
+            value: Bytes::new(),
+            create_revision: 0,
+            mod_revision: revision as i64,
+            version: 0,
+        },
+        prev: Some(prev.clone()),
+    };
+    Ok((
+        TxnOutcome::Applied {
+            revision: revision as i64,
+            prev: Some(prev),
+            kv: None,
+        },
+        Some(event),
+    ))
+}
+
+/// Drops history before `target`, keeping for every key its state as of `target` so reads at
+/// `target` and later still work (etcd's compaction rule). Done in chunks of events.
+fn compact(db: &Database, target: i64, shared: &Shared) -> Result<()> {
+    let target = u64::try_from(target)
+        .map_err(|_| StorageError::Invalid(format!("compaction revision {target} < 0")))?;
+    let started = std::time::Instant::now();
+    let mut removed = 0u64;
+    loop {
+        let txn = db.begin_write().map_err(storage_err)?;
+        let done;
+        {
+            let mut meta = txn.open_table(META).map_err(storage_err)?;
+            let current = current_revision(&meta)?;
+            if target > current {
+                return Err(StorageError::TooLargeResourceVersion {
+                    requested: target as i64,
+                    current: current as i64,
+                });
+            }
+            let compacted = meta
+                .get(META_COMPACTED)
+                .map_err(storage_err)?
+                .map(|g| g.value())
+                .unwrap_or(0);
+            if compacted >= target {
+                return Ok(());
+            }
+            let upto = target.min(compacted + COMPACT_CHUNK);
+            let mut tables = Tables {
+                events: txn.open_table(EVENTS).map_err(storage_err)?,
+                keys: txn.open_table(KEYS).map_err(storage_err)?,
+            };
+            let mut touched = std::collections::BTreeSet::new();
+            for item in tables
+                .events
+                .range(compacted + 1..=upto)
+                .map_err(storage_err)?
+            {
+                let (_, raw) = item.map_err(storage_err)?;
+                touched.insert(Record::decode(raw.value())?.key);
+            }
+            for key in touched {
+                removed += compact_key(&mut tables, &key, upto)?;
+            }
+            meta.insert(META_COMPACTED, upto).map_err(storage_err)?;
+            done = upto == target;
+        }
+        txn.commit().map_err(storage_err)?;
+        if done {
+            break;
+        }
+    }
+    shared.compacted.store(target, Ordering::Release);
+    info!(revision = target, removed, elapsed_ms = started.elapsed().as_millis() as u64, "compacted embedded store");
+    Ok(())
+}
+
+/// Removes the key's changes older than its state at `upto`, and that state too if it is a
+/// delete. Returns how many records went.
+fn compact_key(tables: &mut Tables<'_>, key: &[u8], upto: u64) -> Result<u64> {
+    let Some(entry) = tables
+        .keys
+        .get(key)
+        .map_err(storage_err)?
+        .map(|g| KeyEntry::decode(g.value()))
+    else {
+        return Ok(0);
+    };
+    // Find the change that is the key's state at `upto`.
+    let mut revision = entry.revision;
+    let mut state = None;
+    while revision != 0 {
+        let Some(record) = read_record(&tables.events, revision)? else {
+            break;
+        };
+        if revision <= upto {
+            state = Some((revision, record));
+            break;
+        }
+        revision = record.prev_revision;
+    }
+    let Some((state_revision, state_record)) = state else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    let mut older = state_record.prev_revision;
+    while older != 0 {
+        let Some(record) = read_record(&tables.events, older)? else {
+            break;
+        };
+        tables.events.remove(older).map_err(storage_err)?;
+        removed += 1;
+        older = record.prev_revision;
+    }
+    if state_record.kind == RawEventKind::Delete {
+        tables.events.remove(state_revision).map_err(storage_err)?;
+        removed += 1;
+        if entry.revision == state_revision {
+            tables.keys.remove(key).map_err(storage_err)?;
+        }
+    }
+    Ok(removed)
+}

@@ -1,0 +1,60 @@
+//! The storage interface the registry programs against (upstream's storage.Interface), served
+//! by [`crate::Store`] straight from the backend and by [`crate::Cacher`] from the watch cache.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
+use crate::{WatchOptions, WatchStream};
+
+/// Computes the new value from the current one (None: absent, with `ignore_not_found`).
+/// May be called several times: after a lost compare-and-swap it runs again on fresh state.
+pub type UpdateFn<'a> = dyn FnMut(Option<&KeyValue>) -> Result<Bytes> + Send + 'a;
+
+/// Checked against the current value right before a delete; an error cancels it.
+pub type ValidateDeletion<'a> = dyn Fn(&KeyValue) -> Result<()> + Send + Sync + 'a;
+
+#[derive(Clone, Debug, Default)]
+pub struct UpdateOptions {
+    pub preconditions: Preconditions,
+    /// Call the update function with None when the key is absent (create on update).
+    pub ignore_not_found: bool,
+    /// A recent read of the key (e.g. from the watch cache) to start from instead of reading;
+    /// if it proves stale the store re-reads, so it only saves a round trip.
+    pub cached: Option<KeyValue>,
+}
+
+#[async_trait]
+pub trait Interface: Send + Sync {
+    /// Stores a new key; AlreadyExists if present.
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue>;
+
+    /// NotFound if absent.
+    async fn get(&self, key: &str, revision: ReadRevision) -> Result<KeyValue>;
+
+    async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult>;
+
+    /// Read, update, compare-and-swap; retried on conflict until it lands or the update
+    /// function or a precondition refuses. An update that changes nothing writes nothing.
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        opts: UpdateOptions,
+        update: &mut UpdateFn<'_>,
+    ) -> Result<KeyValue>;
+
+    /// Deletes the key under preconditions; returns the value it had.
+    async fn delete(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        validate: Option<&ValidateDeletion<'_>>,
+    ) -> Result<KeyValue>;
+
+    async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream>;
+
+    /// Keys under the prefix.
+    async fn count(&self, key: &str) -> Result<i64>;
+
+    async fn current_revision(&self) -> Result<i64>;
+}

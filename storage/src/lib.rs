@@ -1,0 +1,29 @@
+//! Storage for the API server: upstream's storage.Interface semantics over keys and bytes.
+//!
+//! - [`backend`]: the MVCC key-value primitives, on etcd ([`backend::etcd`]) or on the
+//!   embedded durable store ([`embedded`]).
+//! - [`Store`]: create / get / list / guaranteed update / delete / watch with preconditions,
+//!   compare-and-swap and paging, built once over any backend.
+//! - [`Cacher`]: the watch cache, one backend watch per resource prefix fanned out to every
+//!   watcher, serving `resourceVersion=0` lists and bookmarks.
+//!
+//! Storage knows nothing of Kubernetes objects beyond one hook: where a value keeps its UID,
+//! for UID preconditions.
+
+pub mod backend;
+pub mod cacher;
+mod compactor;
+pub mod embedded;
+mod error;
+mod interface;
+pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod types;
+
+pub use cacher::{Cacher, CacherConfig};
+pub use compactor::spawn_compactor;
+pub use error::{Result, StorageError};
+pub use interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
+pub use store::{json_metadata_uid, Store, UidExtractor};
+pub use types::*;

@@ -1,0 +1,68 @@
+//! A watch served straight from the backend (no cache): optional initial state, then the
+//! backend's changes after the start revision, filtered per the watcher's predicate.
+
+use futures::StreamExt;
+
+use super::events::{added, matches, to_watch_event};
+use super::Store;
+use crate::backend::{RangeRequest, WatchMessage};
+use crate::{Result, StorageError, WatchEvent, WatchOptions, WatchStream};
+
+pub async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+    let (_, range) = store.key_range(key, opts.recursive);
+    let mut initial = Vec::new();
+    let mut from = opts.revision;
+    if opts.initial_events() {
+        let resp = store
+            .backend
+            .range(RangeRequest {
+                range: Some(range.clone()),
+                ..Default::default()
+            })
+            .await?;
+        if resp.revision < opts.revision {
+            return Err(StorageError::TooLargeResourceVersion {
+                requested: opts.revision,
+                current: resp.revision,
+            });
+        }
+        from = resp.revision;
+        initial.extend(
+            resp.kvs
+                .into_iter()
+                .filter(|kv| matches(&opts.predicate, kv))
+                .map(|kv| Ok(added(&store.strip(kv)))),
+        );
+        if opts.send_initial_events == Some(true) {
+            let mut end = WatchEvent::bookmark(from);
+            end.initial_events_end = true;
+            initial.push(Ok(end));
+        }
+    }
+    let backend_watch = store.backend.watch(range, from + 1).await?;
+    let prefix = store.prefix.clone();
+    let predicate = opts.predicate.clone();
+    let bookmarks = opts.bookmarks;
+    let changes = backend_watch.messages.flat_map(move |msg| {
+        let out: Vec<Result<WatchEvent>> = match msg {
+            Err(e) => vec![Err(e)],
+            Ok(WatchMessage::Progress(rev)) if bookmarks => vec![Ok(WatchEvent::bookmark(rev))],
+            Ok(WatchMessage::Progress(_)) => vec![],
+            Ok(WatchMessage::Events(events)) => events
+                .iter()
+                .filter_map(|e| {
+                    let key = e.kv.key.strip_prefix(&prefix).unwrap_or(&e.kv.key);
+                    to_watch_event(e, key, &predicate).map(Ok)
+                })
+                .collect(),
+        };
+        futures::stream::iter(out)
+    });
+    // Keep the progress hook alive as long as the stream.
+    let progress = backend_watch.progress;
+    let changes = changes.map(move |e| {
+        let _ = &progress;
+        e
+    });
+    Ok(futures::stream::iter(initial).chain(changes).boxed())
+}

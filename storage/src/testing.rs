@@ -1,0 +1,117 @@
+//! A real etcd for tests and benchmarks: Debian's `etcd` binary on free loopback ports in a
+//! temporary directory, stopped (and its data removed) on drop.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::backend::etcd::{EtcdBackend, EtcdConfig};
+use crate::backend::Backend;
+
+pub struct EtcdServer {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    client_port: u16,
+    peer_port: u16,
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// The etcd binary: `$ETCD_BIN`, else `etcd` on the PATH.
+fn etcd_binary() -> PathBuf {
+    std::env::var_os("ETCD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("etcd"))
+}
+
+impl EtcdServer {
+    /// Starts etcd and waits until it answers. Panics with a clear message if it cannot: a
+    /// test without its etcd has nothing to test.
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir for etcd");
+        let mut server = Self {
+            child: None,
+            dir,
+            client_port: free_port().expect("free port"),
+            peer_port: free_port().expect("free port"),
+        };
+        server.spawn().await;
+        server
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    async fn spawn(&mut self) {
+        let client = self.endpoint();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
+        let child = Command::new(etcd_binary())
+            .arg("--name=test")
+            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=test={peer}"))
+            .arg("--log-level=error")
+            .arg("--logger=zap")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start etcd ({}): {e}; install it with `apt-get install -y etcd-server`",
+                    etcd_binary().display()
+                )
+            });
+        self.child = Some(child);
+        self.wait_ready().await;
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(backend) = EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()])).await {
+                if backend.check_health().await.is_ok() {
+                    return;
+                }
+            }
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
+                panic!("etcd did not become ready in 20s; its log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn backend(&self) -> EtcdBackend {
+        EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()]))
+            .await
+            .expect("connect to test etcd")
+    }
+
+    /// Kills etcd (as a crash would), keeping its data.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts etcd again on the same ports and data.
+    pub async fn restart(&mut self) {
+        self.stop();
+        self.spawn().await;
+    }
+}
+
+impl Drop for EtcdServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
