@@ -1,0 +1,171 @@
+//! Faults: etcd going away and coming back, the embedded store killed mid-write, scheduled
+//! compaction.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use storage::backend::{Backend, DynBackend};
+use storage::embedded::EmbeddedBackend;
+use storage::{
+    spawn_compactor, Cacher, CacherConfig, Interface, ReadRevision, Store, StorageError,
+    WatchOptions,
+};
+use support::{take, Harness};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_outage_fails_fast_and_recovers() {
+    let mut h = Harness::etcd().await;
+    let cache = Cacher::new(h.store.clone(), "/things/", CacherConfig::default());
+    let before = h
+        .store
+        .create("/things/a/before", Bytes::from_static(b"1"))
+        .await
+        .expect("create");
+    let mut w = cache
+        .watch(
+            "/things/",
+            WatchOptions {
+                revision: before.mod_revision,
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("watch");
+
+    h.etcd.as_mut().expect("etcd").stop();
+    let started = Instant::now();
+    let r = h.store.get("/things/a/before", ReadRevision::Latest).await;
+    assert!(matches!(r, Err(StorageError::Unavailable(_))), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(h.backend.check_health().await.is_err());
+
+    h.etcd.as_mut().expect("etcd").restart().await;
+    // The client reconnects by itself.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let after = loop {
+        match h.store.create("/things/a/after", Bytes::from_static(b"2")).await {
+            Ok(kv) => break kv,
+            Err(e) if Instant::now() < deadline => {
+                assert!(e.is_unavailable(), "{e:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("etcd did not come back: {e}"),
+        }
+    };
+    h.backend.check_health().await.expect("healthy again");
+    // The cache resumed its watch: the watcher sees the write made after the restart.
+    let events = take(&mut w, 1).await;
+    assert_eq!(events[0].key, "/things/a/after");
+    assert_eq!(events[0].revision, after.mod_revision);
+}
+
+/// The child half of `embedded_survives_kill_9`: writes until killed, printing each
+/// acknowledged write. Does nothing unless started by that test.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_child() {
+    let Some(dir) = std::env::var_os("STORAGE_CRASH_CHILD_DIR") else {
+        return;
+    };
+    let backend: DynBackend =
+        Arc::new(EmbeddedBackend::open(std::path::Path::new(&dir)).expect("open"));
+    let store = Store::new(backend, "/registry");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for task in 0..16 {
+        let store = store.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            for i in 0.. {
+                let key = format!("/crash/{task}/{i}");
+                let kv = store
+                    .create(&key, Bytes::from(format!("value-{task}-{i}")))
+                    .await
+                    .expect("write");
+                let _ = tx.send(format!("{key} {}", kv.mod_revision));
+            }
+        });
+    }
+    while let Some(line) = rx.recv().await {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ACK {line}");
+        let _ = out.flush();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_survives_kill_9() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env("STORAGE_CRASH_CHILD_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start child");
+    let stdout = child.stdout.take().expect("child stdout");
+    let mut acked = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.expect("read child");
+        if let Some(rest) = line.strip_prefix("ACK ") {
+            let (key, rev) = rest.split_once(' ').expect("ack line");
+            acked.push((key.to_string(), rev.parse::<i64>().expect("revision")));
+            if acked.len() >= 2000 {
+                break;
+            }
+        }
+    }
+    child.kill().expect("SIGKILL the writer");
+    let _ = child.wait();
+    assert!(acked.len() >= 2000, "child acknowledged only {}", acked.len());
+
+    let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("reopen"));
+    let store = Store::new(backend.clone(), "/registry");
+    for (key, rev) in &acked {
+        let kv = store
+            .get(key, ReadRevision::Latest)
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged {key} lost: {e}"));
+        assert_eq!(kv.mod_revision, *rev, "{key}");
+        let (task, i) = key.trim_start_matches("/crash/").split_once('/').expect("key");
+        assert_eq!(&kv.value[..], format!("value-{task}-{i}").as_bytes());
+    }
+    let max = acked.iter().map(|(_, r)| *r).max().unwrap_or(0);
+    assert!(backend.current_revision().await.expect("revision") >= max);
+    // And it takes writes again, at later revisions.
+    let next = store.create("/crash/after", Bytes::from_static(b"x")).await.expect("write");
+    assert!(next.mod_revision > max);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_compaction_trims_history() {
+    for h in [Harness::embedded().await, Harness::etcd().await] {
+        let first = h.store.create("/k/a", Bytes::from_static(b"1")).await.expect("create");
+        let compactor = spawn_compactor(h.backend.clone(), Duration::from_millis(200));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for n in 0.. {
+            // Keep writing so each interval has a newer revision to compact to.
+            h.store
+                .create(&format!("/k/{n}"), Bytes::new())
+                .await
+                .expect("write");
+            let r = h.store.get("/k/a", ReadRevision::Exact(first.mod_revision)).await;
+            if matches!(r, Err(StorageError::TooOld { .. })) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}: history never compacted", h.backend.name());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // The latest state survives compaction.
+        assert_eq!(
+            &h.store.get("/k/a", ReadRevision::Latest).await.expect("get").value[..],
+            b"1"
+        );
+        compactor.abort();
+    }
+}

@@ -1,0 +1,122 @@
+//! One harness for the conformance suite: the same tests run against the embedded store and
+//! a real etcd.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use storage::backend::etcd::EtcdBackend;
+use storage::backend::DynBackend;
+use storage::embedded::EmbeddedBackend;
+use storage::testing::EtcdServer;
+use storage::{Store, WatchEvent};
+
+pub struct Harness {
+    pub store: Store,
+    pub backend: DynBackend,
+    pub etcd: Option<EtcdServer>,
+    pub dir: Option<tempfile::TempDir>,
+}
+
+impl Harness {
+    pub async fn embedded() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open embedded"));
+        Self {
+            store: Store::new(backend.clone(), "/registry"),
+            backend,
+            etcd: None,
+            dir: Some(dir),
+        }
+    }
+
+    pub async fn etcd() -> Self {
+        let etcd = EtcdServer::start().await;
+        let backend: DynBackend = Arc::new(etcd.backend().await);
+        Self {
+            store: Store::new(backend.clone(), "/registry"),
+            backend,
+            etcd: Some(etcd),
+            dir: None,
+        }
+    }
+
+    pub async fn etcd_backend(&self) -> Option<EtcdBackend> {
+        match &self.etcd {
+            Some(etcd) => Some(etcd.backend().await),
+            None => None,
+        }
+    }
+}
+
+/// A JSON object value with the given name, uid and payload.
+pub fn object(name: &str, uid: &str, data: &str) -> Bytes {
+    Bytes::from(
+        serde_json::json!({"metadata": {"name": name, "uid": uid}, "data": data}).to_string(),
+    )
+}
+
+pub fn data_of(value: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(value).expect("json value");
+    v["data"].as_str().unwrap_or_default().to_string()
+}
+
+/// Takes `n` items from a watch, failing the test if they do not arrive within 10s.
+pub async fn take<S>(stream: &mut S, n: usize) -> Vec<WatchEvent>
+where
+    S: Stream<Item = storage::Result<WatchEvent>> + Unpin,
+{
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+            Ok(Some(Ok(event))) => out.push(event),
+            Ok(Some(Err(e))) => panic!("watch failed after {} events: {e}", out.len()),
+            Ok(None) => panic!("watch ended after {} of {n} events", out.len()),
+            Err(_) => panic!("timed out after {} of {n} events", out.len()),
+        }
+    }
+    out
+}
+
+/// Takes watch events until `n` non-bookmark events arrived.
+pub async fn take_changes<S>(stream: &mut S, n: usize) -> Vec<WatchEvent>
+where
+    S: Stream<Item = storage::Result<WatchEvent>> + Unpin,
+{
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let event = take(stream, 1).await.remove(0);
+        if event.kind != storage::EventKind::Bookmark {
+            out.push(event);
+        }
+    }
+    out
+}
+
+/// Runs each named test function against both backends.
+#[macro_export]
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let h = $crate::support::Harness::embedded().await;
+                    super::$name(&h).await;
+                }
+            )*
+        }
+        mod etcd {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let h = $crate::support::Harness::etcd().await;
+                    super::$name(&h).await;
+                }
+            )*
+        }
+    };
+}

@@ -1,0 +1,230 @@
+//! The watch cache on both backends: fan-out to many watchers, cached reads, window limits,
+//! bookmarks, slow watchers.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use storage::{
+    Cacher, CacherConfig, EventKind, Interface, ListOptions, Preconditions, ReadRevision,
+    StorageError, UpdateOptions, WatchOptions,
+};
+use support::{data_of, object, take, take_changes, Harness};
+
+conformance!(
+    thousand_watchers_see_the_same_sequence,
+    cached_reads,
+    window_too_old,
+    bookmarks_follow_progress,
+    slow_watcher_catches_up_from_window,
+);
+
+fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
+    Cacher::new(h.store.clone(), "/things/", config)
+}
+
+fn from(revision: i64) -> WatchOptions {
+    WatchOptions {
+        revision,
+        recursive: true,
+        ..Default::default()
+    }
+}
+
+async fn thousand_watchers_see_the_same_sequence(h: &Harness) {
+    const WATCHERS: usize = 1000;
+    const WRITES: usize = 100;
+    let c = cacher(h, CacherConfig::default());
+    let start = h.store.current_revision().await.expect("revision");
+    let mut streams = Vec::with_capacity(WATCHERS);
+    for i in 0..WATCHERS {
+        // Half watch the whole resource, half one namespace.
+        let key = if i % 2 == 0 { "/things/" } else { "/things/a/" };
+        streams.push(c.watch(key, from(start)).await.expect("watch"));
+    }
+    let mut expected_all = Vec::new();
+    for i in 0..WRITES {
+        let ns = if i % 3 == 0 { "a" } else { "b" };
+        let key = format!("/things/{ns}/o{}", i % 10);
+        let v = object("o", "u", &format!("w{i}"));
+        h.store
+            .guaranteed_update(
+                &key,
+                UpdateOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+                &mut |_| Ok(v.clone()),
+            )
+            .await
+            .expect("write");
+        expected_all.push((key, format!("w{i}")));
+    }
+    let expected_a: Vec<_> = expected_all
+        .iter()
+        .filter(|(k, _)| k.starts_with("/things/a/"))
+        .cloned()
+        .collect();
+    let mut tasks = Vec::new();
+    for (i, mut stream) in streams.into_iter().enumerate() {
+        let expected = if i % 2 == 0 { expected_all.clone() } else { expected_a.clone() };
+        tasks.push(tokio::spawn(async move {
+            let events = take(&mut stream, expected.len()).await;
+            let got: Vec<_> = events.iter().map(|e| (e.key.clone(), data_of(&e.value))).collect();
+            assert_eq!(got, expected, "watcher {i}");
+            assert!(events.windows(2).all(|p| p[0].revision < p[1].revision));
+        }));
+    }
+    for t in tasks {
+        t.await.expect("watcher saw the sequence");
+    }
+}
+
+async fn cached_reads(h: &Harness) {
+    let c = cacher(h, CacherConfig::default());
+    let kv = c.create("/things/a/x", object("x", "u", "1")).await.expect("create");
+    // Reads that accept any recent state come from the cache once it has caught up.
+    let got = c.get("/things/a/x", ReadRevision::NotOlderThan(kv.mod_revision)).await.expect("get");
+    assert_eq!(data_of(&got.value), "1");
+    for i in 0..5 {
+        c.create(&format!("/things/b/{i}"), object("y", "u", "2")).await.expect("create");
+    }
+    let rev = h.store.current_revision().await.expect("revision");
+    let listed = c
+        .get_list(
+            "/things/",
+            ListOptions {
+                revision: ReadRevision::NotOlderThan(rev),
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("cached list");
+    assert_eq!(listed.items.len(), 6);
+    assert!(listed.revision >= rev);
+    let any = c
+        .get_list(
+            "/things/b",
+            ListOptions {
+                revision: ReadRevision::Any,
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rv=0 list");
+    assert_eq!(any.items.len(), 5);
+    // A paged latest read goes to the store and pages.
+    let paged = c
+        .get_list(
+            "/things/",
+            ListOptions {
+                limit: 4,
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("paged list");
+    assert_eq!(paged.items.len(), 4);
+    assert!(paged.continue_token.is_some());
+    let r = c.get("/things/a/none", ReadRevision::Any).await;
+    assert!(matches!(r, Err(StorageError::NotFound { .. })));
+    let r = c.get("/elsewhere/x", ReadRevision::Any).await;
+    assert!(matches!(r, Err(StorageError::Invalid(_))));
+    // A revision the cache never reaches times out as too large.
+    let r = c
+        .get(
+            "/things/a/x",
+            ReadRevision::NotOlderThan(rev + 1_000_000),
+        )
+        .await;
+    assert!(matches!(r, Err(StorageError::TooLargeResourceVersion { .. })), "{r:?}");
+}
+
+async fn window_too_old(h: &Harness) {
+    let c = cacher(
+        h,
+        CacherConfig {
+            window: 5,
+            ..Default::default()
+        },
+    );
+    c.get_list("/things/", ListOptions { revision: ReadRevision::Any, recursive: true, ..Default::default() })
+        .await
+        .expect("cache ready");
+    let start = h.store.current_revision().await.expect("revision");
+    for i in 0..20 {
+        c.create(&format!("/things/a/{i}"), Bytes::from_static(b"{}")).await.expect("create");
+    }
+    let now = h.store.current_revision().await.expect("revision");
+    c.get("/things/a/19", ReadRevision::NotOlderThan(now)).await.expect("caught up");
+    let r = c.watch("/things/", from(start)).await;
+    assert!(matches!(r, Err(StorageError::TooOld { .. })), "start below the window");
+    // Inside the window works.
+    let mut w = c.watch("/things/", from(now - 3)).await.expect("inside window");
+    let events = take(&mut w, 3).await;
+    assert_eq!(events.last().map(|e| e.revision), Some(now));
+}
+
+async fn bookmarks_follow_progress(h: &Harness) {
+    let c = cacher(
+        h,
+        CacherConfig {
+            progress_interval: Duration::from_millis(100),
+            ..Default::default()
+        },
+    );
+    let start = h.store.current_revision().await.expect("revision");
+    let mut w = c
+        .watch(
+            "/things/",
+            WatchOptions {
+                bookmarks: true,
+                ..from(start)
+            },
+        )
+        .await
+        .expect("watch");
+    // A write elsewhere moves the store's revision; the bookmark carries it to this watcher.
+    let other = h.store.create("/other/x", Bytes::from_static(b"{}")).await.expect("create");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let e = take(&mut w, 1).await.remove(0);
+        assert_eq!(e.kind, EventKind::Bookmark);
+        if e.revision >= other.mod_revision {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no bookmark reached {}", other.mod_revision);
+    }
+    // Without bookmarks asked for, none arrive.
+    let mut quiet = c.watch("/things/", from(start)).await.expect("watch");
+    let r = tokio::time::timeout(Duration::from_millis(500), quiet.next()).await;
+    assert!(r.is_err(), "unexpected event {r:?}");
+}
+
+async fn slow_watcher_catches_up_from_window(h: &Harness) {
+    let c = cacher(
+        h,
+        CacherConfig {
+            fanout_buffer: 16,
+            ..Default::default()
+        },
+    );
+    let start = h.store.current_revision().await.expect("revision");
+    let mut w = c.watch("/things/", from(start)).await.expect("watch");
+    for i in 0..200 {
+        c.create(&format!("/things/s/{i:03}"), object("s", "u", &i.to_string()))
+            .await
+            .expect("create");
+    }
+    c.delete("/things/s/000", &Preconditions::none(), None).await.expect("delete");
+    let events = take_changes(&mut w, 201).await;
+    let names: Vec<String> = events[..200].iter().map(|e| data_of(&e.value)).collect();
+    let expected: Vec<String> = (0..200).map(|i| i.to_string()).collect();
+    assert_eq!(names, expected);
+    assert_eq!(events[200].kind, EventKind::Deleted);
+}
