@@ -52,7 +52,10 @@ impl EtcdServer {
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
         let child = Command::new(etcd_binary())
             .arg("--name=test")
-            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join("data").display()
+            ))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
@@ -76,13 +79,15 @@ impl EtcdServer {
     async fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(backend) = EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()])).await {
+            if let Ok(backend) = EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()])).await
+            {
                 if backend.check_health().await.is_ok() {
                     return;
                 }
             }
             if Instant::now() > deadline {
-                let log = std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
                 panic!("etcd did not become ready in 20s; its log:\n{log}");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -43,9 +43,15 @@ async fn create_get_update_delete(h: &Harness) {
     assert_eq!(created.version, 1);
 
     let again = s.create("/pods/ns/a", object("a", "u1", "v1")).await;
-    assert!(matches!(again, Err(StorageError::AlreadyExists { .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(StorageError::AlreadyExists { .. })),
+        "{again:?}"
+    );
 
-    let got = s.get("/pods/ns/a", ReadRevision::Latest).await.expect("get");
+    let got = s
+        .get("/pods/ns/a", ReadRevision::Latest)
+        .await
+        .expect("get");
     assert_eq!(got, created);
     let missing = s.get("/pods/ns/zz", ReadRevision::Latest).await;
     assert!(matches!(missing, Err(StorageError::NotFound { .. })));
@@ -122,7 +128,12 @@ async fn preconditions_guard_update_and_delete(h: &Harness) {
         .await;
     assert!(matches!(r, Err(StorageError::Invalid(_))));
     assert_eq!(
-        data_of(&s.get("/cm/ns/p", ReadRevision::Latest).await.expect("kept").value),
+        data_of(
+            &s.get("/cm/ns/p", ReadRevision::Latest)
+                .await
+                .expect("kept")
+                .value
+        ),
         "x"
     );
 
@@ -130,7 +141,9 @@ async fn preconditions_guard_update_and_delete(h: &Harness) {
         uid: Some("uid-1".into()),
         resource_version: Some(kv.mod_revision),
     };
-    s.delete("/cm/ns/p", &right, None).await.expect("delete with matching preconditions");
+    s.delete("/cm/ns/p", &right, None)
+        .await
+        .expect("delete with matching preconditions");
 }
 
 async fn guaranteed_update_semantics(h: &Harness) {
@@ -187,7 +200,9 @@ async fn concurrent_writers_lose_no_update(h: &Harness) {
     const WRITERS: usize = 64;
     const EACH: usize = 10;
     let s = h.store.clone();
-    s.create("/counters/c", Bytes::from_static(b"0")).await.expect("create");
+    s.create("/counters/c", Bytes::from_static(b"0"))
+        .await
+        .expect("create");
     let calls = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..WRITERS {
@@ -211,8 +226,14 @@ async fn concurrent_writers_lose_no_update(h: &Harness) {
     for t in tasks {
         t.await.expect("writer task");
     }
-    let kv = s.get("/counters/c", ReadRevision::Latest).await.expect("get");
-    assert_eq!(std::str::from_utf8(&kv.value).expect("utf8"), (WRITERS * EACH).to_string());
+    let kv = s
+        .get("/counters/c", ReadRevision::Latest)
+        .await
+        .expect("get");
+    assert_eq!(
+        std::str::from_utf8(&kv.value).expect("utf8"),
+        (WRITERS * EACH).to_string()
+    );
     assert_eq!(kv.version as usize, WRITERS * EACH + 1);
     // Contention really happened and was retried, not serialized away.
     assert!(calls.load(Ordering::Relaxed) >= WRITERS * EACH);
@@ -220,10 +241,15 @@ async fn concurrent_writers_lose_no_update(h: &Harness) {
 
 async fn stale_cached_value_is_retried(h: &Harness) {
     let s = &h.store;
-    let v1 = s.create("/cm/ns/s", Bytes::from_static(b"1")).await.expect("create");
-    s.guaranteed_update("/cm/ns/s", UpdateOptions::default(), &mut |_| Ok(Bytes::from_static(b"2")))
+    let v1 = s
+        .create("/cm/ns/s", Bytes::from_static(b"1"))
         .await
-        .expect("update");
+        .expect("create");
+    s.guaranteed_update("/cm/ns/s", UpdateOptions::default(), &mut |_| {
+        Ok(Bytes::from_static(b"2"))
+    })
+    .await
+    .expect("update");
     let mut seen = Vec::new();
     let out = s
         .guaranteed_update(
@@ -240,14 +266,24 @@ async fn stale_cached_value_is_retried(h: &Harness) {
         )
         .await
         .expect("update from a stale cache");
-    assert_eq!(&out.value[..], b"2+", "the update must apply to the stored value");
-    assert_eq!(seen, vec![Bytes::from_static(b"1"), Bytes::from_static(b"2")]);
+    assert_eq!(
+        &out.value[..],
+        b"2+",
+        "the update must apply to the stored value"
+    );
+    assert_eq!(
+        seen,
+        vec![Bytes::from_static(b"1"), Bytes::from_static(b"2")]
+    );
 }
 
 async fn fill(h: &Harness, prefix: &str, n: usize) {
     for i in 0..n {
         h.store
-            .create(&format!("{prefix}{i:04}"), object(&i.to_string(), "u", &format!("v{i}")))
+            .create(
+                &format!("{prefix}{i:04}"),
+                object(&i.to_string(), "u", &format!("v{i}")),
+            )
             .await
             .expect("create");
     }
@@ -265,12 +301,23 @@ fn list(limit: i64, token: Option<String>) -> ListOptions {
 async fn list_pages_share_one_snapshot(h: &Harness) {
     fill(h, "/pods/a/p", 25).await;
     // A sibling prefix must not leak into the list.
-    h.store.create("/pods/ab/x", Bytes::from_static(b"{}")).await.expect("create");
-    let first = h.store.get_list("/pods/a", list(10, None)).await.expect("page 1");
+    h.store
+        .create("/pods/ab/x", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
+    let first = h
+        .store
+        .get_list("/pods/a", list(10, None))
+        .await
+        .expect("page 1");
     assert_eq!(first.items.len(), 10);
     assert_eq!(first.remaining, Some(15));
     let token = first.continue_token.clone().expect("more pages");
-    let second = h.store.get_list("/pods/a", list(10, Some(token))).await.expect("page 2");
+    let second = h
+        .store
+        .get_list("/pods/a", list(10, Some(token)))
+        .await
+        .expect("page 2");
     assert_eq!(second.revision, first.revision);
     assert_eq!(second.remaining, Some(5));
     let third = h
@@ -287,7 +334,11 @@ async fn list_pages_share_one_snapshot(h: &Harness) {
     let expected: Vec<String> = (0..25).map(|i| format!("/pods/a/p{i:04}")).collect();
     assert_eq!(keys, expected);
     // Unpaged, and a single key.
-    let all = h.store.get_list("/pods/a/", list(0, None)).await.expect("list");
+    let all = h
+        .store
+        .get_list("/pods/a/", list(0, None))
+        .await
+        .expect("list");
     assert_eq!(all.items.len(), 25);
     let one = h
         .store
@@ -305,7 +356,11 @@ async fn list_pages_share_one_snapshot(h: &Harness) {
 
 async fn paging_across_concurrent_writes(h: &Harness) {
     fill(h, "/cm/p/k", 100).await;
-    let first = h.store.get_list("/cm/p", list(7, None)).await.expect("page 1");
+    let first = h
+        .store
+        .get_list("/cm/p", list(7, None))
+        .await
+        .expect("page 1");
     let snapshot = first.revision;
     let writer = {
         let s = h.store.clone();
@@ -314,12 +369,18 @@ async fn paging_across_concurrent_writes(h: &Harness) {
                 s.create(&format!("/cm/p/k{:04}", 100 + i), Bytes::from_static(b"{}"))
                     .await
                     .expect("create");
-                s.delete(&format!("/cm/p/k{:04}", 50 + i), &Preconditions::none(), None)
-                    .await
-                    .expect("delete");
-                s.guaranteed_update(&format!("/cm/p/k{i:04}"), UpdateOptions::default(), &mut |_| {
-                    Ok(Bytes::from_static(b"changed"))
-                })
+                s.delete(
+                    &format!("/cm/p/k{:04}", 50 + i),
+                    &Preconditions::none(),
+                    None,
+                )
+                .await
+                .expect("delete");
+                s.guaranteed_update(
+                    &format!("/cm/p/k{i:04}"),
+                    UpdateOptions::default(),
+                    &mut |_| Ok(Bytes::from_static(b"changed")),
+                )
                 .await
                 .expect("update");
                 tokio::task::yield_now().await;
@@ -329,7 +390,11 @@ async fn paging_across_concurrent_writes(h: &Harness) {
     let mut items = first.items;
     let mut token = first.continue_token;
     while let Some(t) = token {
-        let page = h.store.get_list("/cm/p", list(7, Some(t))).await.expect("page");
+        let page = h
+            .store
+            .get_list("/cm/p", list(7, Some(t)))
+            .await
+            .expect("page");
         assert_eq!(page.revision, snapshot);
         items.extend(page.items);
         token = page.continue_token;
@@ -342,13 +407,17 @@ async fn paging_across_concurrent_writes(h: &Harness) {
     let expected: BTreeSet<String> = (0..100).map(|i| format!("/cm/p/k{i:04}")).collect();
     let got: BTreeSet<String> = keys.iter().map(|k| k.to_string()).collect();
     assert_eq!(got, expected, "the pages must equal the snapshot");
-    assert!(items.iter().all(|kv| kv.mod_revision <= snapshot && &kv.value[..] != b"changed"));
+    assert!(items
+        .iter()
+        .all(|kv| kv.mod_revision <= snapshot && &kv.value[..] != b"changed"));
 }
 
 async fn paging_with_predicate_fills_pages(h: &Harness) {
     fill(h, "/svc/f/s", 40).await;
     let even: Predicate = Arc::new(|kv: &storage::KeyValue| {
-        kv.key.trim_start_matches("/registry").ends_with(['0', '2', '4', '6', '8'])
+        kv.key
+            .trim_start_matches("/registry")
+            .ends_with(['0', '2', '4', '6', '8'])
     });
     let mut token = None;
     let mut pages = Vec::new();
@@ -371,20 +440,32 @@ async fn paging_with_predicate_fills_pages(h: &Harness) {
         }
     }
     assert_eq!(pages.iter().sum::<usize>(), 20);
-    assert!(pages[..3].iter().all(|n| *n == 5), "filtered pages are filled: {pages:?}");
+    assert!(
+        pages[..3].iter().all(|n| *n == 5),
+        "filtered pages are filled: {pages:?}"
+    );
 }
 
 async fn continue_tokens_invalid_and_expired(h: &Harness) {
-    let r = h.store.get_list("/pods/x", list(5, Some("not-a-token".into()))).await;
+    let r = h
+        .store
+        .get_list("/pods/x", list(5, Some("not-a-token".into())))
+        .await;
     assert!(matches!(r, Err(StorageError::Invalid(_))), "{r:?}");
 
     fill(h, "/pods/x/p", 10).await;
-    let first = h.store.get_list("/pods/x", list(4, None)).await.expect("page 1");
+    let first = h
+        .store
+        .get_list("/pods/x", list(4, None))
+        .await
+        .expect("page 1");
     for i in 0..5 {
         h.store
-            .guaranteed_update(&format!("/pods/x/p{i:04}"), UpdateOptions::default(), &mut |_| {
-                Ok(Bytes::from_static(b"new"))
-            })
+            .guaranteed_update(
+                &format!("/pods/x/p{i:04}"),
+                UpdateOptions::default(),
+                &mut |_| Ok(Bytes::from_static(b"new")),
+            )
             .await
             .expect("update");
     }
@@ -399,19 +480,32 @@ async fn continue_tokens_invalid_and_expired(h: &Harness) {
         other => panic!("expected Expired, got {other:?}"),
     };
     // The fresh token continues at the latest revision from where the old one stopped.
-    let rest = h.store.get_list("/pods/x", list(0, Some(fresh))).await.expect("continue");
+    let rest = h
+        .store
+        .get_list("/pods/x", list(0, Some(fresh)))
+        .await
+        .expect("continue");
     assert_eq!(rest.items.len(), 6);
     assert_eq!(rest.items[0].key, "/pods/x/p0004");
     assert_eq!(&rest.items[0].value[..], b"new");
 }
 
 async fn reads_at_revisions(h: &Harness) {
-    let a = h.store.create("/cm/r/a", Bytes::from_static(b"1")).await.expect("create");
+    let a = h
+        .store
+        .create("/cm/r/a", Bytes::from_static(b"1"))
+        .await
+        .expect("create");
     h.store
-        .guaranteed_update("/cm/r/a", UpdateOptions::default(), &mut |_| Ok(Bytes::from_static(b"2")))
+        .guaranteed_update("/cm/r/a", UpdateOptions::default(), &mut |_| {
+            Ok(Bytes::from_static(b"2"))
+        })
         .await
         .expect("update");
-    h.store.delete("/cm/r/a", &Preconditions::none(), None).await.expect("delete");
+    h.store
+        .delete("/cm/r/a", &Preconditions::none(), None)
+        .await
+        .expect("delete");
     let old = h
         .store
         .get("/cm/r/a", ReadRevision::Exact(a.mod_revision))
@@ -444,10 +538,16 @@ async fn reads_at_revisions(h: &Harness) {
             },
         )
         .await;
-    assert!(matches!(r, Err(StorageError::TooLargeResourceVersion { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(StorageError::TooLargeResourceVersion { .. })),
+        "{r:?}"
+    );
     let now = h.store.current_revision().await.expect("rev");
     h.store.compact(now).await.expect("compact");
-    let r = h.store.get("/cm/r/a", ReadRevision::Exact(a.mod_revision)).await;
+    let r = h
+        .store
+        .get("/cm/r/a", ReadRevision::Exact(a.mod_revision))
+        .await;
     assert!(matches!(r, Err(StorageError::TooOld { .. })), "{r:?}");
 }
 
@@ -460,9 +560,17 @@ async fn script(h: &Harness) -> Vec<(EventKind, String, String, Option<String>)>
         let data = format!("d{step}");
         let prev = values.get(&key).cloned();
         if step % 7 == 6 && prev.is_some() {
-            h.store.delete(&key, &Preconditions::none(), None).await.expect("delete");
+            h.store
+                .delete(&key, &Preconditions::none(), None)
+                .await
+                .expect("delete");
             values.remove(&key);
-            expected.push((EventKind::Deleted, key, prev.clone().unwrap_or_default(), prev));
+            expected.push((
+                EventKind::Deleted,
+                key,
+                prev.clone().unwrap_or_default(),
+                prev,
+            ));
         } else if prev.is_some() {
             let v = object("k", "u", &data);
             h.store
@@ -472,7 +580,10 @@ async fn script(h: &Harness) -> Vec<(EventKind, String, String, Option<String>)>
             values.insert(key.clone(), data.clone());
             expected.push((EventKind::Modified, key, data, prev));
         } else {
-            h.store.create(&key, object("k", "u", &data)).await.expect("create");
+            h.store
+                .create(&key, object("k", "u", &data))
+                .await
+                .expect("create");
             values.insert(key.clone(), data.clone());
             expected.push((EventKind::Added, key, data, None));
         }
@@ -510,7 +621,11 @@ async fn watch_order_prev_values_and_resume(h: &Harness) {
     for (i, e) in events.iter().enumerate().step_by(3) {
         let mut resumed = h.store.watch("/w", opts(e.revision)).await.expect("resume");
         let rest = take(&mut resumed, expected.len() - i - 1).await;
-        assert_eq!(summarize(&rest), expected[i + 1..].to_vec(), "resume after event {i}");
+        assert_eq!(
+            summarize(&rest),
+            expected[i + 1..].to_vec(),
+            "resume after event {i}"
+        );
     }
     // A key watch sees only its key.
     let mut one = h
@@ -524,7 +639,11 @@ async fn watch_order_prev_values_and_resume(h: &Harness) {
         )
         .await
         .expect("key watch");
-    let k1: Vec<_> = expected.iter().filter(|e| e.1 == "/w/ns/k1").cloned().collect();
+    let k1: Vec<_> = expected
+        .iter()
+        .filter(|e| e.1 == "/w/ns/k1")
+        .cloned()
+        .collect();
     assert_eq!(summarize(&take(&mut one, k1.len()).await), k1);
 }
 
@@ -551,10 +670,12 @@ async fn watch_too_old_after_compaction(h: &Harness) {
         .await;
     let err = match watched {
         Err(e) => e,
-        Ok(mut stream) => match tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await {
-            Ok(Some(Err(e))) => e,
-            other => panic!("expected a too-old error, got {other:?}"),
-        },
+        Ok(mut stream) => {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await {
+                Ok(Some(Err(e))) => e,
+                other => panic!("expected a too-old error, got {other:?}"),
+            }
+        }
     };
     assert!(matches!(err, StorageError::TooOld { .. }), "{err:?}");
     // From the compaction point on, watching works.
@@ -570,7 +691,10 @@ async fn watch_too_old_after_compaction(h: &Harness) {
         )
         .await
         .expect("watch at compaction point");
-    h.store.create("/c/ns/new", Bytes::from_static(b"{}")).await.expect("create");
+    h.store
+        .create("/c/ns/new", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
     assert_eq!(take(&mut w, 1).await[0].key, "/c/ns/new");
 }
 
@@ -609,7 +733,10 @@ async fn watch_predicate_transitions(h: &Harness) {
     set("hot").await;
     set("hot2").await;
     set("hot").await;
-    h.store.delete("/p/ns/x", &Preconditions::none(), None).await.expect("delete");
+    h.store
+        .delete("/p/ns/x", &Preconditions::none(), None)
+        .await
+        .expect("delete");
     let events = take(&mut w, 3).await;
     let kinds: Vec<_> = events.iter().map(|e| (e.kind, data_of(&e.value))).collect();
     assert_eq!(
@@ -622,7 +749,10 @@ async fn watch_predicate_transitions(h: &Harness) {
         ]
     );
     let last = take(&mut w, 1).await;
-    assert_eq!((last[0].kind, data_of(&last[0].value)), (EventKind::Deleted, "hot".to_string()));
+    assert_eq!(
+        (last[0].kind, data_of(&last[0].value)),
+        (EventKind::Deleted, "hot".to_string())
+    );
 }
 
 async fn watch_initial_events(h: &Harness) {
@@ -645,9 +775,15 @@ async fn watch_initial_events(h: &Harness) {
     assert!(first[..3].iter().all(|e| e.kind == EventKind::Added));
     assert_eq!(first[3].kind, EventKind::Bookmark);
     assert!(first[3].initial_events_end);
-    h.store.create("/i/ns/late", Bytes::from_static(b"{}")).await.expect("create");
+    h.store
+        .create("/i/ns/late", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
     let next = take_changes(&mut w, 1).await;
-    assert_eq!((next[0].kind, next[0].key.as_str()), (EventKind::Added, "/i/ns/late"));
+    assert_eq!(
+        (next[0].kind, next[0].key.as_str()),
+        (EventKind::Added, "/i/ns/late")
+    );
 }
 
 async fn count_and_revision(h: &Harness) {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use storage::backend::{Backend, DynBackend};
+use storage::backend::DynBackend;
 use storage::embedded::EmbeddedBackend;
 use storage::{
-    spawn_compactor, Cacher, CacherConfig, Interface, ReadRevision, Store, StorageError,
+    spawn_compactor, Cacher, CacherConfig, Interface, ReadRevision, StorageError, Store,
     WatchOptions,
 };
 use support::{take, Harness};
@@ -42,14 +42,22 @@ async fn etcd_outage_fails_fast_and_recovers() {
     let started = Instant::now();
     let r = h.store.get("/things/a/before", ReadRevision::Latest).await;
     assert!(matches!(r, Err(StorageError::Unavailable(_))), "{r:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
     assert!(h.backend.check_health().await.is_err());
 
     h.etcd.as_mut().expect("etcd").restart().await;
     // The client reconnects by itself.
     let deadline = Instant::now() + Duration::from_secs(20);
     let after = loop {
-        match h.store.create("/things/a/after", Bytes::from_static(b"2")).await {
+        match h
+            .store
+            .create("/things/a/after", Bytes::from_static(b"2"))
+            .await
+        {
             Ok(kv) => break kv,
             Err(e) if Instant::now() < deadline => {
                 assert!(e.is_unavailable(), "{e:?}");
@@ -122,7 +130,11 @@ async fn embedded_survives_kill_9() {
     }
     child.kill().expect("SIGKILL the writer");
     let _ = child.wait();
-    assert!(acked.len() >= 2000, "child acknowledged only {}", acked.len());
+    assert!(
+        acked.len() >= 2000,
+        "child acknowledged only {}",
+        acked.len()
+    );
 
     let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("reopen"));
     let store = Store::new(backend.clone(), "/registry");
@@ -132,20 +144,30 @@ async fn embedded_survives_kill_9() {
             .await
             .unwrap_or_else(|e| panic!("acknowledged {key} lost: {e}"));
         assert_eq!(kv.mod_revision, *rev, "{key}");
-        let (task, i) = key.trim_start_matches("/crash/").split_once('/').expect("key");
+        let (task, i) = key
+            .trim_start_matches("/crash/")
+            .split_once('/')
+            .expect("key");
         assert_eq!(&kv.value[..], format!("value-{task}-{i}").as_bytes());
     }
     let max = acked.iter().map(|(_, r)| *r).max().unwrap_or(0);
     assert!(backend.current_revision().await.expect("revision") >= max);
     // And it takes writes again, at later revisions.
-    let next = store.create("/crash/after", Bytes::from_static(b"x")).await.expect("write");
+    let next = store
+        .create("/crash/after", Bytes::from_static(b"x"))
+        .await
+        .expect("write");
     assert!(next.mod_revision > max);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduled_compaction_trims_history() {
     for h in [Harness::embedded().await, Harness::etcd().await] {
-        let first = h.store.create("/k/a", Bytes::from_static(b"1")).await.expect("create");
+        let first = h
+            .store
+            .create("/k/a", Bytes::from_static(b"1"))
+            .await
+            .expect("create");
         let compactor = spawn_compactor(h.backend.clone(), Duration::from_millis(200));
         let deadline = Instant::now() + Duration::from_secs(10);
         for n in 0.. {
@@ -154,16 +176,27 @@ async fn scheduled_compaction_trims_history() {
                 .create(&format!("/k/{n}"), Bytes::new())
                 .await
                 .expect("write");
-            let r = h.store.get("/k/a", ReadRevision::Exact(first.mod_revision)).await;
+            let r = h
+                .store
+                .get("/k/a", ReadRevision::Exact(first.mod_revision))
+                .await;
             if matches!(r, Err(StorageError::TooOld { .. })) {
                 break;
             }
-            assert!(Instant::now() < deadline, "{}: history never compacted", h.backend.name());
+            assert!(
+                Instant::now() < deadline,
+                "{}: history never compacted",
+                h.backend.name()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // The latest state survives compaction.
         assert_eq!(
-            &h.store.get("/k/a", ReadRevision::Latest).await.expect("get").value[..],
+            &h.store
+                .get("/k/a", ReadRevision::Latest)
+                .await
+                .expect("get")
+                .value[..],
             b"1"
         );
         compactor.abort();

@@ -69,10 +69,17 @@ async fn thousand_watchers_see_the_same_sequence(h: &Harness) {
         .collect();
     let mut tasks = Vec::new();
     for (i, mut stream) in streams.into_iter().enumerate() {
-        let expected = if i % 2 == 0 { expected_all.clone() } else { expected_a.clone() };
+        let expected = if i % 2 == 0 {
+            expected_all.clone()
+        } else {
+            expected_a.clone()
+        };
         tasks.push(tokio::spawn(async move {
             let events = take(&mut stream, expected.len()).await;
-            let got: Vec<_> = events.iter().map(|e| (e.key.clone(), data_of(&e.value))).collect();
+            let got: Vec<_> = events
+                .iter()
+                .map(|e| (e.key.clone(), data_of(&e.value)))
+                .collect();
             assert_eq!(got, expected, "watcher {i}");
             assert!(events.windows(2).all(|p| p[0].revision < p[1].revision));
         }));
@@ -84,12 +91,20 @@ async fn thousand_watchers_see_the_same_sequence(h: &Harness) {
 
 async fn cached_reads(h: &Harness) {
     let c = cacher(h, CacherConfig::default());
-    let kv = c.create("/things/a/x", object("x", "u", "1")).await.expect("create");
+    let kv = c
+        .create("/things/a/x", object("x", "u", "1"))
+        .await
+        .expect("create");
     // Reads that accept any recent state come from the cache once it has caught up.
-    let got = c.get("/things/a/x", ReadRevision::NotOlderThan(kv.mod_revision)).await.expect("get");
+    let got = c
+        .get("/things/a/x", ReadRevision::NotOlderThan(kv.mod_revision))
+        .await
+        .expect("get");
     assert_eq!(data_of(&got.value), "1");
     for i in 0..5 {
-        c.create(&format!("/things/b/{i}"), object("y", "u", "2")).await.expect("create");
+        c.create(&format!("/things/b/{i}"), object("y", "u", "2"))
+            .await
+            .expect("create");
     }
     let rev = h.store.current_revision().await.expect("revision");
     let listed = c
@@ -137,12 +152,12 @@ async fn cached_reads(h: &Harness) {
     assert!(matches!(r, Err(StorageError::Invalid(_))));
     // A revision the cache never reaches times out as too large.
     let r = c
-        .get(
-            "/things/a/x",
-            ReadRevision::NotOlderThan(rev + 1_000_000),
-        )
+        .get("/things/a/x", ReadRevision::NotOlderThan(rev + 1_000_000))
         .await;
-    assert!(matches!(r, Err(StorageError::TooLargeResourceVersion { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(StorageError::TooLargeResourceVersion { .. })),
+        "{r:?}"
+    );
 }
 
 async fn window_too_old(h: &Harness) {
@@ -153,19 +168,36 @@ async fn window_too_old(h: &Harness) {
             ..Default::default()
         },
     );
-    c.get_list("/things/", ListOptions { revision: ReadRevision::Any, recursive: true, ..Default::default() })
-        .await
-        .expect("cache ready");
+    c.get_list(
+        "/things/",
+        ListOptions {
+            revision: ReadRevision::Any,
+            recursive: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("cache ready");
     let start = h.store.current_revision().await.expect("revision");
     for i in 0..20 {
-        c.create(&format!("/things/a/{i}"), Bytes::from_static(b"{}")).await.expect("create");
+        c.create(&format!("/things/a/{i}"), Bytes::from_static(b"{}"))
+            .await
+            .expect("create");
     }
     let now = h.store.current_revision().await.expect("revision");
-    c.get("/things/a/19", ReadRevision::NotOlderThan(now)).await.expect("caught up");
+    c.get("/things/a/19", ReadRevision::NotOlderThan(now))
+        .await
+        .expect("caught up");
     let r = c.watch("/things/", from(start)).await;
-    assert!(matches!(r, Err(StorageError::TooOld { .. })), "start below the window");
+    assert!(
+        matches!(r, Err(StorageError::TooOld { .. })),
+        "start below the window"
+    );
     // Inside the window works.
-    let mut w = c.watch("/things/", from(now - 3)).await.expect("inside window");
+    let mut w = c
+        .watch("/things/", from(now - 3))
+        .await
+        .expect("inside window");
     let events = take(&mut w, 3).await;
     assert_eq!(events.last().map(|e| e.revision), Some(now));
 }
@@ -190,7 +222,11 @@ async fn bookmarks_follow_progress(h: &Harness) {
         .await
         .expect("watch");
     // A write elsewhere moves the store's revision; the bookmark carries it to this watcher.
-    let other = h.store.create("/other/x", Bytes::from_static(b"{}")).await.expect("create");
+    let other = h
+        .store
+        .create("/other/x", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let e = take(&mut w, 1).await.remove(0);
@@ -198,7 +234,11 @@ async fn bookmarks_follow_progress(h: &Harness) {
         if e.revision >= other.mod_revision {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no bookmark reached {}", other.mod_revision);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no bookmark reached {}",
+            other.mod_revision
+        );
     }
     // Without bookmarks asked for, none arrive.
     let mut quiet = c.watch("/things/", from(start)).await.expect("watch");
@@ -217,11 +257,16 @@ async fn slow_watcher_catches_up_from_window(h: &Harness) {
     let start = h.store.current_revision().await.expect("revision");
     let mut w = c.watch("/things/", from(start)).await.expect("watch");
     for i in 0..200 {
-        c.create(&format!("/things/s/{i:03}"), object("s", "u", &i.to_string()))
-            .await
-            .expect("create");
+        c.create(
+            &format!("/things/s/{i:03}"),
+            object("s", "u", &i.to_string()),
+        )
+        .await
+        .expect("create");
     }
-    c.delete("/things/s/000", &Preconditions::none(), None).await.expect("delete");
+    c.delete("/things/s/000", &Preconditions::none(), None)
+        .await
+        .expect("delete");
     let events = take_changes(&mut w, 201).await;
     let names: Vec<String> = events[..200].iter().map(|e| data_of(&e.value)).collect();
     let expected: Vec<String> = (0..200).map(|i| i.to_string()).collect();

@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 
 use super::state::CacheState;
 use crate::backend::{KeyRange, RangeRequest, WatchMessage};
-use crate::{KeyValue, Result, Store, StorageError};
+use crate::{KeyValue, Result, StorageError, Store};
 
 /// Page size of the initial list, so a large resource never needs one huge response.
 const LIST_PAGE: usize = 10_000;

@@ -21,7 +21,7 @@ use crate::backend::KeyRange;
 use crate::interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
 use crate::store::events::matches;
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
-use crate::{Store, StorageError, WatchOptions, WatchStream};
+use crate::{StorageError, Store, WatchOptions, WatchStream};
 
 #[derive(Clone, Debug)]
 pub struct CacherConfig {
@@ -103,8 +103,8 @@ impl Cacher {
     }
 
     fn check_key(&self, key: &str) -> Result<()> {
-        let within = key.starts_with(&self.resource_prefix)
-            || format!("{key}/") == self.resource_prefix;
+        let within =
+            key.starts_with(&self.resource_prefix) || format!("{key}/") == self.resource_prefix;
         if within {
             Ok(())
         } else {
@@ -119,9 +119,8 @@ impl Cacher {
     /// answers "too large resource version").
     async fn wait_fresh(&self, revision: i64) -> Result<()> {
         let mut rx = self.revision_rx.clone();
-        let ready = |state: &Arc<RwLock<CacheState>>| {
-            state.read().map(|s| s.ready).unwrap_or(false)
-        };
+        let ready =
+            |state: &Arc<RwLock<CacheState>>| state.read().map(|s| s.ready).unwrap_or(false);
         let wait = async {
             loop {
                 if ready(&self.state) && *rx.borrow_and_update() >= revision {
@@ -134,9 +133,9 @@ impl Cacher {
         };
         match tokio::time::timeout(self.config.freshness_timeout, wait).await {
             Ok(result) => result,
-            Err(_) if !ready(&self.state) => Err(StorageError::Unavailable(
-                "watch cache is not ready".into(),
-            )),
+            Err(_) if !ready(&self.state) => {
+                Err(StorageError::Unavailable("watch cache is not ready".into()))
+            }
             Err(_) => Err(StorageError::TooLargeResourceVersion {
                 requested: revision,
                 current: self.revision(),

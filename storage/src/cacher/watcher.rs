@@ -59,9 +59,12 @@ pub fn start(
     let (backlog, rx, seen) = {
         let s = state.read().unwrap_or_else(|p| p.into_inner());
         if opts.initial_events() {
-            let from = std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned());
+            let from =
+                std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned());
             let to = match &range.end {
-                None => std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned()),
+                None => {
+                    std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned())
+                }
                 Some(end) => std::ops::Bound::Excluded(String::from_utf8_lossy(end).into_owned()),
             };
             first.extend(

@@ -62,7 +62,10 @@ impl EmbeddedBackend {
             let get = |name| -> Result<Option<u64>> {
                 Ok(meta.get(name).map_err(storage_err)?.map(|g| g.value()))
             };
-            (get(META_REVISION)?.unwrap_or(1), get(META_COMPACTED)?.unwrap_or(0))
+            (
+                get(META_REVISION)?.unwrap_or(1),
+                get(META_COMPACTED)?.unwrap_or(0),
+            )
         };
         txn.commit().map_err(storage_err)?;
         info!(path = %path.display(), revision, compacted, "opened embedded store");
@@ -107,7 +110,11 @@ impl Backend for EmbeddedBackend {
         let txn = self.db.begin_read().map_err(storage_err)?;
         let meta = txn.open_table(META).map_err(storage_err)?;
         let meta_get = |name| -> Result<u64> {
-            Ok(meta.get(name).map_err(storage_err)?.map(|g| g.value()).unwrap_or(0))
+            Ok(meta
+                .get(name)
+                .map_err(storage_err)?
+                .map(|g| g.value())
+                .unwrap_or(0))
         };
         let current = meta_get(META_REVISION)?.max(1);
         let compacted = meta_get(META_COMPACTED)?;
@@ -160,8 +167,8 @@ impl Backend for EmbeddedBackend {
             let full = req.limit > 0 && out.kvs.len() >= req.limit;
             if req.count_only || full {
                 // Past the page only existence matters; latest live entries need no read.
-                let exists = (at == current && !entry.deleted)
-                    || resolve(&events, entry, at)?.is_some();
+                let exists =
+                    (at == current && !entry.deleted) || resolve(&events, entry, at)?.is_some();
                 if exists {
                     out.count += 1;
                     out.more |= full;
@@ -207,7 +214,8 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        self.submit(|reply| WriteOp::Compact { revision, reply }).await
+        self.submit(|reply| WriteOp::Compact { revision, reply })
+            .await
     }
 
     async fn current_revision(&self) -> Result<i64> {

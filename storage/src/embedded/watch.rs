@@ -50,12 +50,7 @@ impl Hub {
 
 /// Reads committed events with revision in `[from, until]` in `range`, at most `REPLAY_CHUNK`
 /// scanned; returns them and the next revision to read.
-fn replay(
-    db: &Database,
-    range: &KeyRange,
-    from: u64,
-    until: u64,
-) -> Result<(Vec<RawEvent>, u64)> {
+fn replay(db: &Database, range: &KeyRange, from: u64, until: u64) -> Result<(Vec<RawEvent>, u64)> {
     let txn = db.begin_read().map_err(storage_err)?;
     let compacted = txn
         .open_table(META)

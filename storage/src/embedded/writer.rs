@@ -96,7 +96,10 @@ fn commit_writes(db: &Database, ops: Vec<WriteOp>, shared: &Shared) {
                         value,
                         expected,
                         reply,
-                    } => (apply_put(&mut tables, &mut next, &key, value, expected)?, reply),
+                    } => (
+                        apply_put(&mut tables, &mut next, &key, value, expected)?,
+                        reply,
+                    ),
                     WriteOp::Delete {
                         key,
                         expected,
@@ -151,7 +154,9 @@ fn current(tables: &Tables<'_>, key: &str) -> Result<(Option<KeyEntry>, Option<K
         .map_err(storage_err)?
         .map(|g| KeyEntry::decode(g.value()));
     let live = match entry {
-        Some(e) if !e.deleted => read_record(&tables.events, e.revision)?.map(|r| r.key_value(e.revision)),
+        Some(e) if !e.deleted => {
+            read_record(&tables.events, e.revision)?.map(|r| r.key_value(e.revision))
+        }
         _ => None,
     };
     Ok((entry, live))
@@ -174,7 +179,9 @@ fn apply_put(
     *next += 1;
     let record = Record {
         kind: RawEventKind::Put,
-        create_revision: live.as_ref().map_or(revision, |kv| kv.create_revision as u64),
+        create_revision: live
+            .as_ref()
+            .map_or(revision, |kv| kv.create_revision as u64),
         version: live.as_ref().map_or(1, |kv| kv.version as u64 + 1),
         prev_revision: entry.map_or(0, |e| e.revision),
         key: key.as_bytes().to_vec(),
@@ -317,7 +324,12 @@ fn compact(db: &Database, target: i64, shared: &Shared) -> Result<()> {
         }
     }
     shared.compacted.store(target, Ordering::Release);
-    info!(revision = target, removed, elapsed_ms = started.elapsed().as_millis() as u64, "compacted embedded store");
+    info!(
+        revision = target,
+        removed,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "compacted embedded store"
+    );
     Ok(())
 }
 

@@ -71,8 +71,12 @@ mod tests {
     fn rejects_garbage_and_traversal() {
         assert!(decode("!!!", "/p/").is_err());
         assert!(decode(&URL_SAFE_NO_PAD.encode(b"{}"), "/p/").is_err());
-        let evil = URL_SAFE_NO_PAD.encode(br#"{"v":"meta.k8s.io/v1","rv":5,"start":"../secrets/x"}"#);
-        assert!(matches!(decode(&evil, "/p/"), Err(StorageError::Invalid(_))));
+        let evil =
+            URL_SAFE_NO_PAD.encode(br#"{"v":"meta.k8s.io/v1","rv":5,"start":"../secrets/x"}"#);
+        assert!(matches!(
+            decode(&evil, "/p/"),
+            Err(StorageError::Invalid(_))
+        ));
         let zero = URL_SAFE_NO_PAD.encode(br#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#);
         assert!(decode(&zero, "/p/").is_err());
     }

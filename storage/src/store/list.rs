@@ -17,7 +17,9 @@ pub async fn get_list(store: &Store, key: &str, opts: ListOptions) -> Result<Lis
     let mut continuing = false;
     if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
         if !opts.recursive {
-            return Err(StorageError::Invalid("continue given for a single key".into()));
+            return Err(StorageError::Invalid(
+                "continue given for a single key".into(),
+            ));
         }
         if !matches!(opts.revision, ReadRevision::Latest | ReadRevision::Any) {
             return Err(StorageError::Invalid(
@@ -56,12 +58,9 @@ pub async fn get_list(store: &Store, key: &str, opts: ListOptions) -> Result<Lis
             .await
         {
             Err(StorageError::TooOld { .. }) if continuing => {
-                let fresh = continue_token::encode(
-                    &String::from_utf8_lossy(&range.start),
-                    &prefix,
-                    -1,
-                )
-                .ok();
+                let fresh =
+                    continue_token::encode(&String::from_utf8_lossy(&range.start), &prefix, -1)
+                        .ok();
                 return Err(StorageError::Expired {
                     fresh_continue: fresh,
                 });

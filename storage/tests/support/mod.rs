@@ -24,7 +24,8 @@ pub struct Harness {
 impl Harness {
     pub async fn embedded() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open embedded"));
+        let backend: DynBackend =
+            Arc::new(EmbeddedBackend::open(dir.path()).expect("open embedded"));
         Self {
             store: Store::new(backend.clone(), "/registry"),
             backend,

@@ -1,0 +1,151 @@
+//! `/healthz`, `/livez`, `/readyz` and their per-check paths, answering as kube-apiserver does:
+//! `ok`, or the list of checks with `[+]`/`[-]` and a closing line, 500 on failure.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use storage::backend::DynBackend;
+
+#[derive(Clone)]
+pub struct Health {
+    pub backend: DynBackend,
+    /// Set when shutdown begins, so load balancers stop sending traffic first.
+    pub shutting_down: Arc<AtomicBool>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct HealthQuery {
+    verbose: Option<String>,
+    exclude: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Healthz,
+    Livez,
+    Readyz,
+}
+
+impl Endpoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Healthz => "healthz",
+            Endpoint::Livez => "livez",
+            Endpoint::Readyz => "readyz",
+        }
+    }
+}
+
+impl Health {
+    fn storage_check_name(&self) -> &'static str {
+        // Upstream calls its storage check "etcd"; keep that name where it is true.
+        match self.backend.name() {
+            "etcd" => "etcd",
+            _ => "storage",
+        }
+    }
+
+    /// Each check's name and, if it failed, why.
+    async fn run(
+        &self,
+        endpoint: Endpoint,
+        only: Option<&str>,
+    ) -> Vec<(&'static str, Option<String>)> {
+        let mut names = vec!["ping", "log", self.storage_check_name()];
+        if endpoint == Endpoint::Readyz {
+            names.push("shutdown");
+        }
+        let mut results = Vec::new();
+        for name in names {
+            if only.is_some_and(|o| o != name) {
+                continue;
+            }
+            let failure = match name {
+                "shutdown" if self.shutting_down.load(Ordering::Relaxed) => {
+                    Some("process is shutting down".to_string())
+                }
+                "etcd" | "storage" => self
+                    .backend
+                    .check_health()
+                    .await
+                    .err()
+                    .map(|e| e.to_string()),
+                _ => None,
+            };
+            results.push((name, failure));
+        }
+        results
+    }
+
+    async fn respond(
+        &self,
+        endpoint: Endpoint,
+        only: Option<&str>,
+        query: &HealthQuery,
+    ) -> Response {
+        let excluded: Vec<&str> = query
+            .exclude
+            .as_deref()
+            .map_or(Vec::new(), |e| e.split(',').collect());
+        let results: Vec<_> = self
+            .run(endpoint, only)
+            .await
+            .into_iter()
+            .filter(|(name, _)| !excluded.contains(name))
+            .collect();
+        if only.is_some() && results.is_empty() {
+            return (StatusCode::NOT_FOUND, "404 page not found\n").into_response();
+        }
+        let failed = results.iter().any(|(_, f)| f.is_some());
+        for (name, failure) in &results {
+            if let Some(why) = failure {
+                tracing::warn!(check = name, endpoint = endpoint.name(), reason = %why, "health check failed");
+            }
+        }
+        if !failed && query.verbose.is_none() {
+            return (StatusCode::OK, "ok").into_response();
+        }
+        let mut body = String::new();
+        for (name, failure) in &results {
+            match failure {
+                None => {
+                    let _ = writeln!(body, "[+]{name} ok");
+                }
+                // Reasons stay in the log, as upstream withholds them from the response.
+                Some(_) => {
+                    let _ = writeln!(body, "[-]{name} failed: reason withheld");
+                }
+            }
+        }
+        let status = if failed {
+            let _ = writeln!(body, "{} check failed", endpoint.name());
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            let _ = writeln!(body, "{} check passed", endpoint.name());
+            StatusCode::OK
+        };
+        (status, body).into_response()
+    }
+}
+
+pub async fn all(
+    State(health): State<Health>,
+    endpoint: Endpoint,
+    Query(query): Query<HealthQuery>,
+) -> Response {
+    health.respond(endpoint, None, &query).await
+}
+
+pub async fn one(
+    State(health): State<Health>,
+    endpoint: Endpoint,
+    Path(check): Path<String>,
+    Query(query): Query<HealthQuery>,
+) -> Response {
+    health.respond(endpoint, Some(&check), &query).await
+}

@@ -1,0 +1,88 @@
+//! Command-line flags, named as kube-apiserver names them.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "apiserver",
+    version,
+    about = "A Kubernetes-compatible API server"
+)]
+pub struct Options {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    /// Port for plain HTTP.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+
+    /// Directory of the embedded store (used unless --etcd-servers is given).
+    #[arg(long, default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// Comma-separated etcd URLs; when given, etcd is the storage.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// Prefix of every key in storage.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// How often to compact storage history (kube-apiserver's default: 5m); 0 disables.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub etcd_compaction_interval: Duration,
+}
+
+/// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if text == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .ok_or_else(|| format!("duration {text:?} needs a unit (ms, s, m, h)"))?;
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} in duration {text:?}")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("invalid duration {text:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn defaults_and_etcd_list() {
+        let o = Options::parse_from(["apiserver"]);
+        assert_eq!(o.port, 8080);
+        assert_eq!(o.bind_address.to_string(), "127.0.0.1");
+        assert!(o.etcd_servers.is_empty());
+        let o = Options::parse_from(["apiserver", "--etcd-servers", "http://a:2379,http://b:2379"]);
+        assert_eq!(o.etcd_servers, vec!["http://a:2379", "http://b:2379"]);
+    }
+}
