@@ -17,7 +17,8 @@ pub enum StorageError {
     Conflict { key: String, message: String },
 
     /// The requested revision has been compacted away (upstream: 410 Gone / Expired).
-    #[error("too old resource version: {requested} (oldest available {oldest})")]
+    /// `oldest` is the compaction point where the backend reports it (0: unknown).
+    #[error("too old resource version: {requested}")]
     TooOld { requested: i64, oldest: i64 },
 
     /// A continue token whose snapshot revision has been compacted. `fresh_continue` lets the

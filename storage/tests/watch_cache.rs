@@ -19,6 +19,8 @@ conformance!(
     window_too_old,
     bookmarks_follow_progress,
     slow_watcher_catches_up_from_window,
+    fresh_read_after_a_write_elsewhere,
+    watch_from_now_skips_history,
 );
 
 fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
@@ -272,4 +274,108 @@ async fn slow_watcher_catches_up_from_window(h: &Harness) {
     let expected: Vec<String> = (0..200).map(|i| i.to_string()).collect();
     assert_eq!(names, expected);
     assert_eq!(events[200].kind, EventKind::Deleted);
+}
+
+async fn fresh_read_after_a_write_elsewhere(h: &Harness) {
+    // Ticks far apart: only a progress request made on demand can let the cache prove it is
+    // fresh for a revision that changed nothing under its prefix.
+    let c = cacher(
+        h,
+        CacherConfig {
+            progress_interval: Duration::from_secs(3600),
+            ..Default::default()
+        },
+    );
+    c.create("/things/a/x", object("x", "u", "1"))
+        .await
+        .expect("create");
+    let elsewhere = h
+        .store
+        .create("/other/y", Bytes::from_static(b"{}"))
+        .await
+        .expect("create");
+    let got = c
+        .get(
+            "/things/a/x",
+            ReadRevision::NotOlderThan(elsewhere.mod_revision),
+        )
+        .await
+        .expect("fresh enough without waiting for a tick");
+    assert_eq!(data_of(&got.value), "1");
+}
+
+async fn watch_from_now_skips_history(h: &Harness) {
+    let c = cacher(h, CacherConfig::default());
+    c.create("/things/a/old", object("o", "u", "old"))
+        .await
+        .expect("create");
+    let now = WatchOptions {
+        revision: 0,
+        recursive: true,
+        send_initial_events: Some(false),
+        ..Default::default()
+    };
+    c.get(
+        "/things/a/old",
+        ReadRevision::NotOlderThan(h.store.current_revision().await.expect("rev")),
+    )
+    .await
+    .expect("cache caught up");
+    let mut cached = c.watch("/things/", now.clone()).await.expect("cache watch");
+    let mut direct = h.store.watch("/things/", now).await.expect("store watch");
+    c.create("/things/a/new", object("n", "u", "new"))
+        .await
+        .expect("create");
+    for w in [&mut cached, &mut direct] {
+        let e = take_changes(w, 1).await;
+        assert_eq!(
+            (e[0].kind, e[0].key.as_str()),
+            (EventKind::Added, "/things/a/new")
+        );
+    }
+}
+
+/// Another etcd client may change several keys in one transaction: one revision, several
+/// events. The cache must keep them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn multi_key_transactions_reach_every_watcher() {
+    use etcd_client::{Txn, TxnOp};
+    let h = Harness::etcd().await;
+    let c = cacher(&h, CacherConfig::default());
+    let start = h.store.current_revision().await.expect("revision");
+    let mut w = c.watch("/things/", from(start)).await.expect("watch");
+    let mut client = h.etcd_backend().await.expect("etcd").client();
+    let txn = Txn::new().and_then([
+        TxnOp::put("/registry/things/t/a", "1", None),
+        TxnOp::put("/registry/things/t/b", "2", None),
+    ]);
+    client.txn(txn).await.expect("txn");
+    h.store
+        .create("/things/t/c", Bytes::from_static(b"3"))
+        .await
+        .expect("create");
+    let events = take(&mut w, 3).await;
+    let keys: Vec<&str> = events.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["/things/t/a", "/things/t/b", "/things/t/c"]);
+    assert_eq!(events[0].revision, events[1].revision);
+    let now = h.store.current_revision().await.expect("revision");
+    let listed = c
+        .get_list(
+            "/things/",
+            ListOptions {
+                revision: ReadRevision::NotOlderThan(now),
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(listed.items.len(), 3);
+    // A watcher starting between the two changes of that revision is not possible; one
+    // starting at it sees only what followed.
+    let mut after = c
+        .watch("/things/", from(events[0].revision))
+        .await
+        .expect("watch");
+    assert_eq!(take(&mut after, 1).await[0].key, "/things/t/c");
 }

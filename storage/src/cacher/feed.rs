@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 
 use super::state::CacheState;
@@ -22,6 +22,9 @@ pub struct Feed {
     pub state: Arc<RwLock<CacheState>>,
     pub revision_tx: watch::Sender<i64>,
     pub progress_interval: Duration,
+    /// Rung by readers waiting for a revision the cache has not seen, so they need not wait
+    /// for the next tick when the change happened outside this prefix.
+    pub progress_wanted: Arc<Notify>,
 }
 
 impl Feed {
@@ -145,6 +148,7 @@ impl Feed {
                         self.write_state(|s| s.progress(revision));
                     }
                 },
+                _ = self.progress_wanted.notified() => (watch.progress)(),
                 _ = ticker.tick() => {
                     if self.revision_tx.is_closed() {
                         return Ok(());

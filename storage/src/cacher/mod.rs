@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
 use self::feed::Feed;
@@ -52,6 +52,7 @@ pub struct Cacher {
     resource_prefix: String,
     state: Arc<RwLock<CacheState>>,
     revision_rx: watch::Receiver<i64>,
+    progress_wanted: Arc<Notify>,
     config: CacherConfig,
     feed: JoinHandle<()>,
 }
@@ -75,7 +76,9 @@ impl Cacher {
             config.fanout_buffer.max(16),
         )));
         let (revision_tx, revision_rx) = watch::channel(0);
+        let progress_wanted = Arc::new(Notify::new());
         let feed = Feed {
+            progress_wanted: progress_wanted.clone(),
             full_prefix: store.full_key(&resource_prefix),
             store: store.clone(),
             state: state.clone(),
@@ -88,6 +91,7 @@ impl Cacher {
             resource_prefix,
             state,
             revision_rx,
+            progress_wanted,
             config,
             feed,
         }
@@ -119,6 +123,9 @@ impl Cacher {
     /// answers "too large resource version").
     async fn wait_fresh(&self, revision: i64) -> Result<()> {
         let mut rx = self.revision_rx.clone();
+        if *rx.borrow() < revision {
+            self.progress_wanted.notify_one();
+        }
         let ready =
             |state: &Arc<RwLock<CacheState>>| state.read().map(|s| s.ready).unwrap_or(false);
         let wait = async {

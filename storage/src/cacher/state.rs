@@ -9,10 +9,25 @@ use tokio::sync::broadcast;
 use crate::backend::{RawEvent, RawEventKind};
 use crate::KeyValue;
 
+/// A change with its place in the cache's sequence. One etcd revision may hold several
+/// changes (a multi-key transaction of another client), so watchers track positions by
+/// sequence number, not by revision.
+#[derive(Debug)]
+pub struct CachedEvent {
+    pub seq: u64,
+    pub event: RawEvent,
+}
+
+impl CachedEvent {
+    pub fn revision(&self) -> i64 {
+        self.event.kv.mod_revision
+    }
+}
+
 /// What the feed broadcasts to watchers.
 #[derive(Clone, Debug)]
 pub enum CacheMessage {
-    Event(Arc<RawEvent>),
+    Event(Arc<CachedEvent>),
     /// The cache has seen everything up to this revision.
     Progress(i64),
     /// The cache was rebuilt from a fresh list; watchers must relist (TooOld).
@@ -21,13 +36,16 @@ pub enum CacheMessage {
 
 pub struct CacheState {
     pub objects: BTreeMap<String, KeyValue>,
-    pub window: VecDeque<Arc<RawEvent>>,
+    window: VecDeque<Arc<CachedEvent>>,
     /// Every change after this revision is in the window: watches may start here or later.
     pub window_start: i64,
+    /// Sequence number of the newest change pushed out of the window (0: none yet).
+    evicted_seq: u64,
+    next_seq: u64,
     /// The cache reflects the store up to this revision.
     pub revision: i64,
     pub ready: bool,
-    pub capacity: usize,
+    capacity: usize,
     pub tx: broadcast::Sender<CacheMessage>,
 }
 
@@ -37,6 +55,8 @@ impl CacheState {
             objects: BTreeMap::new(),
             window: VecDeque::with_capacity(capacity.min(4096)),
             window_start: 0,
+            evicted_seq: 0,
+            next_seq: 1,
             revision: 0,
             ready: false,
             capacity,
@@ -50,6 +70,9 @@ impl CacheState {
         self.objects = objects;
         self.window.clear();
         self.window_start = revision;
+        // Positions of old watchers mean nothing in the new window.
+        self.evicted_seq = self.next_seq;
+        self.next_seq += 1;
         self.revision = revision;
         self.ready = true;
         if had_data {
@@ -59,7 +82,8 @@ impl CacheState {
 
     /// Applies one change (keys already relative to the storage prefix) and fans it out.
     pub fn apply(&mut self, event: RawEvent) {
-        if event.kv.mod_revision <= self.revision {
+        // A resumed watch never repeats a revision, but several changes may share one.
+        if event.kv.mod_revision < self.revision {
             return;
         }
         match event.kind {
@@ -71,10 +95,17 @@ impl CacheState {
             }
         }
         self.revision = event.kv.mod_revision;
-        let event = Arc::new(event);
+        let event = Arc::new(CachedEvent {
+            seq: self.next_seq,
+            event,
+        });
+        self.next_seq += 1;
         if self.window.len() >= self.capacity {
             if let Some(oldest) = self.window.pop_front() {
-                self.window_start = oldest.kv.mod_revision;
+                self.evicted_seq = oldest.seq;
+                // Changes sharing the evicted one's revision may remain, so a watch from the
+                // revision before it can no longer be served.
+                self.window_start = oldest.revision();
             }
         }
         self.window.push_back(event.clone());
@@ -88,14 +119,97 @@ impl CacheState {
         let _ = self.tx.send(CacheMessage::Progress(self.revision));
     }
 
-    /// Changes after `revision`, or None if the window no longer reaches back that far.
-    pub fn since(&self, revision: i64) -> Option<Vec<Arc<RawEvent>>> {
+    /// The sequence number of the last change at or before `revision` (where a watch from
+    /// `revision` starts), or None if the window no longer reaches back that far.
+    pub fn position_of(&self, revision: i64) -> Option<u64> {
         if revision < self.window_start {
             return None;
         }
-        let first = self
-            .window
-            .partition_point(|e| e.kv.mod_revision <= revision);
+        let after = self.window.partition_point(|e| e.revision() <= revision);
+        Some(match after {
+            0 => self.window.front().map_or(self.next_seq - 1, |e| e.seq - 1),
+            n => self.window[n - 1].seq,
+        })
+    }
+
+    /// The position after the newest change.
+    pub fn end_position(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// Changes after position `seq`, or None if some of them left the window.
+    pub fn since(&self, seq: u64) -> Option<Vec<Arc<CachedEvent>>> {
+        if seq < self.evicted_seq {
+            return None;
+        }
+        let first = self.window.partition_point(|e| e.seq <= seq);
         Some(self.window.range(first..).cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn put(key: &str, revision: i64) -> RawEvent {
+        RawEvent {
+            kind: RawEventKind::Put,
+            kv: KeyValue {
+                key: key.into(),
+                value: Bytes::new(),
+                create_revision: revision,
+                mod_revision: revision,
+                version: 1,
+            },
+            prev: None,
+        }
+    }
+
+    #[test]
+    fn changes_sharing_a_revision_are_all_kept() {
+        let mut s = CacheState::new(10, 16);
+        s.reset(BTreeMap::new(), 1);
+        s.apply(put("/a", 2));
+        s.apply(put("/b", 2));
+        s.apply(put("/c", 3));
+        assert_eq!(s.objects.len(), 3);
+        let from = s.position_of(1).expect("in window");
+        let keys: Vec<_> = s
+            .since(from)
+            .expect("in window")
+            .iter()
+            .map(|e| e.event.kv.key.clone())
+            .collect();
+        assert_eq!(keys, ["/a", "/b", "/c"]);
+        let after_2 = s.position_of(2).expect("in window");
+        assert_eq!(s.since(after_2).expect("in window").len(), 1);
+    }
+
+    #[test]
+    fn eviction_moves_the_window() {
+        let mut s = CacheState::new(2, 16);
+        s.reset(BTreeMap::new(), 1);
+        for r in 2..6 {
+            s.apply(put(&format!("/{r}"), r));
+        }
+        assert!(s.position_of(1).is_none());
+        assert!(s.position_of(2).is_none());
+        // Everything after revision 3 is still there.
+        assert_eq!(
+            s.since(s.position_of(3).expect("kept"))
+                .expect("kept")
+                .len(),
+            2
+        );
+        assert_eq!(
+            s.since(s.position_of(4).expect("kept"))
+                .expect("kept")
+                .len(),
+            1
+        );
+        // A watcher that had seen only up to the first change can no longer catch up.
+        assert!(s.since(1).is_none());
     }
 }

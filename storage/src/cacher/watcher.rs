@@ -2,13 +2,14 @@
 //! fan-out, filtered by its key range and predicate. A watcher too slow for the fan-out buffer
 //! catches up from the window; one the window has left behind gets TooOld and relists.
 
+use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
 use tokio::sync::broadcast;
 
-use super::state::{CacheMessage, CacheState};
-use crate::backend::{KeyRange, RawEvent};
+use super::state::{CacheMessage, CacheState, CachedEvent};
+use crate::backend::KeyRange;
 use crate::store::events::{added, matches, to_watch_event};
 use crate::{Result, StorageError, WatchEvent, WatchOptions, WatchStream};
 
@@ -16,12 +17,21 @@ struct Watcher {
     range: KeyRange,
     opts: WatchOptions,
     state: Arc<RwLock<CacheState>>,
-    /// Revision of the last change this watcher has looked at.
-    seen: i64,
+    /// Sequence number of the last change this watcher has looked at.
+    position: u64,
+    /// Revision of that change, for error messages and bookmarks.
+    revision: i64,
 }
 
 impl Watcher {
-    fn convert(&self, event: &RawEvent) -> Option<WatchEvent> {
+    /// The event this watcher sees for a change, if any; advances its position.
+    fn observe(&mut self, change: &CachedEvent) -> Option<WatchEvent> {
+        if change.seq <= self.position {
+            return None;
+        }
+        self.position = change.seq;
+        self.revision = change.revision();
+        let event = &change.event;
         if !self.range.contains(&event.kv.key) {
             return None;
         }
@@ -35,17 +45,28 @@ impl Watcher {
             .map(|s| s.window_start)
             .unwrap_or_default();
         StorageError::TooOld {
-            requested: self.seen,
+            requested: self.revision,
             oldest,
         }
     }
 
-    /// Changes after `seen` from the window, and a fresh receiver that continues exactly
-    /// where they end (both taken under the lock the feed writes under).
-    fn catch_up(&self) -> Result<(Vec<Arc<RawEvent>>, broadcast::Receiver<CacheMessage>)> {
+    /// Changes after this watcher's position from the window, and a fresh receiver that
+    /// continues exactly where they end (both taken under the lock the feed writes under).
+    fn catch_up(&self) -> Result<(Vec<Arc<CachedEvent>>, broadcast::Receiver<CacheMessage>)> {
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        let backlog = state.since(self.seen).ok_or_else(|| self.too_old())?;
+        let backlog = state.since(self.position).ok_or_else(|| self.too_old())?;
         Ok((backlog, state.tx.subscribe()))
+    }
+}
+
+fn key_bounds(range: &KeyRange) -> (Bound<String>, Bound<String>) {
+    let start = String::from_utf8_lossy(&range.start).into_owned();
+    match &range.end {
+        None => (Bound::Included(start.clone()), Bound::Included(start)),
+        Some(end) => (
+            Bound::Included(start),
+            Bound::Excluded(String::from_utf8_lossy(end).into_owned()),
+        ),
     }
 }
 
@@ -56,20 +77,12 @@ pub fn start(
     opts: WatchOptions,
 ) -> Result<WatchStream> {
     let mut first: Vec<Result<WatchEvent>> = Vec::new();
-    let (backlog, rx, seen) = {
+    let (backlog, rx, position, revision) = {
         let s = state.read().unwrap_or_else(|p| p.into_inner());
         if opts.initial_events() {
-            let from =
-                std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned());
-            let to = match &range.end {
-                None => {
-                    std::ops::Bound::Included(String::from_utf8_lossy(&range.start).into_owned())
-                }
-                Some(end) => std::ops::Bound::Excluded(String::from_utf8_lossy(end).into_owned()),
-            };
             first.extend(
                 s.objects
-                    .range::<String, _>((from, to))
+                    .range::<String, _>(key_bounds(&range))
                     .map(|(_, kv)| kv)
                     .filter(|kv| matches(&opts.predicate, kv))
                     .map(|kv| Ok(added(kv))),
@@ -79,43 +92,43 @@ pub fn start(
                 end.initial_events_end = true;
                 first.push(Ok(end));
             }
-            (Vec::new(), s.tx.subscribe(), s.revision)
+            (Vec::new(), s.tx.subscribe(), s.end_position(), s.revision)
         } else {
-            let backlog = s.since(opts.revision).ok_or(StorageError::TooOld {
-                requested: opts.revision,
+            // Revision 0 without initial state: from now on.
+            let from = if opts.revision == 0 {
+                s.revision
+            } else {
+                opts.revision
+            };
+            let too_old = || StorageError::TooOld {
+                requested: from,
                 oldest: s.window_start,
-            })?;
-            (backlog, s.tx.subscribe(), opts.revision)
+            };
+            let position = s.position_of(from).ok_or_else(too_old)?;
+            let backlog = s.since(position).ok_or_else(too_old)?;
+            (backlog, s.tx.subscribe(), position, from)
         }
     };
     let mut watcher = Watcher {
         range,
         opts,
         state,
-        seen,
+        position,
+        revision,
     };
-    for event in &backlog {
-        watcher.seen = event.kv.mod_revision;
-        if let Some(e) = watcher.convert(event) {
-            first.push(Ok(e));
-        }
-    }
+    first.extend(backlog.iter().filter_map(|c| watcher.observe(c)).map(Ok));
     let live = async_stream::try_stream! {
         let mut rx = rx;
-        let mut last_bookmark = watcher.seen;
+        let mut last_bookmark = watcher.revision;
         loop {
             match rx.recv().await {
-                Ok(CacheMessage::Event(event)) => {
-                    if event.kv.mod_revision <= watcher.seen {
-                        continue;
-                    }
-                    watcher.seen = event.kv.mod_revision;
-                    if let Some(e) = watcher.convert(&event) {
+                Ok(CacheMessage::Event(change)) => {
+                    if let Some(e) = watcher.observe(&change) {
                         yield e;
                     }
                 }
                 Ok(CacheMessage::Progress(revision)) => {
-                    if watcher.opts.bookmarks && revision > last_bookmark && revision >= watcher.seen {
+                    if watcher.opts.bookmarks && revision > last_bookmark && revision >= watcher.revision {
                         last_bookmark = revision;
                         yield WatchEvent::bookmark(revision);
                     }
@@ -124,9 +137,8 @@ pub fn start(
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     let (backlog, fresh) = watcher.catch_up()?;
                     rx = fresh;
-                    for event in backlog {
-                        watcher.seen = event.kv.mod_revision;
-                        if let Some(e) = watcher.convert(&event) {
+                    for change in backlog {
+                        if let Some(e) = watcher.observe(&change) {
                             yield e;
                         }
                     }

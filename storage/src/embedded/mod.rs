@@ -5,6 +5,7 @@
 //! Why redb: a maintained, pure-Rust, crash-safe B-tree with checksummed commits and fsync on
 //! every durable commit; we add only the MVCC layout (`record`) and the batching.
 
+mod read;
 mod record;
 mod watch;
 mod writer;
@@ -19,9 +20,7 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::oneshot;
 use tracing::info;
 
-use self::record::{
-    resolve, storage_err, KeyEntry, EVENTS, KEYS, META, META_COMPACTED, META_REVISION,
-};
+use self::record::{storage_err, EVENTS, KEYS, META, META_COMPACTED, META_REVISION};
 use self::watch::Hub;
 use self::writer::WriteOp;
 use crate::backend::{Backend, BackendWatch, KeyRange, RangeRequest, RangeResponse, TxnOutcome};
@@ -107,80 +106,15 @@ impl EmbeddedBackend {
 #[async_trait]
 impl Backend for EmbeddedBackend {
     async fn range(&self, req: RangeRequest) -> Result<RangeResponse> {
-        let txn = self.db.begin_read().map_err(storage_err)?;
-        let meta = txn.open_table(META).map_err(storage_err)?;
-        let meta_get = |name| -> Result<u64> {
-            Ok(meta
-                .get(name)
-                .map_err(storage_err)?
-                .map(|g| g.value())
-                .unwrap_or(0))
-        };
-        let current = meta_get(META_REVISION)?.max(1);
-        let compacted = meta_get(META_COMPACTED)?;
-        let at = match u64::try_from(req.revision).unwrap_or(0) {
-            0 => current,
-            r if r > current => {
-                return Err(StorageError::TooLargeResourceVersion {
-                    requested: req.revision,
-                    current: current as i64,
-                })
-            }
-            r if r < compacted => {
-                return Err(StorageError::TooOld {
-                    requested: req.revision,
-                    oldest: compacted as i64,
-                })
-            }
-            r => r,
-        };
-        let events = txn.open_table(EVENTS).map_err(storage_err)?;
-        let keys = txn.open_table(KEYS).map_err(storage_err)?;
-        let range = req.range.unwrap_or_else(|| KeyRange::prefix(""));
-        let mut out = RangeResponse {
-            revision: at as i64,
-            ..Default::default()
-        };
-        let entries: Box<dyn Iterator<Item = _>> = match &range.end {
-            None => Box::new(
-                keys.get(range.start.as_slice())
-                    .map_err(storage_err)?
-                    .map(|g| Ok(g.value()))
-                    .into_iter(),
-            ),
-            Some(end) => {
-                let iter = if end.as_slice() == [0] {
-                    keys.range(range.start.as_slice()..)
-                } else {
-                    keys.range(range.start.as_slice()..end.as_slice())
-                }
-                .map_err(storage_err)?;
-                Box::new(iter.map(|item| item.map(|(_, v)| v.value()).map_err(storage_err)))
-            }
-        };
-        for raw in entries {
-            let entry = KeyEntry::decode(raw?);
-            // At the latest revision a tombstone settles it without reading the record.
-            if at == current && entry.deleted {
-                continue;
-            }
-            let full = req.limit > 0 && out.kvs.len() >= req.limit;
-            if req.count_only || full {
-                // Past the page only existence matters; latest live entries need no read.
-                let exists =
-                    (at == current && !entry.deleted) || resolve(&events, entry, at)?.is_some();
-                if exists {
-                    out.count += 1;
-                    out.more |= full;
-                }
-                continue;
-            }
-            if let Some(kv) = resolve(&events, entry, at)? {
-                out.count += 1;
-                out.kvs.push(kv);
-            }
+        // One key comes from redb's cache in microseconds; scans (which also count what lies
+        // past a page) go to the blocking pool so they never stall the runtime's workers.
+        if req.range.as_ref().is_some_and(|r| r.end.is_none()) {
+            return read::range(&self.db, req);
         }
-        Ok(out)
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || read::range(&db, req))
+            .await
+            .map_err(|e| StorageError::Internal(format!("embedded read task: {e}")))?
     }
 
     async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome> {

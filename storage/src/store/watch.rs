@@ -12,6 +12,10 @@ pub async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Result<Watch
     let (_, range) = store.key_range(key, opts.recursive);
     let mut initial = Vec::new();
     let mut from = opts.revision;
+    if from == 0 && !opts.initial_events() {
+        // From now on, without the current state.
+        from = store.backend.current_revision().await?;
+    }
     if opts.initial_events() {
         let resp = store
             .backend
