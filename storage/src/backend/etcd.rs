@@ -58,6 +58,27 @@ impl EtcdBackend {
         Ok(Self { client })
     }
 
+    /// One txn: `op` if the key's mod revision is `expected`, else read the key (so a lost
+    /// compare-and-swap costs no second round trip). Ok: the revision and op responses.
+    async fn compare_and(
+        &self,
+        key: &str,
+        expected: i64,
+        op: TxnOp,
+    ) -> Result<std::result::Result<(i64, Vec<TxnOpResponse>), TxnOutcome>> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
+            .and_then([op])
+            .or_else([TxnOp::get(key, None)]);
+        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
+        if !resp.succeeded() {
+            return Ok(Err(TxnOutcome::Failed {
+                current: current_from(resp.op_responses()),
+            }));
+        }
+        Ok(Ok((header_revision(resp.header()), resp.op_responses())))
+    }
+
     /// The underlying client, for callers that measure against raw etcd.
     pub fn client(&self) -> Client {
         self.client.clone()
@@ -157,22 +178,12 @@ impl Backend for EtcdBackend {
     }
 
     async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome> {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
-            .and_then([TxnOp::put(
-                key,
-                value.to_vec(),
-                Some(PutOptions::new().with_prev_key()),
-            )])
-            .or_else([TxnOp::get(key, None)]);
-        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
-        let revision = header_revision(resp.header());
-        if !resp.succeeded() {
-            return Ok(TxnOutcome::Failed {
-                current: current_from(resp.op_responses()),
-            });
-        }
-        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+        let put = TxnOp::put(key, value.to_vec(), Some(PutOptions::new().with_prev_key()));
+        let (revision, responses) = match self.compare_and(key, expected, put).await? {
+            Ok(applied) => applied,
+            Err(failed) => return Ok(failed),
+        };
+        let prev = responses.into_iter().find_map(|r| match r {
             TxnOpResponse::Put(put) => put.prev_key().map(convert_kv),
             _ => None,
         });
@@ -191,21 +202,12 @@ impl Backend for EtcdBackend {
     }
 
     async fn delete_if(&self, key: &str, expected: i64) -> Result<TxnOutcome> {
-        let txn = Txn::new()
-            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
-            .and_then([TxnOp::delete(
-                key,
-                Some(etcd_client::DeleteOptions::new().with_prev_key()),
-            )])
-            .or_else([TxnOp::get(key, None)]);
-        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
-        let revision = header_revision(resp.header());
-        if !resp.succeeded() {
-            return Ok(TxnOutcome::Failed {
-                current: current_from(resp.op_responses()),
-            });
-        }
-        let prev = resp.op_responses().into_iter().find_map(|r| match r {
+        let delete = TxnOp::delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key()));
+        let (revision, responses) = match self.compare_and(key, expected, delete).await? {
+            Ok(applied) => applied,
+            Err(failed) => return Ok(failed),
+        };
+        let prev = responses.into_iter().find_map(|r| match r {
             TxnOpResponse::Delete(del) => del.prev_kvs().first().map(convert_kv),
             _ => None,
         });
