@@ -160,6 +160,12 @@ impl Backend for EtcdBackend {
         if req.limit > 0 {
             opts = opts.with_limit(req.limit as i64);
         }
+        if req.min_mod_revision > 0 {
+            opts = opts.with_min_mod_revision(req.min_mod_revision);
+        }
+        if req.keys_only {
+            opts = opts.with_keys_only();
+        }
         if req.count_only {
             opts = opts.with_count_only();
         }

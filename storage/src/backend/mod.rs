@@ -75,6 +75,10 @@ pub struct RangeRequest {
     pub limit: usize,
     /// Only count the keys; `kvs` stays empty.
     pub count_only: bool,
+    /// Return only keys modified at or after this revision (`count` still counts all).
+    pub min_mod_revision: i64,
+    /// Leave values out.
+    pub keys_only: bool,
 }
 
 #[derive(Clone, Debug, Default)]

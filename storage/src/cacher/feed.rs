@@ -98,7 +98,7 @@ impl Feed {
                     range: Some(range.clone()),
                     revision,
                     limit: LIST_PAGE,
-                    count_only: false,
+                    ..Default::default()
                 })
                 .await?;
             revision = resp.revision;
@@ -127,6 +127,11 @@ impl Feed {
             .watch(KeyRange::prefix(&self.full_prefix), from + 1)
             .await?;
         self.set_ready(true);
+        // etcd before 3.4.26 answers a progress request with its current revision even while
+        // a new watcher is still replaying older events, so progress is trusted only once the
+        // watch has provably caught up (`synced`).
+        let caught_up_at = self.store.backend().current_revision().await?;
+        let mut synced = caught_up_at <= from;
         let mut messages = watch.messages;
         let mut ticker = tokio::time::interval(self.progress_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -136,6 +141,7 @@ impl Feed {
                     None => return Err(StorageError::Unavailable("watch stream ended".into())),
                     Some(Err(e)) => return Err(e),
                     Some(Ok(WatchMessage::Events(events))) => {
+                        synced |= events.last().is_some_and(|e| e.kv.mod_revision >= caught_up_at);
                         self.write_state(|s| {
                             for mut event in events {
                                 event.kv = self.relative(event.kv);
@@ -145,7 +151,12 @@ impl Feed {
                         });
                     }
                     Some(Ok(WatchMessage::Progress(revision))) => {
-                        self.write_state(|s| s.progress(revision));
+                        if !synced {
+                            synced = self.unchanged_until(revision).await?;
+                        }
+                        if synced {
+                            self.write_state(|s| s.progress(revision));
+                        }
                     }
                 },
                 _ = self.progress_wanted.notified() => (watch.progress)(),
@@ -157,5 +168,27 @@ impl Feed {
                 }
             }
         }
+    }
+
+    /// Whether the store under the prefix at `revision` is what the cache holds, i.e. no change
+    /// is still on its way: no key modified after the cache's revision, and no key deleted
+    /// (same count).
+    async fn unchanged_until(&self, revision: i64) -> Result<bool> {
+        let (cached_revision, cached_count) = self.read_state(|s| (s.revision, s.objects.len()));
+        if revision <= cached_revision {
+            return Ok(true);
+        }
+        let resp = self
+            .store
+            .backend()
+            .range(RangeRequest {
+                range: Some(KeyRange::prefix(&self.full_prefix)),
+                revision,
+                min_mod_revision: cached_revision + 1,
+                keys_only: true,
+                ..Default::default()
+            })
+            .await?;
+        Ok(resp.kvs.is_empty() && resp.count == cached_count as i64)
     }
 }

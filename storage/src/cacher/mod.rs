@@ -23,6 +23,9 @@ use crate::store::events::matches;
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
 use crate::{StorageError, Store, WatchOptions, WatchStream};
 
+/// How often a reader waiting for freshness asks the feed for progress again.
+const PROGRESS_RETRY: Duration = Duration::from_millis(50);
+
 #[derive(Clone, Debug)]
 pub struct CacherConfig {
     /// Changes kept for watchers that start in the past (upstream's watch cache capacity).
@@ -123,9 +126,6 @@ impl Cacher {
     /// answers "too large resource version").
     async fn wait_fresh(&self, revision: i64) -> Result<()> {
         let mut rx = self.revision_rx.clone();
-        if *rx.borrow() < revision {
-            self.progress_wanted.notify_one();
-        }
         let ready =
             |state: &Arc<RwLock<CacheState>>| state.read().map(|s| s.ready).unwrap_or(false);
         let wait = async {
@@ -133,8 +133,14 @@ impl Cacher {
                 if ready(&self.state) && *rx.borrow_and_update() >= revision {
                     return Ok(());
                 }
-                if rx.changed().await.is_err() {
-                    return Err(StorageError::Unavailable("watch cache stopped".into()));
+                // Ask again while waiting: an answer the feed could not yet trust (see
+                // `Feed::follow`) must be followed by another.
+                self.progress_wanted.notify_one();
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() {
+                        return Err(StorageError::Unavailable("watch cache stopped".into()));
+                    },
+                    _ = tokio::time::sleep(PROGRESS_RETRY) => {}
                 }
             }
         };

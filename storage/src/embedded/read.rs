@@ -78,9 +78,14 @@ pub fn range(db: &Database, req: RangeRequest) -> Result<RangeResponse> {
             }
             continue;
         }
-        if let Some(kv) = resolve(&events, entry, at)? {
+        if let Some(mut kv) = resolve(&events, entry, at)? {
             out.count += 1;
-            out.kvs.push(kv);
+            if kv.mod_revision >= req.min_mod_revision {
+                if req.keys_only {
+                    kv.value = Default::default();
+                }
+                out.kvs.push(kv);
+            }
         }
     }
     Ok(out)

@@ -53,7 +53,7 @@ pub async fn get_list(store: &Store, key: &str, opts: ListOptions) -> Result<Lis
                 range: Some(range.clone()),
                 revision,
                 limit: batch,
-                count_only: false,
+                ..Default::default()
             })
             .await
         {
