@@ -31,13 +31,13 @@ const FILE_NAME: &str = "store.redb";
 /// State the writer thread shares with readers and watches.
 pub(crate) struct Shared {
     revision: AtomicU64,
-    compacted: AtomicU64,
     hub: Arc<Hub>,
 }
 
 pub struct EmbeddedBackend {
     db: Arc<Database>,
     writes: mpsc::Sender<WriteOp>,
+    writer: std::thread::JoinHandle<()>,
     shared: Arc<Shared>,
     path: PathBuf,
 }
@@ -72,17 +72,17 @@ impl EmbeddedBackend {
         let db = Arc::new(db);
         let shared = Arc::new(Shared {
             revision: AtomicU64::new(revision),
-            compacted: AtomicU64::new(compacted),
             hub: Arc::new(Hub::new(revision)),
         });
         let (writes, rx) = mpsc::channel();
         let (writer_db, writer_shared) = (db.clone(), shared.clone());
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("embedded-writer".into())
             .spawn(move || writer::run(writer_db, rx, writer_shared))
             .map_err(|e| StorageError::Internal(format!("starting writer thread: {e}")))?;
         Ok(Self {
             db,
+            writer,
             writes,
             shared,
             path,
@@ -157,11 +157,11 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn check_health(&self) -> Result<()> {
-        // Readable and the writer alive.
-        self.db.begin_read().map_err(storage_err)?;
-        if self.shared.hub.revision() < self.shared.compacted.load(Ordering::Acquire) {
-            return Err(StorageError::Internal("revision behind compaction".into()));
+        // Writes need the writer thread; reads need a snapshot.
+        if self.writer.is_finished() {
+            return Err(StorageError::Unavailable("embedded writer stopped".into()));
         }
+        self.db.begin_read().map_err(storage_err)?;
         Ok(())
     }
 

@@ -42,10 +42,6 @@ impl Hub {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         (state.0, state.1.subscribe())
     }
-
-    pub fn revision(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).0
-    }
 }
 
 /// Reads committed events with revision in `[from, until]` in `range`, at most `REPLAY_CHUNK`

@@ -64,7 +64,7 @@ pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
         }
         for op in compactions {
             if let WriteOp::Compact { revision, reply } = op {
-                let result = compact(&db, revision, &shared);
+                let result = compact(&db, revision);
                 if let Err(e) = &result {
                     error!(revision, error = %e, "embedded compaction failed");
                 }
@@ -273,7 +273,7 @@ fn apply_delete(
 
 /// Drops history before `target`, keeping for every key its state as of `target` so reads at
 /// `target` and later still work (etcd's compaction rule). Done in chunks of events.
-fn compact(db: &Database, target: i64, shared: &Shared) -> Result<()> {
+fn compact(db: &Database, target: i64) -> Result<()> {
     let target = u64::try_from(target)
         .map_err(|_| StorageError::Invalid(format!("compaction revision {target} < 0")))?;
     let started = std::time::Instant::now();
@@ -323,7 +323,6 @@ fn compact(db: &Database, target: i64, shared: &Shared) -> Result<()> {
             break;
         }
     }
-    shared.compacted.store(target, Ordering::Release);
     info!(
         revision = target,
         removed,
