@@ -38,15 +38,24 @@ impl EtcdServer {
             client_port: free_port().expect("free port"),
             peer_port: free_port().expect("free port"),
         };
-        server.spawn().await;
-        server
+        // Another test may grab the same free port first; then our etcd exits and we try
+        // again on other ports.
+        for _ in 0..5 {
+            if server.spawn().await {
+                return server;
+            }
+            server.client_port = free_port().expect("free port");
+            server.peer_port = free_port().expect("free port");
+        }
+        panic!("etcd could not start on free ports after 5 tries");
     }
 
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.client_port)
     }
 
-    async fn spawn(&mut self) {
+    /// Starts etcd; false if it exited (its ports were taken).
+    async fn spawn(&mut self) -> bool {
         let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
@@ -73,16 +82,28 @@ impl EtcdServer {
                 )
             });
         self.child = Some(child);
-        self.wait_ready().await;
+        self.wait_ready().await
     }
 
-    async fn wait_ready(&self) {
+    /// Waits until our etcd answers, or is found to have exited.
+    async fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
+            let exited = match self.child.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(_))) | None => true,
+                Some(Ok(None)) | Some(Err(_)) => false,
+            };
+            if exited {
+                self.child = None;
+                return false;
+            }
             if let Ok(backend) = EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()])).await
             {
                 if backend.check_health().await.is_ok() {
-                    return;
+                    // The answer may come from another test's etcd on a port we lost: only
+                    // ours being alive afterwards makes it ours.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)));
                 }
             }
             if Instant::now() > deadline {
@@ -111,7 +132,7 @@ impl EtcdServer {
     /// Starts etcd again on the same ports and data.
     pub async fn restart(&mut self) {
         self.stop();
-        self.spawn().await;
+        assert!(self.spawn().await, "etcd did not restart on its ports");
     }
 }
 
