@@ -51,6 +51,15 @@ pub trait Interface: Send + Sync {
         validate: Option<&ValidateDeletion<'_>>,
     ) -> Result<KeyValue>;
 
+    /// As `delete`, starting from a recent read of the key (`cached`) instead of reading it
+    /// again; a stale one only costs a retry (upstream's cachedExistingObject).
+    async fn delete_cached(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        cached: KeyValue,
+    ) -> Result<KeyValue>;
+
     async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream>;
 
     /// Keys under the prefix.

@@ -20,6 +20,7 @@ conformance!(
     guaranteed_update_semantics,
     concurrent_writers_lose_no_update,
     stale_cached_value_is_retried,
+    delete_from_a_stale_cache,
     list_pages_share_one_snapshot,
     paging_across_concurrent_writes,
     paging_with_predicate_fills_pages,
@@ -793,4 +794,40 @@ async fn count_and_revision(h: &Harness) {
     assert_eq!(h.store.count("/n/ns").await.expect("count"), 7);
     assert_eq!(h.store.count("/none").await.expect("count"), 0);
     assert_eq!(h.store.current_revision().await.expect("revision"), r0 + 7);
+}
+
+async fn delete_from_a_stale_cache(h: &Harness) {
+    let s = &h.store;
+    let v1 = s
+        .create("/cm/ns/d", object("d", "u1", "1"))
+        .await
+        .expect("create");
+    s.guaranteed_update("/cm/ns/d", UpdateOptions::default(), &mut |_| {
+        Ok(object("d", "u1", "2"))
+    })
+    .await
+    .expect("update");
+    // The cached read is stale: the delete still happens, on the stored value.
+    let gone = s
+        .delete_cached("/cm/ns/d", &Preconditions::none(), v1.clone())
+        .await
+        .expect("delete from a stale cache");
+    assert_eq!(data_of(&gone.value), "2");
+    assert!(s.get("/cm/ns/d", ReadRevision::Latest).await.is_err());
+    // Preconditions are checked against the stored value, not the cached one.
+    let v1 = s
+        .create("/cm/ns/d", object("d", "u2", "1"))
+        .await
+        .expect("recreate");
+    let pinned = Preconditions {
+        uid: None,
+        resource_version: Some(v1.mod_revision),
+    };
+    s.guaranteed_update("/cm/ns/d", UpdateOptions::default(), &mut |_| {
+        Ok(object("d", "u2", "3"))
+    })
+    .await
+    .expect("update");
+    let r = s.delete_cached("/cm/ns/d", &pinned, v1).await;
+    assert!(matches!(r, Err(StorageError::Conflict { .. })), "{r:?}");
 }

@@ -248,6 +248,15 @@ impl Interface for Cacher {
         self.store.delete(key, preconditions, validate).await
     }
 
+    async fn delete_cached(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        cached: KeyValue,
+    ) -> Result<KeyValue> {
+        self.store.delete_cached(key, preconditions, cached).await
+    }
+
     async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
         self.check_key(key)?;
         let min = if opts.send_initial_events == Some(true) || opts.revision > 0 {

@@ -262,20 +262,24 @@ impl Interface for Store {
         validate: Option<&ValidateDeletion<'_>>,
     ) -> Result<KeyValue> {
         let full = self.full_key(key);
-        let mut current = self.read_latest(&full).await?;
-        loop {
-            let Some(kv) = current else {
-                return Err(StorageError::not_found(key));
-            };
-            self.check_preconditions(key, preconditions, &kv)?;
-            if let Some(validate) = validate {
-                validate(&kv)?;
-            }
-            match self.backend.delete_if(&full, kv.mod_revision).await? {
-                TxnOutcome::Applied { prev, .. } => return Ok(self.strip(prev.unwrap_or(kv))),
-                TxnOutcome::Failed { current: fresh } => current = fresh,
-            }
-        }
+        let current = self.read_latest(&full).await?;
+        self.delete_from(key, &full, preconditions, validate, current)
+            .await
+    }
+
+    async fn delete_cached(
+        &self,
+        key: &str,
+        preconditions: &Preconditions,
+        cached: KeyValue,
+    ) -> Result<KeyValue> {
+        let full = self.full_key(key);
+        let cached = KeyValue {
+            key: full.clone(),
+            ..cached
+        };
+        self.delete_from(key, &full, preconditions, None, Some(cached))
+            .await
     }
 
     async fn watch(&self, key: &str, opts: WatchOptions) -> Result<WatchStream> {
@@ -297,5 +301,32 @@ impl Interface for Store {
 
     async fn current_revision(&self) -> Result<i64> {
         self.backend.current_revision().await
+    }
+}
+
+impl Store {
+    /// Delete by compare-and-swap, starting from `current`; a lost swap retries on the value
+    /// the failed transaction read.
+    async fn delete_from(
+        &self,
+        key: &str,
+        full: &str,
+        preconditions: &Preconditions,
+        validate: Option<&ValidateDeletion<'_>>,
+        mut current: Option<KeyValue>,
+    ) -> Result<KeyValue> {
+        loop {
+            let Some(kv) = current else {
+                return Err(StorageError::not_found(key));
+            };
+            self.check_preconditions(key, preconditions, &kv)?;
+            if let Some(validate) = validate {
+                validate(&kv)?;
+            }
+            match self.backend.delete_if(full, kv.mod_revision).await? {
+                TxnOutcome::Applied { prev, .. } => return Ok(self.strip(prev.unwrap_or(kv))),
+                TxnOutcome::Failed { current: fresh } => current = fresh,
+            }
+        }
     }
 }

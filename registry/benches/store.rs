@@ -1,0 +1,249 @@
+//! The registry Store against the bare storage layer, in one run, on the same backend:
+//! create / get / update / delete throughput of ConfigMaps of about 1 KiB, with 1 and 64
+//! concurrent clients. Target: the Store costs at most 30% over storage. Both sides go through
+//! the watch cache, as the Store does.
+//!
+//! Run: `cargo bench -p registry --bench store` (needs `etcd` for the etcd rows).
+//! `BENCH_OBJECTS` sets the objects per row (default 4000), `BENCH_BACKENDS` which backends
+//! (`embedded,etcd`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::{Catalogue, Registry, Subresource};
+use serde_json::{json, Value};
+use storage::backend::DynBackend;
+use storage::{CacherConfig, Interface, Preconditions, ReadRevision, UpdateOptions};
+
+/// `get-json` is a get answered as JSON bytes, as a JSON GET is served.
+const OPS: [&str; 5] = ["create", "get", "get-json", "update", "delete"];
+
+fn object(i: usize, generation: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": format!("cm-{i:06}"), "namespace": "bench", "labels": {"app": "bench"}},
+        "data": {"payload": "x".repeat(900), "generation": generation.to_string()}
+    })
+}
+
+/// Runs `op(i)` for every i in 0..n on `clients` concurrent tasks; returns ops/s.
+async fn run<F, Fut>(n: usize, clients: usize, op: F) -> f64
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let op = Arc::new(op);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let op = op.clone();
+            tokio::spawn(async move {
+                let mut i = c;
+                while i < n {
+                    op(i).await;
+                    i += clients;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("bench task");
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn storage_row(store: Arc<storage::Cacher>, n: usize, clients: usize, op: &str) -> f64 {
+    let key = |i: usize| format!("/bare/bench/cm-{i:06}");
+    let bytes =
+        |i: usize, g: usize| Bytes::from(serde_json::to_vec(&object(i, g)).unwrap_or_default());
+    match op {
+        "create" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.create(&key(i), bytes(i, 0))
+                        .await
+                        .expect("storage create");
+                }
+            })
+            .await
+        }
+        "get" | "get-json" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.get(&key(i), ReadRevision::Latest)
+                        .await
+                        .expect("storage get");
+                }
+            })
+            .await
+        }
+        "update" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.guaranteed_update(&key(i), UpdateOptions::default(), &mut |_| {
+                        Ok(bytes(i, 1))
+                    })
+                    .await
+                    .expect("storage update");
+                }
+            })
+            .await
+        }
+        _ => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.delete(&key(i), &Preconditions::none(), None)
+                        .await
+                        .expect("storage delete");
+                }
+            })
+            .await
+        }
+    }
+}
+
+async fn registry_row(registry: Arc<Registry>, n: usize, clients: usize, op: &str) -> f64 {
+    let store = registry
+        .store("", "v1", "configmaps")
+        .expect("configmaps store");
+    let name = |i: usize| format!("cm-{i:06}");
+    match op {
+        "create" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.create(Some("bench"), object(i, 0), &WriteOptions::default())
+                        .await
+                        .expect("create");
+                }
+            })
+            .await
+        }
+        "get" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.get(Some("bench"), &name(i), &ListOptions::default())
+                        .await
+                        .expect("get");
+                }
+            })
+            .await
+        }
+        "get-json" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.get_json(Some("bench"), &name(i), &ListOptions::default())
+                        .await
+                        .expect("get");
+                }
+            })
+            .await
+        }
+        "update" => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.update(
+                        Some("bench"),
+                        &name(i),
+                        object(i, 1),
+                        Subresource::Main,
+                        &WriteOptions::default(),
+                    )
+                    .await
+                    .expect("update");
+                }
+            })
+            .await
+        }
+        _ => {
+            run(n, clients, move |i| {
+                let s = store.clone();
+                async move {
+                    s.delete(Some("bench"), &name(i), DeleteOptions::default())
+                        .await
+                        .expect("delete");
+                }
+            })
+            .await
+        }
+    }
+}
+
+async fn bench_backend(name: &str, backend: DynBackend, n: usize) -> Vec<(String, f64)> {
+    // The baseline is the storage layer as the Store uses it: the watch cache over the
+    // backend (a prefix of its own, so the two never share objects).
+    let bare = Arc::new(storage::Cacher::new(
+        storage::Store::new(backend.clone(), "/registry"),
+        "/bare/",
+        CacherConfig::default(),
+    ));
+    let registry = Registry::new(
+        storage::Store::new(backend, "/registry"),
+        Arc::new(Catalogue::builtin()),
+        CacherConfig::default(),
+    );
+    registry.bootstrap().await.expect("bootstrap");
+    registry
+        .store("", "v1", "namespaces")
+        .expect("namespaces")
+        .create(
+            None,
+            json!({"metadata": {"name": "bench"}}),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("bench namespace");
+    let mut overheads = Vec::new();
+    for clients in [1, 64] {
+        let n = if clients == 1 { n / 4 } else { n };
+        for op in OPS {
+            let raw = storage_row(bare.clone(), n, clients, op).await;
+            let ours = registry_row(registry.clone(), n, clients, op).await;
+            let overhead = (raw / ours - 1.0) * 100.0;
+            println!(
+                "{name:<9} {op:<7} {clients:>2} clients  storage {raw:>9.0} ops/s | Store {ours:>9.0} ops/s | Store overhead {overhead:>6.1}%"
+            );
+            overheads.push((format!("{name} {op} {clients}c"), overhead));
+        }
+    }
+    overheads
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let n: usize = std::env::var("BENCH_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000);
+    let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "embedded,etcd".into());
+    runtime.block_on(async move {
+        println!("registry Store vs bare storage: {n} ConfigMaps of ~1 KiB per row (a quarter with 1 client)");
+        let mut all = Vec::new();
+        if backends.contains("embedded") {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let backend: DynBackend = Arc::new(storage::embedded::EmbeddedBackend::open(dir.path()).expect("open"));
+            all.extend(bench_backend("embedded", backend, n).await);
+        }
+        if backends.contains("etcd") {
+            let etcd = storage::testing::EtcdServer::start().await;
+            let backend: DynBackend = Arc::new(etcd.backend().await);
+            all.extend(bench_backend("etcd", backend, n).await);
+        }
+        let worst = all.iter().cloned().fold((String::new(), f64::MIN), |a, b| if b.1 > a.1 { b } else { a });
+        let verdict = if worst.1 <= 30.0 { "met" } else { "MISSED" };
+        println!("target Store overhead <= 30%: {verdict} (worst: {} at {:.1}%)", worst.0, worst.1);
+    });
+}

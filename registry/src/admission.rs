@@ -1,0 +1,104 @@
+//! Namespace lifecycle admission (upstream's NamespaceLifecycle plugin): no content in a
+//! namespace that does not exist or is terminating, and the system namespaces stay.
+
+use std::sync::Arc;
+
+use storage::{Interface, ReadRevision, StorageError};
+
+use crate::catalogue::ResourceInfo;
+use crate::error::{Qualified, RegistryError, Result};
+
+/// Namespaces every cluster has from its first start; they cannot be deleted.
+pub const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+const UNDELETABLE: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// The little of a namespace admission reads (parsing only that keeps creates cheap).
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NamespaceState {
+    metadata: NamespaceMeta,
+    status: NamespaceStatus,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct NamespaceMeta {
+    deletion_timestamp: Option<String>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct NamespaceStatus {
+    phase: Option<String>,
+}
+
+pub struct NamespaceLifecycle {
+    namespaces: Arc<dyn Interface>,
+}
+
+impl NamespaceLifecycle {
+    /// `namespaces` is the storage of the namespaces resource (keys `/namespaces/<name>`).
+    pub fn new(namespaces: Arc<dyn Interface>) -> Self {
+        Self { namespaces }
+    }
+
+    async fn lookup(&self, namespace: &str) -> Result<Option<NamespaceState>> {
+        let key = format!("/namespaces/{namespace}");
+        // The cache answers almost always; a namespace created a moment ago may only be in
+        // storage yet, so a miss is checked there before it counts.
+        let found = match self.namespaces.get(&key, ReadRevision::Any).await {
+            Err(StorageError::NotFound { .. }) => {
+                self.namespaces.get(&key, ReadRevision::Latest).await
+            }
+            other => other,
+        };
+        match found {
+            Ok(kv) => Ok(serde_json::from_slice(&kv.value).ok()),
+
+            Err(StorageError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(RegistryError::from_storage(
+                e,
+                &Qualified::new("", "namespaces"),
+                namespace,
+            )),
+        }
+    }
+
+    /// Creating `name` of `info` in `namespace`.
+    pub async fn admit_create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<()> {
+        let Some(ns) = self.lookup(namespace).await? else {
+            return Err(RegistryError::not_found(
+                &Qualified::new("", "namespaces"),
+                namespace,
+            ));
+        };
+        let terminating = ns.metadata.deletion_timestamp.is_some()
+            || ns.status.phase.as_deref() == Some("Terminating");
+        if terminating {
+            return Err(RegistryError::forbidden(
+                &info.qualified_resource(),
+                name,
+                format!("unable to create new content in namespace {namespace} because it is being terminated"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Deleting `name` of `info`.
+    pub fn admit_delete(&self, info: &ResourceInfo, name: &str) -> Result<()> {
+        if info.group.is_empty() && info.plural == "namespaces" && UNDELETABLE.contains(&name) {
+            return Err(RegistryError::forbidden(
+                &info.qualified_resource(),
+                name,
+                "this namespace may not be deleted",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,332 @@
+//! The built-in resources, as upstream's discovery, registry strategies and storage layout
+//! describe them.
+
+use super::printers;
+use super::{GcPolicy, ResourceInfo, ScaleSubresource};
+
+const NAMESPACED: bool = true;
+const CLUSTER: bool = false;
+
+const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// A resource with upstream's defaults: every verb, no subresources, background deletion,
+/// the default Table columns, and its plural as the storage key segment.
+fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceInfo {
+    ResourceInfo {
+        group: group.to_string(),
+        version: "v1".to_string(),
+        kind: kind.to_string(),
+        list_kind: format!("{kind}List"),
+        plural: plural.to_string(),
+        singular: kind.to_lowercase(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        namespaced,
+        verbs: strings(&ALL_VERBS),
+        status_subresource: false,
+        scale: None,
+        other_subresources: Vec::new(),
+        default_gc_policy: GcPolicy::DeleteDependents,
+        columns: printers::default_columns(),
+        field_selectors: Vec::new(),
+        has_generation: false,
+        storage_path: format!("/{plural}"),
+    }
+}
+
+/// The scale subresource of the built-in replicated workloads; their selector is computed
+/// from spec.selector, so no status path carries it.
+fn replicas_scale() -> Option<ScaleSubresource> {
+    Some(ScaleSubresource {
+        spec_replicas_path: ".spec.replicas".to_string(),
+        status_replicas_path: ".status.replicas".to_string(),
+        label_selector_path: None,
+    })
+}
+
+pub(super) fn resources() -> Vec<ResourceInfo> {
+    let mut all = core();
+    all.extend(apps());
+    all.extend(others());
+    all
+}
+
+fn core() -> Vec<ResourceInfo> {
+    vec![
+        ResourceInfo {
+            short_names: strings(&["ns"]),
+            // Namespaces are removed through their finalizers; there is no collection delete.
+            verbs: strings(&[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ]),
+            status_subresource: true,
+            other_subresources: strings(&["finalize"]),
+            columns: printers::namespace_columns(),
+            field_selectors: strings(&["status.phase"]),
+            ..resource("", "Namespace", "namespaces", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["po"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            columns: printers::pod_columns(),
+            field_selectors: strings(&[
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ]),
+            has_generation: true,
+            ..resource("", "Pod", "pods", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["svc"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            columns: printers::service_columns(),
+            field_selectors: strings(&["spec.clusterIP", "spec.type"]),
+            storage_path: "/services/specs".to_string(),
+            ..resource("", "Service", "services", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["ep"]),
+            columns: printers::endpoints_columns(),
+            storage_path: "/services/endpoints".to_string(),
+            ..resource("", "Endpoints", "endpoints", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["cm"]),
+            columns: printers::configmap_columns(),
+            ..resource("", "ConfigMap", "configmaps", NAMESPACED)
+        },
+        ResourceInfo {
+            columns: printers::secret_columns(),
+            field_selectors: strings(&["type"]),
+            ..resource("", "Secret", "secrets", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["sa"]),
+            columns: printers::serviceaccount_columns(),
+            ..resource("", "ServiceAccount", "serviceaccounts", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["ev"]),
+            columns: printers::event_columns(),
+            field_selectors: strings(&[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ]),
+            ..resource("", "Event", "events", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["no"]),
+            status_subresource: true,
+            columns: printers::node_columns(),
+            field_selectors: strings(&["spec.unschedulable"]),
+            storage_path: "/minions".to_string(),
+            ..resource("", "Node", "nodes", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["pvc"]),
+            status_subresource: true,
+            columns: printers::pvc_columns(),
+            ..resource(
+                "",
+                "PersistentVolumeClaim",
+                "persistentvolumeclaims",
+                NAMESPACED,
+            )
+        },
+        ResourceInfo {
+            short_names: strings(&["pv"]),
+            status_subresource: true,
+            columns: printers::pv_columns(),
+            ..resource("", "PersistentVolume", "persistentvolumes", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["rc"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            scale: replicas_scale(),
+            // core/v1 keeps orphaning as its default for compatibility with old clients.
+            default_gc_policy: GcPolicy::OrphanDependents,
+            columns: printers::replicationcontroller_columns(),
+            field_selectors: strings(&["status.replicas"]),
+            has_generation: true,
+            storage_path: "/controllers".to_string(),
+            ..resource(
+                "",
+                "ReplicationController",
+                "replicationcontrollers",
+                NAMESPACED,
+            )
+        },
+        ResourceInfo {
+            short_names: strings(&["limits"]),
+            ..resource("", "LimitRange", "limitranges", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["quota"]),
+            status_subresource: true,
+            columns: printers::resourcequota_columns(),
+            ..resource("", "ResourceQuota", "resourcequotas", NAMESPACED)
+        },
+    ]
+}
+
+fn apps() -> Vec<ResourceInfo> {
+    vec![
+        ResourceInfo {
+            short_names: strings(&["deploy"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            scale: replicas_scale(),
+            columns: printers::deployment_columns(),
+            has_generation: true,
+            ..resource("apps", "Deployment", "deployments", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["rs"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            scale: replicas_scale(),
+            columns: printers::replicaset_columns(),
+            field_selectors: strings(&["status.replicas"]),
+            has_generation: true,
+            ..resource("apps", "ReplicaSet", "replicasets", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["sts"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            scale: replicas_scale(),
+            columns: printers::statefulset_columns(),
+            has_generation: true,
+            ..resource("apps", "StatefulSet", "statefulsets", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["ds"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            columns: printers::daemonset_columns(),
+            has_generation: true,
+            ..resource("apps", "DaemonSet", "daemonsets", NAMESPACED)
+        },
+        ResourceInfo {
+            columns: printers::controllerrevision_columns(),
+            ..resource(
+                "apps",
+                "ControllerRevision",
+                "controllerrevisions",
+                NAMESPACED,
+            )
+        },
+    ]
+}
+
+fn others() -> Vec<ResourceInfo> {
+    const RBAC: &str = "rbac.authorization.k8s.io";
+    vec![
+        ResourceInfo {
+            categories: strings(&["all"]),
+            status_subresource: true,
+            columns: printers::job_columns(),
+            // A field label, not a path: it selects on status.succeeded.
+            field_selectors: strings(&["status.successful"]),
+            has_generation: true,
+            ..resource("batch", "Job", "jobs", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["cj"]),
+            categories: strings(&["all"]),
+            status_subresource: true,
+            columns: printers::cronjob_columns(),
+            has_generation: true,
+            ..resource("batch", "CronJob", "cronjobs", NAMESPACED)
+        },
+        ResourceInfo {
+            columns: printers::lease_columns(),
+            ..resource("coordination.k8s.io", "Lease", "leases", NAMESPACED)
+        },
+        ResourceInfo {
+            // Upstream serves this group from the core event storage, short name included.
+            short_names: strings(&["ev"]),
+            columns: printers::event_columns(),
+            field_selectors: strings(&[
+                "regarding.kind",
+                "regarding.namespace",
+                "regarding.name",
+                "regarding.uid",
+                "regarding.apiVersion",
+                "regarding.resourceVersion",
+                "regarding.fieldPath",
+                "reason",
+                "reportingController",
+                "type",
+            ]),
+            ..resource("events.k8s.io", "Event", "events", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["pdb"]),
+            status_subresource: true,
+            columns: printers::pdb_columns(),
+            has_generation: true,
+            ..resource(
+                "policy",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                NAMESPACED,
+            )
+        },
+        resource(RBAC, "Role", "roles", NAMESPACED),
+        ResourceInfo {
+            columns: printers::rolebinding_columns(),
+            ..resource(RBAC, "RoleBinding", "rolebindings", NAMESPACED)
+        },
+        resource(RBAC, "ClusterRole", "clusterroles", CLUSTER),
+        ResourceInfo {
+            columns: printers::clusterrolebinding_columns(),
+            ..resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["crd", "crds"]),
+            categories: strings(&["api-extensions"]),
+            status_subresource: true,
+            has_generation: true,
+            // The extensions server keys by group as well as resource.
+            storage_path: "/apiextensions.k8s.io/customresourcedefinitions".to_string(),
+            ..resource(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                "customresourcedefinitions",
+                CLUSTER,
+            )
+        },
+    ]
+}

@@ -1,0 +1,208 @@
+//! The resource catalogue: what each resource is (names, scope, verbs, subresources, Table
+//! columns, selectable fields, default deletion policy). Resources are data; behaviour that
+//! differs per kind lives in its Strategy.
+
+mod builtin;
+mod printers;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::error::Qualified;
+
+/// What deleting an owner does to its dependents when the request names no policy
+/// (upstream's GarbageCollectionPolicy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Background: the owner goes now, the garbage collector removes dependents.
+    DeleteDependents,
+    /// Orphan: dependents stay (legacy default of core/v1 replicationcontrollers).
+    OrphanDependents,
+    /// The resource takes no part in garbage collection policies.
+    Unsupported,
+}
+
+/// The `scale` subresource: where replicas live in the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScaleSubresource {
+    /// JSON path of the desired replicas, e.g. `.spec.replicas`.
+    pub spec_replicas_path: String,
+    /// JSON path of the observed replicas, e.g. `.status.replicas`.
+    pub status_replicas_path: String,
+    /// JSON path of the label selector string in status, if any (custom resources).
+    pub label_selector_path: Option<String>,
+}
+
+/// How one Table cell is computed from an object.
+#[derive(Clone)]
+pub enum Cell {
+    /// metadata.name
+    Name,
+    /// Time since metadata.creationTimestamp, as kubectl prints it (`5m`, `3d`).
+    Age,
+    /// A simple JSON path (`.spec.type`); missing values print as `<none>`.
+    Path(String),
+    /// Upstream's printer logic for a column that is more than a path.
+    Printer(fn(&Value) -> Value),
+}
+
+impl std::fmt::Debug for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Name => write!(f, "Name"),
+            Cell::Age => write!(f, "Age"),
+            Cell::Path(p) => write!(f, "Path({p})"),
+            Cell::Printer(_) => write!(f, "Printer"),
+        }
+    }
+}
+
+/// A Table column (metav1.TableColumnDefinition) and how to fill it.
+#[derive(Clone, Debug)]
+pub struct TableColumn {
+    pub name: String,
+    /// OpenAPI type: `string`, `integer`, `number`, `boolean`, `date`.
+    pub kind: String,
+    /// OpenAPI format: `name` for the NAME column, else empty.
+    pub format: String,
+    pub description: String,
+    /// 0: shown by default; 1: only with `-o wide`.
+    pub priority: i32,
+    pub cell: Cell,
+}
+
+#[derive(Clone, Debug)]
+pub struct ResourceInfo {
+    /// "" for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    /// Upstream verb names: get, list, watch, create, update, patch, delete, deletecollection.
+    pub verbs: Vec<String>,
+    pub status_subresource: bool,
+    pub scale: Option<ScaleSubresource>,
+    /// Other subresources served (e.g. namespaces' `finalize`).
+    pub other_subresources: Vec<String>,
+    pub default_gc_policy: GcPolicy,
+    pub columns: Vec<TableColumn>,
+    /// Selectable fields beyond metadata.name and metadata.namespace, as dotted paths into
+    /// the object (`spec.nodeName`, `involvedObject.kind`).
+    pub field_selectors: Vec<String>,
+    /// Whether metadata.generation is tracked (kinds with a spec).
+    pub has_generation: bool,
+    /// The key segment under the storage prefix: `/pods`, `/deployments`, `/<group>/<plural>`
+    /// for custom resources (upstream's layout).
+    pub storage_path: String,
+}
+
+impl ResourceInfo {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Group and plural, as errors about the resource name it.
+    pub fn qualified_resource(&self) -> Qualified {
+        Qualified::new(&self.group, &self.plural)
+    }
+
+    /// Group and kind, as Invalid errors name it.
+    pub fn qualified_kind(&self) -> Qualified {
+        Qualified::new(&self.group, &self.kind)
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    pub fn has_subresource(&self, name: &str) -> bool {
+        match name {
+            "status" => self.status_subresource,
+            "scale" => self.scale.is_some(),
+            other => self.other_subresources.iter().any(|s| s == other),
+        }
+    }
+}
+
+/// Every resource served, built-in and (later) custom. Readers take a snapshot; `changes`
+/// tells discovery and controllers when the set changed.
+pub struct Catalogue {
+    resources: RwLock<Arc<Vec<Arc<ResourceInfo>>>>,
+    changed: watch::Sender<u64>,
+}
+
+impl Catalogue {
+    pub fn builtin() -> Self {
+        let resources = builtin::resources().into_iter().map(Arc::new).collect();
+        Self {
+            resources: RwLock::new(Arc::new(resources)),
+            changed: watch::channel(0).0,
+        }
+    }
+
+    pub fn all(&self) -> Arc<Vec<Arc<ResourceInfo>>> {
+        self.resources
+            .read()
+            .map(|r| r.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The resource served at group/version/plural.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.all()
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+            .cloned()
+    }
+
+    /// The resource of a kind in a group (any served version).
+    pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
+        self.all()
+            .iter()
+            .find(|r| r.group == group && r.kind == kind)
+            .cloned()
+    }
+
+    /// Adds or replaces (same group, version, plural) a resource.
+    pub fn upsert(&self, info: ResourceInfo) {
+        self.update(|list| {
+            list.retain(|r| {
+                !(r.group == info.group && r.version == info.version && r.plural == info.plural)
+            });
+            list.push(Arc::new(info));
+        });
+    }
+
+    /// Removes every version of group/plural.
+    pub fn remove(&self, group: &str, plural: &str) {
+        self.update(|list| list.retain(|r| !(r.group == group && r.plural == plural)));
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Vec<Arc<ResourceInfo>>)) {
+        let mut guard = self.resources.write().unwrap_or_else(|p| p.into_inner());
+        let mut list = guard.as_ref().clone();
+        f(&mut list);
+        *guard = Arc::new(list);
+        drop(guard);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Notified each time the set of resources changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}

@@ -1,0 +1,401 @@
+use std::collections::HashSet;
+
+use serde_json::json;
+
+use super::{Catalogue, Cell, GcPolicy};
+
+fn lookup(group: &str, plural: &str) -> std::sync::Arc<super::ResourceInfo> {
+    Catalogue::builtin()
+        .lookup(group, "v1", plural)
+        .unwrap_or_else(|| panic!("{group}/{plural} is not served"))
+}
+
+#[test]
+fn every_builtin_is_served_with_upstream_names_and_scope() {
+    // (group, plural, kind, short names, namespaced)
+    let expected: &[(&str, &str, &str, &[&str], bool)] = &[
+        ("", "namespaces", "Namespace", &["ns"], false),
+        ("", "pods", "Pod", &["po"], true),
+        ("", "services", "Service", &["svc"], true),
+        ("", "endpoints", "Endpoints", &["ep"], true),
+        ("", "configmaps", "ConfigMap", &["cm"], true),
+        ("", "secrets", "Secret", &[], true),
+        ("", "serviceaccounts", "ServiceAccount", &["sa"], true),
+        ("", "events", "Event", &["ev"], true),
+        ("", "nodes", "Node", &["no"], false),
+        (
+            "",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            &["pvc"],
+            true,
+        ),
+        ("", "persistentvolumes", "PersistentVolume", &["pv"], false),
+        (
+            "",
+            "replicationcontrollers",
+            "ReplicationController",
+            &["rc"],
+            true,
+        ),
+        ("", "limitranges", "LimitRange", &["limits"], true),
+        ("", "resourcequotas", "ResourceQuota", &["quota"], true),
+        ("apps", "deployments", "Deployment", &["deploy"], true),
+        ("apps", "replicasets", "ReplicaSet", &["rs"], true),
+        ("apps", "statefulsets", "StatefulSet", &["sts"], true),
+        ("apps", "daemonsets", "DaemonSet", &["ds"], true),
+        (
+            "apps",
+            "controllerrevisions",
+            "ControllerRevision",
+            &[],
+            true,
+        ),
+        ("batch", "jobs", "Job", &[], true),
+        ("batch", "cronjobs", "CronJob", &["cj"], true),
+        ("coordination.k8s.io", "leases", "Lease", &[], true),
+        ("events.k8s.io", "events", "Event", &["ev"], true),
+        (
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            &["pdb"],
+            true,
+        ),
+        ("rbac.authorization.k8s.io", "roles", "Role", &[], true),
+        (
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            "RoleBinding",
+            &[],
+            true,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "ClusterRole",
+            &[],
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            &[],
+            false,
+        ),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            &["crd", "crds"],
+            false,
+        ),
+    ];
+    let catalogue = Catalogue::builtin();
+    assert_eq!(catalogue.all().len(), expected.len());
+    for (group, plural, kind, short, namespaced) in expected {
+        let r = lookup(group, plural);
+        assert_eq!(r.kind, *kind, "{plural}");
+        assert_eq!(r.list_kind, format!("{kind}List"));
+        assert_eq!(r.singular, kind.to_lowercase());
+        assert_eq!(r.short_names, *short, "{group}/{plural}");
+        assert_eq!(r.namespaced, *namespaced, "{group}/{plural}");
+        assert_eq!(
+            r.api_version(),
+            if group.is_empty() {
+                "v1".to_string()
+            } else {
+                format!("{group}/v1")
+            }
+        );
+    }
+}
+
+#[test]
+fn no_resource_is_listed_twice() {
+    let all = Catalogue::builtin().all();
+    let mut seen = HashSet::new();
+    for r in all.iter() {
+        assert!(
+            seen.insert((&r.group, &r.version, &r.plural)),
+            "{}/{}",
+            r.group,
+            r.plural
+        );
+    }
+}
+
+#[test]
+fn all_category_holds_the_workloads() {
+    let all = Catalogue::builtin().all();
+    let mut in_all: Vec<&str> = all
+        .iter()
+        .filter(|r| r.categories.iter().any(|c| c == "all"))
+        .map(|r| r.plural.as_str())
+        .collect();
+    in_all.sort_unstable();
+    assert_eq!(
+        in_all,
+        [
+            "cronjobs",
+            "daemonsets",
+            "deployments",
+            "jobs",
+            "pods",
+            "replicasets",
+            "replicationcontrollers",
+            "services",
+            "statefulsets",
+        ]
+    );
+}
+
+#[test]
+fn subresources_verbs_and_policies() {
+    let ns = lookup("", "namespaces");
+    assert!(ns.has_subresource("status") && ns.has_subresource("finalize"));
+    assert!(!ns.has_verb("deletecollection"));
+    let pods = lookup("", "pods");
+    assert!(pods.has_subresource("status") && !pods.has_subresource("scale"));
+    assert!(pods.has_verb("deletecollection") && pods.has_verb("watch"));
+    for (group, plural) in [
+        ("", "replicationcontrollers"),
+        ("apps", "deployments"),
+        ("apps", "replicasets"),
+        ("apps", "statefulsets"),
+    ] {
+        let r = lookup(group, plural);
+        let scale = r.scale.as_ref().expect("scale");
+        assert_eq!(scale.spec_replicas_path, ".spec.replicas");
+        assert!(r.has_subresource("status"), "{plural}");
+    }
+    assert!(!lookup("apps", "daemonsets").has_subresource("scale"));
+    assert!(!lookup("", "configmaps").has_subresource("status"));
+    assert_eq!(
+        lookup("", "replicationcontrollers").default_gc_policy,
+        GcPolicy::OrphanDependents
+    );
+    assert!(Catalogue::builtin()
+        .all()
+        .iter()
+        .filter(|r| r.plural != "replicationcontrollers")
+        .all(|r| r.default_gc_policy == GcPolicy::DeleteDependents));
+}
+
+#[test]
+fn storage_paths_follow_upstream_prefixes() {
+    let paths = [
+        ("", "services", "/services/specs"),
+        ("", "endpoints", "/services/endpoints"),
+        ("", "nodes", "/minions"),
+        ("", "replicationcontrollers", "/controllers"),
+        ("", "events", "/events"),
+        ("events.k8s.io", "events", "/events"),
+        ("apps", "deployments", "/deployments"),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "/apiextensions.k8s.io/customresourcedefinitions",
+        ),
+    ];
+    for (group, plural, path) in paths {
+        assert_eq!(lookup(group, plural).storage_path, path, "{group}/{plural}");
+    }
+}
+
+#[test]
+fn generation_tracking_and_field_selectors() {
+    for (group, plural) in [
+        ("", "pods"),
+        ("apps", "deployments"),
+        ("batch", "cronjobs"),
+        ("policy", "poddisruptionbudgets"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ] {
+        assert!(lookup(group, plural).has_generation, "{plural}");
+    }
+    for (group, plural) in [
+        ("", "configmaps"),
+        ("", "secrets"),
+        ("", "namespaces"),
+        ("", "services"),
+    ] {
+        assert!(!lookup(group, plural).has_generation, "{plural}");
+    }
+    assert!(lookup("", "pods")
+        .field_selectors
+        .iter()
+        .any(|f| f == "spec.nodeName"));
+    assert_eq!(lookup("", "secrets").field_selectors, ["type"]);
+    assert_eq!(lookup("", "nodes").field_selectors, ["spec.unschedulable"]);
+    assert!(lookup("events.k8s.io", "events")
+        .field_selectors
+        .iter()
+        .any(|f| f == "regarding.name"));
+}
+
+#[test]
+fn every_resource_has_a_name_column_and_a_time_column() {
+    for r in Catalogue::builtin().all().iter() {
+        let name = r.columns.iter().find(|c| matches!(c.cell, Cell::Name));
+        let name = name.unwrap_or_else(|| panic!("{} has no Name column", r.plural));
+        assert_eq!((name.name.as_str(), name.format.as_str()), ("Name", "name"));
+        let has_age = r
+            .columns
+            .iter()
+            .any(|c| matches!(c.cell, Cell::Age) && c.kind == "string");
+        let created_at = r
+            .columns
+            .iter()
+            .any(|c| c.name == "Created At" && c.kind == "date");
+        // Events print Last Seen instead; default-printed kinds print Created At.
+        match r.plural.as_str() {
+            "events" => assert!(!has_age && r.columns[0].name == "Last Seen"),
+            "roles" | "clusterroles" | "limitranges" | "customresourcedefinitions" => {
+                assert!(created_at && r.columns.len() == 2, "{}", r.plural)
+            }
+            _ => assert!(has_age, "{} has no Age column", r.plural),
+        }
+        for c in r.columns.iter() {
+            assert!(c.priority == 0 || c.priority == 1);
+            assert!(!c.description.is_empty(), "{} {}", r.plural, c.name);
+        }
+    }
+}
+
+#[test]
+fn column_headers_match_upstream() {
+    let headers = |group: &str, plural: &str, wide: bool| -> Vec<String> {
+        lookup(group, plural)
+            .columns
+            .iter()
+            .filter(|c| wide || c.priority == 0)
+            .map(|c| c.name.to_uppercase())
+            .collect()
+    };
+    assert_eq!(
+        headers("", "pods", true),
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE",
+            "READINESS GATES"
+        ]
+    );
+    assert_eq!(
+        headers("apps", "deployments", true),
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    assert_eq!(
+        headers("apps", "replicasets", false),
+        ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    );
+    assert_eq!(
+        headers("apps", "statefulsets", false),
+        ["NAME", "READY", "AGE"]
+    );
+    assert_eq!(
+        headers("apps", "daemonsets", false),
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE SELECTOR",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        headers("", "services", false),
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert_eq!(headers("", "configmaps", false), ["NAME", "DATA", "AGE"]);
+    assert_eq!(
+        headers("", "secrets", false),
+        ["NAME", "TYPE", "DATA", "AGE"]
+    );
+    assert_eq!(headers("", "namespaces", false), ["NAME", "STATUS", "AGE"]);
+    assert_eq!(
+        headers("", "nodes", false),
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    );
+    assert_eq!(
+        headers("", "events", false),
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    assert_eq!(
+        headers("batch", "jobs", false),
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    );
+    assert_eq!(
+        headers("batch", "cronjobs", false),
+        [
+            "NAME",
+            "SCHEDULE",
+            "TIMEZONE",
+            "SUSPEND",
+            "ACTIVE",
+            "LAST SCHEDULE",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        headers("coordination.k8s.io", "leases", false),
+        ["NAME", "HOLDER", "AGE"]
+    );
+    assert_eq!(
+        headers("rbac.authorization.k8s.io", "roles", false),
+        ["NAME", "CREATED AT"]
+    );
+}
+
+#[test]
+fn printers_survive_hostile_objects() {
+    let odd = [
+        json!(null),
+        json!(42),
+        json!({"spec": [], "status": "x", "metadata": {"creationTimestamp": 5}}),
+        json!({"spec": {"replicas": "3", "template": {"spec": {"containers": {}}}, "ports": [null]},
+               "status": {"conditions": {}, "loadBalancer": {"ingress": [7]}},
+               "subsets": [{"addresses": [{}], "ports": [{"port": "x"}]}]}),
+    ];
+    for r in Catalogue::builtin().all().iter() {
+        for c in r.columns.iter() {
+            if let Cell::Printer(f) = c.cell {
+                for obj in &odd {
+                    let v = f(obj);
+                    assert!(
+                        v.is_string() || v.is_i64(),
+                        "{} {} gave {v}",
+                        r.plural,
+                        c.name
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The registry's one error type, and the one place it becomes a metav1.Status with upstream's
+//! reasons, codes, messages and details.
+
+use serde::Serialize;
+use storage::StorageError;
+use thiserror::Error;
+
+pub type Result<T, E = RegistryError> = std::result::Result<T, E>;
+
+/// A group and resource (or kind), printed as upstream prints them: `pods`, `deployments.apps`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Qualified {
+    pub group: String,
+    pub name: String,
+}
+
+impl Qualified {
+    pub fn new(group: &str, name: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Qualified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}", self.name)
+        } else {
+            write!(f, "{}.{}", self.name, self.group)
+        }
+    }
+}
+
+/// One field problem (metav1.StatusCause).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Cause {
+    /// Upstream's cause types: FieldValueRequired, FieldValueInvalid, FieldValueNotSupported,
+    /// FieldValueForbidden, FieldValueDuplicate, FieldValueTooLong, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    pub field: String,
+}
+
+impl Cause {
+    fn new(kind: &str, field: &str, message: String) -> Self {
+        Self {
+            kind: kind.into(),
+            message,
+            field: field.into(),
+        }
+    }
+
+    pub fn required(field: &str) -> Self {
+        Self::new(
+            "FieldValueRequired",
+            field,
+            format!("{field}: Required value"),
+        )
+    }
+
+    pub fn invalid(field: &str, value: impl std::fmt::Display, why: &str) -> Self {
+        Self::new(
+            "FieldValueInvalid",
+            field,
+            format!("{field}: Invalid value: {value}: {why}"),
+        )
+    }
+
+    pub fn forbidden(field: &str, why: &str) -> Self {
+        Self::new(
+            "FieldValueForbidden",
+            field,
+            format!("{field}: Forbidden: {why}"),
+        )
+    }
+
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
+        Self::new(
+            "FieldValueNotSupported",
+            field,
+            format!(
+                "{field}: Unsupported value: \"{value}\": supported values: {}",
+                list.join(", ")
+            ),
+        )
+    }
+
+    pub fn duplicate(field: &str, value: impl std::fmt::Display) -> Self {
+        Self::new(
+            "FieldValueDuplicate",
+            field,
+            format!("{field}: Duplicate value: {value}"),
+        )
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum RegistryError {
+    #[error("{resource} \"{name}\" not found")]
+    NotFound { resource: Qualified, name: String },
+
+    #[error("{resource} \"{name}\" already exists")]
+    AlreadyExists { resource: Qualified, name: String },
+
+    #[error("Operation cannot be fulfilled on {resource} \"{name}\": {message}")]
+    Conflict {
+        resource: Qualified,
+        name: String,
+        message: String,
+    },
+
+    /// 422: `kind` is the group-qualified kind, as upstream names it in Invalid errors.
+    #[error("{kind} \"{name}\" is invalid: {}", summary(causes))]
+    Invalid {
+        kind: Qualified,
+        name: String,
+        causes: Vec<Cause>,
+    },
+
+    #[error("{0}")]
+    BadRequest(String),
+
+    #[error("{resource} \"{name}\" is forbidden: {message}")]
+    Forbidden {
+        resource: Qualified,
+        name: String,
+        message: String,
+    },
+
+    /// 410 with reason Expired (compacted resourceVersion or continue token).
+    #[error("{message}")]
+    Expired { message: String },
+
+    #[error("{0}")]
+    MethodNotAllowed(String),
+
+    /// 504 Timeout with a ResourceVersionTooLarge cause.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLargeResourceVersion { requested: i64, current: i64 },
+
+    #[error("{0}")]
+    ServiceUnavailable(String),
+
+    #[error("Internal error occurred: {0}")]
+    Internal(String),
+
+    /// 415: the body's media type is not one the endpoint accepts (the message lists them).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+
+    /// 413.
+    #[error("Request entity too large: {0}")]
+    RequestEntityTooLarge(String),
+
+    /// 422 with empty details, as upstream answers a patch it cannot apply (a failed JSON
+    /// patch `test`, a missing path): clients match on this exact message.
+    #[error("the server rejected our request due to an error in our request")]
+    Unprocessable,
+}
+
+fn summary(causes: &[Cause]) -> String {
+    let messages: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+    match messages.len() {
+        1 => messages[0].to_string(),
+        _ => format!("[{}]", messages.join(", ")),
+    }
+}
+
+impl RegistryError {
+    pub fn not_found(resource: &Qualified, name: &str) -> Self {
+        Self::NotFound {
+            resource: resource.clone(),
+            name: name.into(),
+        }
+    }
+
+    pub fn invalid(kind: &Qualified, name: &str, causes: Vec<Cause>) -> Self {
+        Self::Invalid {
+            kind: kind.clone(),
+            name: name.into(),
+            causes,
+        }
+    }
+
+    pub fn conflict(resource: &Qualified, name: &str, message: impl Into<String>) -> Self {
+        Self::Conflict {
+            resource: resource.clone(),
+            name: name.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn forbidden(resource: &Qualified, name: &str, message: impl Into<String>) -> Self {
+        Self::Forbidden {
+            resource: resource.clone(),
+            name: name.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Maps a storage error for `name` of `resource` (upstream's storeerr.Interpret*Error).
+    pub fn from_storage(err: StorageError, resource: &Qualified, name: &str) -> Self {
+        match err {
+            StorageError::NotFound { .. } => Self::not_found(resource, name),
+            StorageError::AlreadyExists { .. } => Self::AlreadyExists {
+                resource: resource.clone(),
+                name: name.into(),
+            },
+            StorageError::Conflict { message, .. } => Self::conflict(resource, name, message),
+            StorageError::TooOld { requested, .. } => Self::Expired {
+                message: format!("too old resource version: {requested}"),
+            },
+            StorageError::Expired { fresh_continue } => Self::Expired {
+                message: match fresh_continue {
+                    Some(token) => format!(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list. Continue token: {token}"
+                    ),
+                    None => "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+                },
+            },
+            StorageError::TooLargeResourceVersion { requested, current } => {
+                Self::TooLargeResourceVersion { requested, current }
+            }
+            StorageError::Invalid(message) => Self::BadRequest(message),
+            StorageError::Unavailable(message) => Self::ServiceUnavailable(message),
+            StorageError::Aborted(inner) => match inner.downcast::<RegistryError>() {
+                Ok(registry) => *registry,
+                Err(other) => Self::Internal(other.to_string()),
+            },
+            StorageError::Internal(message) => Self::Internal(message),
+        }
+    }
+
+    /// Wraps this error to travel through a storage update function untouched.
+    pub fn into_storage(self) -> StorageError {
+        StorageError::Aborted(Box::new(self))
+    }
+
+    pub fn code(&self) -> u16 {
+        self.status().code
+    }
+
+    pub fn reason(&self) -> &'static str {
+        self.status().reason
+    }
+
+    /// The metav1.Status for this error.
+    pub fn status(&self) -> Status {
+        let (code, reason) = match self {
+            Self::NotFound { .. } => (404, "NotFound"),
+            Self::AlreadyExists { .. } => (409, "AlreadyExists"),
+            Self::Conflict { .. } => (409, "Conflict"),
+            Self::Invalid { .. } => (422, "Invalid"),
+            Self::BadRequest(_) => (400, "BadRequest"),
+            Self::Forbidden { .. } => (403, "Forbidden"),
+            Self::Expired { .. } => (410, "Expired"),
+            Self::MethodNotAllowed(_) => (405, "MethodNotAllowed"),
+            Self::TooLargeResourceVersion { .. } => (504, "Timeout"),
+            Self::ServiceUnavailable(_) => (503, "ServiceUnavailable"),
+            Self::Internal(_) => (500, "InternalError"),
+            Self::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
+            Self::RequestEntityTooLarge(_) => (413, "RequestEntityTooLarge"),
+            Self::Unprocessable => (422, "Invalid"),
+        };
+        let details = match self {
+            Self::NotFound { resource, name }
+            | Self::AlreadyExists { resource, name }
+            | Self::Conflict { resource, name, .. }
+            | Self::Forbidden { resource, name, .. } => Some(Details {
+                name: Some(name.clone()),
+                group: Some(resource.group.clone()).filter(|g| !g.is_empty()),
+                kind: Some(resource.name.clone()),
+                ..Default::default()
+            }),
+            Self::Invalid { kind, name, causes } => Some(Details {
+                name: Some(name.clone()),
+                group: Some(kind.group.clone()).filter(|g| !g.is_empty()),
+                kind: Some(kind.name.clone()),
+                causes: causes.clone(),
+                ..Default::default()
+            }),
+            Self::TooLargeResourceVersion { .. } => Some(Details {
+                causes: vec![Cause {
+                    kind: "ResourceVersionTooLarge".into(),
+                    message: "Too large resource version".into(),
+                    field: String::new(),
+                }],
+                retry_after_seconds: Some(1),
+                ..Default::default()
+            }),
+            Self::Unprocessable => Some(Details::default()),
+            Self::Internal(message) => Some(Details {
+                causes: vec![Cause {
+                    kind: String::new(),
+                    message: message.clone(),
+                    field: String::new(),
+                }],
+                ..Default::default()
+            }),
+            _ => None,
+        };
+        Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: serde_json::Map::new(),
+            status: "Failure",
+            message: self.to_string(),
+            reason,
+            details,
+            code,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<Cause>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<i64>,
+}
+
+/// metav1.Status.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub kind: &'static str,
+    pub api_version: &'static str,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Details>,
+    pub code: u16,
+}
+
+impl Status {
+    /// The Success status a delete returns once the object is gone.
+    pub fn success(details: Details) -> Self {
+        Self {
+            kind: "Status",
+            api_version: "v1",
+            metadata: serde_json::Map::new(),
+            status: "Success",
+            message: String::new(),
+            reason: "",
+            details: Some(details),
+            code: 200,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_matches_upstream() {
+        let err = RegistryError::not_found(&Qualified::new("apps", "deployments"), "web");
+        let status = serde_json::to_value(err.status()).expect("json");
+        assert_eq!(status["message"], "deployments.apps \"web\" not found");
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(status["code"], 404);
+        assert_eq!(status["details"]["group"], "apps");
+        assert_eq!(status["details"]["kind"], "deployments");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let err = RegistryError::invalid(
+            &Qualified::new("", "ConfigMap"),
+            "Bad_Name",
+            vec![Cause::invalid("metadata.name", "\"Bad_Name\"", "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'")],
+        );
+        let status = serde_json::to_value(err.status()).expect("json");
+        assert_eq!(status["code"], 422);
+        assert!(status["message"]
+            .as_str()
+            .is_some_and(|m| m
+                .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value")));
+        assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    }
+
+    #[test]
+    fn registry_errors_survive_a_storage_round_trip() {
+        let err = RegistryError::BadRequest("nope".into()).into_storage();
+        let back = RegistryError::from_storage(err, &Qualified::new("", "pods"), "p");
+        assert!(matches!(back, RegistryError::BadRequest(m) if m == "nope"));
+    }
+}

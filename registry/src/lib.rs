@@ -1,0 +1,21 @@
+//! The generic registry: one Store per resource, parametrised by a Strategy, giving every
+//! resource upstream's create / get / list / update / patch / delete / deletecollection /
+//! watch semantics over the storage layer. Knows nothing of HTTP.
+
+pub mod admission;
+pub mod catalogue;
+pub mod error;
+pub mod object;
+pub mod options;
+pub mod patch;
+mod registry;
+pub mod selector;
+pub mod store;
+pub mod strategy;
+pub mod validation;
+
+pub use catalogue::{Catalogue, ResourceInfo};
+pub use error::{Cause, Qualified, RegistryError, Result, Status};
+pub use registry::Registry;
+pub use store::update::Subresource;
+pub use store::{DeleteOutcome, Store, WatchEvent, WatchEventType};

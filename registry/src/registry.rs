@@ -1,0 +1,138 @@
+//! All Stores of the server, one per catalogued resource, each over the watch cache of its
+//! storage path; and the state every cluster starts with.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+use storage::{Cacher, CacherConfig, Interface};
+use tracing::info;
+
+use crate::admission::{NamespaceLifecycle, SYSTEM_NAMESPACES};
+use crate::catalogue::{Catalogue, ResourceInfo};
+use crate::error::{RegistryError, Result};
+use crate::options::WriteOptions;
+use crate::store::Store;
+use crate::strategy;
+
+pub struct Registry {
+    catalogue: Arc<Catalogue>,
+    root: storage::Store,
+    admission: Arc<NamespaceLifecycle>,
+    cacher_config: CacherConfig,
+    /// Watch caches by storage path: resources sharing a path share the cache.
+    caches: RwLock<HashMap<String, Arc<Cacher>>>,
+    stores: RwLock<HashMap<(String, String, String), Arc<Store>>>,
+}
+
+impl Registry {
+    /// Builds a Store for every catalogued resource. Must run inside a tokio runtime (the
+    /// watch caches start their feeds).
+    pub fn new(
+        root: storage::Store,
+        catalogue: Arc<Catalogue>,
+        cacher_config: CacherConfig,
+    ) -> Arc<Self> {
+        let namespaces_path = catalogue
+            .lookup("", "v1", "namespaces")
+            .map(|r| r.storage_path.clone())
+            .unwrap_or_else(|| "/namespaces".into());
+        let namespaces = Arc::new(Cacher::new(
+            root.clone(),
+            &format!("{namespaces_path}/"),
+            cacher_config.clone(),
+        ));
+        let registry = Arc::new(Self {
+            admission: Arc::new(NamespaceLifecycle::new(namespaces.clone())),
+            catalogue,
+            root,
+            cacher_config,
+            caches: RwLock::new(HashMap::from([(namespaces_path, namespaces)])),
+            stores: RwLock::new(HashMap::new()),
+        });
+        for info in registry.catalogue.all().iter() {
+            registry.install(info.clone());
+        }
+        registry
+    }
+
+    pub fn catalogue(&self) -> &Arc<Catalogue> {
+        &self.catalogue
+    }
+
+    /// The storage root (keys under the configured prefix).
+    pub fn root(&self) -> &storage::Store {
+        &self.root
+    }
+
+    fn cache_for(&self, path: &str) -> Arc<Cacher> {
+        if let Some(c) = self.caches.read().ok().and_then(|c| c.get(path).cloned()) {
+            return c;
+        }
+        let mut caches = self.caches.write().unwrap_or_else(|p| p.into_inner());
+        caches
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                Arc::new(Cacher::new(
+                    self.root.clone(),
+                    &format!("{path}/"),
+                    self.cacher_config.clone(),
+                ))
+            })
+            .clone()
+    }
+
+    /// Creates (or replaces) the Store of a resource.
+    pub fn install(&self, info: Arc<ResourceInfo>) -> Arc<Store> {
+        let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
+        let store = Arc::new(Store::new(
+            info.clone(),
+            strategy::for_resource(&info),
+            cache,
+            self.admission.clone(),
+        ));
+        let key = (
+            info.group.clone(),
+            info.version.clone(),
+            info.plural.clone(),
+        );
+        self.stores
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, store.clone());
+        store
+    }
+
+    /// The Store serving group/version/plural.
+    pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
+        self.stores
+            .read()
+            .ok()?
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Every Store, e.g. for controllers that act on all resources.
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.stores
+            .read()
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Creates the namespaces every cluster has from its first start.
+    pub async fn bootstrap(&self) -> Result<()> {
+        let Some(namespaces) = self.store("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        for name in SYSTEM_NAMESPACES {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            match namespaces.create(None, ns, &WriteOptions::default()).await {
+                Ok(_) => info!(namespace = name, "created system namespace"),
+                Err(RegistryError::AlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}

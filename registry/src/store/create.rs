@@ -1,0 +1,87 @@
+//! Create (upstream's Store.Create with BeforeCreate): names, server-set metadata, defaults,
+//! validation, admission, then one conditional write.
+
+use serde_json::json;
+use storage::StorageError;
+use tracing::debug;
+
+use super::{encode, stamp, Store};
+use crate::error::{Cause, RegistryError, Result};
+use crate::object::{self, Object};
+use crate::options::WriteOptions;
+use crate::validation::names::generate_name;
+
+/// Tries of a generateName create before giving up on collisions.
+const GENERATE_NAME_TRIES: usize = 8;
+
+impl Store {
+    pub async fn create(
+        &self,
+        namespace: Option<&str>,
+        mut obj: Object,
+        opts: &WriteOptions,
+    ) -> Result<Object> {
+        let dry_run = opts.validate()?;
+        let namespace = self.scope(namespace)?;
+        self.check_kind(&mut obj)?;
+        self.check_namespace(&mut obj, namespace)?;
+        let generate = object::str_field(&obj, "generateName")
+            .filter(|g| !g.is_empty())
+            .map(str::to_string);
+        let generated = object::name(&obj).is_empty() && generate.is_some();
+        if object::name(&obj).is_empty() {
+            match generate.as_deref().filter(|g| !g.is_empty()) {
+                Some(base) => {
+                    object::meta_mut(&mut obj).insert("name".into(), json!(generate_name(base)));
+                }
+                None => {
+                    return Err(RegistryError::invalid(
+                        &self.info.qualified_kind(),
+                        "",
+                        vec![Cause {
+                            kind: "FieldValueRequired".into(),
+                            message:
+                                "metadata.name: Required value: name or generateName is required"
+                                    .into(),
+                            field: "metadata.name".into(),
+                        }],
+                    ))
+                }
+            }
+        }
+        self.prepare_create_meta(&mut obj);
+        self.strategy.prepare_for_create(&mut obj);
+        let name = object::name(&obj).to_string();
+        let mut causes = self.validate_meta(&obj);
+        causes.extend(self.strategy.validate(&obj));
+        self.invalid_if_any(&name, causes)?;
+        if let Some(ns) = namespace {
+            self.admission.admit_create(&self.info, ns, &name).await?;
+        }
+        if dry_run {
+            return Ok(obj);
+        }
+        let mut tries = 0;
+        loop {
+            let name = object::name(&obj).to_string();
+            let key = self.key(namespace, &name);
+            let bytes = encode(&mut obj)?;
+            match self.storage.create(&key, bytes).await {
+                Ok(kv) => {
+                    stamp(&mut obj, kv.mod_revision);
+                    debug!(resource = %self.info.qualified_resource(), namespace, name, "created");
+                    return Ok(obj);
+                }
+                // A generated name that collided: draw another, as upstream retries.
+                Err(StorageError::AlreadyExists { .. })
+                    if generated && tries < GENERATE_NAME_TRIES =>
+                {
+                    tries += 1;
+                    let base = generate.clone().unwrap_or_default();
+                    object::meta_mut(&mut obj).insert("name".into(), json!(generate_name(&base)));
+                }
+                Err(e) => return Err(self.storage_err(&name)(e)),
+            }
+        }
+    }
+}

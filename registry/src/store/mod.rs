@@ -1,0 +1,117 @@
+//! The generic registry Store (upstream's genericregistry.Store): one per resource, the same
+//! for every resource, parametrised by the resource's catalogue entry and its Strategy.
+
+mod create;
+mod delete;
+mod graceful;
+mod meta;
+mod raw;
+mod read;
+pub mod subresources;
+pub mod update;
+pub mod watch;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use storage::{Interface, KeyValue};
+
+use crate::admission::NamespaceLifecycle;
+use crate::catalogue::ResourceInfo;
+use crate::error::{RegistryError, Result};
+use crate::object::{self, Object};
+use crate::strategy::Strategy;
+
+pub use self::delete::DeleteOutcome;
+pub use self::watch::{WatchEvent, WatchEventType};
+
+pub struct Store {
+    pub info: Arc<ResourceInfo>,
+    strategy: Box<dyn Strategy>,
+    storage: Arc<dyn Interface>,
+    admission: Arc<NamespaceLifecycle>,
+}
+
+impl Store {
+    pub fn new(
+        info: Arc<ResourceInfo>,
+        strategy: Box<dyn Strategy>,
+        storage: Arc<dyn Interface>,
+        admission: Arc<NamespaceLifecycle>,
+    ) -> Self {
+        Self {
+            info,
+            strategy,
+            storage,
+            admission,
+        }
+    }
+
+    /// The storage this Store writes to (the resource's watch cache).
+    pub fn storage(&self) -> &Arc<dyn Interface> {
+        &self.storage
+    }
+
+    /// The namespace a request works in: required for namespaced resources, ignored for
+    /// cluster-scoped ones.
+    fn scope<'a>(&self, namespace: Option<&'a str>) -> Result<Option<&'a str>> {
+        match (self.info.namespaced, namespace.filter(|n| !n.is_empty())) {
+            (true, Some(ns)) => Ok(Some(ns)),
+            (true, None) => Err(RegistryError::BadRequest(
+                "the namespace of the object must be specified".into(),
+            )),
+            (false, _) => Ok(None),
+        }
+    }
+
+    /// Upstream's key layout: `<path>/<namespace>/<name>` or `<path>/<name>`.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(ns) => format!("{}/{ns}/{name}", self.info.storage_path),
+            None => format!("{}/{name}", self.info.storage_path),
+        }
+    }
+
+    /// The prefix of a list: one namespace, or all of the resource.
+    fn list_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|n| !n.is_empty()) {
+            Some(ns) if self.info.namespaced => format!("{}/{ns}/", self.info.storage_path),
+            _ => format!("{}/", self.info.storage_path),
+        }
+    }
+
+    /// Maps a storage error about `name`; allocates only when there is an error.
+    fn storage_err<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Fn(storage::StorageError) -> RegistryError + 'a {
+        move |e| RegistryError::from_storage(e, &self.info.qualified_resource(), name)
+    }
+
+    /// A stored object as clients see it: resourceVersion is the revision that wrote it.
+    fn decode(&self, kv: &KeyValue) -> Result<Object> {
+        decode_at(&kv.value, kv.mod_revision)
+    }
+}
+
+/// Parses stored bytes and stamps the resourceVersion they were read at.
+pub(crate) fn decode_at(value: &[u8], revision: i64) -> Result<Object> {
+    let mut obj: Value = serde_json::from_slice(value)
+        .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
+    stamp(&mut obj, revision);
+    Ok(obj)
+}
+
+pub(crate) fn stamp(obj: &mut Object, revision: i64) {
+    object::meta_mut(obj).insert("resourceVersion".into(), Value::from(revision.to_string()));
+}
+
+/// What is stored: the object without resourceVersion (the store's revision is the version,
+/// stamped again on every read).
+pub(crate) fn encode(obj: &mut Object) -> Result<Bytes> {
+    object::meta_mut(obj).remove("resourceVersion");
+    serde_json::to_vec(obj)
+        .map(Bytes::from)
+        .map_err(|e| RegistryError::Internal(format!("encoding object: {e}")))
+}

@@ -1,0 +1,300 @@
+//! Update, status update, finalize and patch: one guaranteed update whose function computes
+//! the next state from the stored one (upstream's Store.Update with BeforeUpdate), so a patch
+//! is re-applied to fresh state whenever a concurrent write wins.
+
+use serde_json::Value;
+use storage::{Preconditions, ReadRevision, StorageError, UpdateOptions};
+
+use super::{decode_at, encode, stamp, Store};
+use crate::error::{Cause, RegistryError, Result};
+use crate::object::{self, Object};
+use crate::options::{parse_resource_version, WriteOptions};
+use crate::patch::{self, PatchType};
+
+/// Which part of the object a write may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object but its status (when the resource has a status subresource).
+    Main,
+    /// Only `status`.
+    Status,
+    /// Only `spec.finalizers` (namespaces' `finalize`).
+    Finalize,
+}
+
+/// What an update attempt decided.
+enum Next {
+    Write(Object),
+    Create(Object),
+    /// The update emptied the finalizers of an object being deleted: it goes.
+    Delete(Object),
+}
+
+/// Carries the update function's decision to delete out of the storage update.
+#[derive(Debug, thiserror::Error)]
+#[error("finalizers emptied")]
+struct EmptiedFinalizers;
+
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+impl Store {
+    pub async fn update(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        obj: Object,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<(Object, bool)> {
+        self.write(namespace, name, sub, opts, move |_| Ok(obj.clone()))
+            .await
+    }
+
+    pub async fn patch(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        kind: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Object> {
+        let schema = patch::schema_for(&self.info.group, &self.info.kind);
+        let resource = self.info.qualified_resource();
+        let (obj, _) = self
+            .write(namespace, name, sub, opts, move |current| match current {
+                Some(current) => patch::apply_patch(kind, current, body, schema),
+                None => Err(RegistryError::not_found(&resource, name)),
+            })
+            .await?;
+        Ok(obj)
+    }
+
+    /// The generic write: `produce` makes the requested object from the stored one.
+    pub(crate) async fn write(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        sub: Subresource,
+        opts: &WriteOptions,
+        mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
+    ) -> Result<(Object, bool)> {
+        let dry_run = opts.validate()?;
+        let namespace = self.scope(namespace)?;
+        let key = self.key(namespace, name);
+        let may_create = sub == Subresource::Main && self.strategy.allow_create_on_update();
+        if may_create {
+            if let Some(ns) = namespace {
+                let exists = self.storage.get(&key, ReadRevision::Latest).await;
+                if matches!(exists, Err(StorageError::NotFound { .. })) {
+                    self.admission.admit_create(&self.info, ns, name).await?;
+                }
+            }
+        }
+        if dry_run {
+            let current = match self.storage.get(&key, ReadRevision::Latest).await {
+                Ok(kv) => Some(self.decode(&kv)?),
+                Err(StorageError::NotFound { .. }) => None,
+                Err(e) => return Err(self.storage_err(name)(e)),
+            };
+            let new = produce(current.as_ref())?;
+            return match self.next_state(namespace, name, sub, current, new)? {
+                Next::Write(obj) | Next::Delete(obj) => Ok((obj, false)),
+                Next::Create(obj) => Ok((obj, true)),
+            };
+        }
+
+        let mut decided: Option<Next> = None;
+        let result = self
+            .storage
+            .guaranteed_update(
+                &key,
+                UpdateOptions {
+                    ignore_not_found: may_create,
+                    ..Default::default()
+                },
+                &mut |current| {
+                    let mut attempt = || -> Result<Next> {
+                        let current = current
+                            .map(|kv| decode_at(&kv.value, kv.mod_revision))
+                            .transpose()?;
+                        let new = produce(current.as_ref())?;
+                        self.next_state(namespace, name, sub, current, new)
+                    };
+                    let mut next = attempt().map_err(RegistryError::into_storage)?;
+                    // Encoding drops resourceVersion; the result is stamped with the new one.
+                    let bytes = match &mut next {
+                        Next::Write(obj) | Next::Create(obj) => Some(encode(obj)),
+                        Next::Delete(_) => None,
+                    };
+                    decided = Some(next);
+                    match bytes {
+                        Some(bytes) => bytes.map_err(RegistryError::into_storage),
+                        None => Err(StorageError::Aborted(Box::new(EmptiedFinalizers))),
+                    }
+                },
+            )
+            .await;
+        match (result, decided) {
+            (Ok(kv), Some(Next::Write(mut obj))) => {
+                stamp(&mut obj, kv.mod_revision);
+                Ok((obj, false))
+            }
+            (Ok(kv), Some(Next::Create(mut obj))) => {
+                stamp(&mut obj, kv.mod_revision);
+                Ok((obj, true))
+            }
+            // Nothing changed: storage wrote nothing and returned what it holds.
+            (Ok(kv), _) => Ok((self.decode(&kv)?, false)),
+            (Err(StorageError::Aborted(e)), Some(Next::Delete(obj)))
+                if e.is::<EmptiedFinalizers>() =>
+            {
+                self.delete_emptied(&key, name, obj).await
+            }
+            (Err(e), _) => Err(self.storage_err(name)(e)),
+        }
+    }
+
+    /// Removes an object whose last finalizer an update took away (upstream's
+    /// deleteWithoutFinalizers), guarded by the UID and version that update saw.
+    async fn delete_emptied(&self, key: &str, name: &str, obj: Object) -> Result<(Object, bool)> {
+        let preconditions = Preconditions {
+            uid: Some(object::uid(&obj).to_string()),
+            resource_version: parse_resource_version(object::resource_version(&obj)).ok(),
+        };
+        match self.storage.delete(key, &preconditions, None).await {
+            Ok(_) | Err(StorageError::NotFound { .. }) => Ok((obj, false)),
+            Err(e) => Err(self.storage_err(name)(e)),
+        }
+    }
+
+    /// The state an update leads to, from the stored object (None: absent) and the requested
+    /// one.
+    fn next_state(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        sub: Subresource,
+        current: Option<Object>,
+        mut new: Object,
+    ) -> Result<Next> {
+        self.check_kind(&mut new)?;
+        match object::name(&new) {
+            "" => {
+                object::meta_mut(&mut new).insert("name".into(), Value::from(name));
+            }
+            given if given != name => {
+                return Err(RegistryError::BadRequest(format!(
+                    "the name of the object ({given}) does not match the name on the URL ({name})"
+                )))
+            }
+            _ => {}
+        }
+        self.check_namespace(&mut new, namespace)?;
+        let requested_rv = object::resource_version(&new).to_string();
+        let Some(old) = current else {
+            if !requested_rv.is_empty()
+                || sub != Subresource::Main
+                || !self.strategy.allow_create_on_update()
+            {
+                return Err(RegistryError::not_found(
+                    &self.info.qualified_resource(),
+                    name,
+                ));
+            }
+            self.prepare_create_meta(&mut new);
+            self.strategy.prepare_for_create(&mut new);
+            let mut causes = self.validate_meta(&new);
+            causes.extend(self.strategy.validate(&new));
+            self.invalid_if_any(name, causes)?;
+            return Ok(Next::Create(new));
+        };
+        if !requested_rv.is_empty() && requested_rv != object::resource_version(&old) {
+            return Err(RegistryError::conflict(
+                &self.info.qualified_resource(),
+                name,
+                MODIFIED,
+            ));
+        }
+        let mut causes = Vec::new();
+        let mut new = match sub {
+            Subresource::Main => {
+                causes.extend(self.prepare_update_meta(&mut new, &old));
+                if self.info.status_subresource {
+                    if let Some(map) = new.as_object_mut() {
+                        match old.get("status") {
+                            Some(status) => map.insert("status".into(), status.clone()),
+                            None => map.remove("status"),
+                        };
+                    }
+                }
+                self.strategy.prepare_for_update(&mut new, &old);
+                new
+            }
+            Subresource::Status => replace_part(&old, &new, &["status"]),
+            Subresource::Finalize => replace_part(&old, &new, &["spec", "finalizers"]),
+        };
+        if self.info.has_generation {
+            let generation = object::generation(&old).max(1);
+            let bumped = if object::spec_part(&new) != object::spec_part(&old) {
+                generation + 1
+            } else {
+                generation
+            };
+            object::meta_mut(&mut new).insert("generation".into(), Value::from(bumped));
+        }
+        let old_finalizers = object::finalizers(&old);
+        let new_finalizers = object::finalizers(&new);
+        if object::deletion_timestamp(&old).is_some() {
+            let added: Vec<&String> = new_finalizers
+                .iter()
+                .filter(|f| !old_finalizers.contains(f))
+                .collect();
+            if !added.is_empty() {
+                causes.push(Cause::forbidden(
+                    "metadata.finalizers",
+                    &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+                ));
+            }
+        }
+        causes.extend(self.validate_meta(&new));
+        causes.extend(self.strategy.validate_update(&new, &old));
+        self.invalid_if_any(name, causes)?;
+        // Keep the stored version on the result so callers see what they updated from.
+        object::meta_mut(&mut new).insert(
+            "resourceVersion".into(),
+            Value::from(object::resource_version(&old)),
+        );
+        if new_finalizers.is_empty()
+            && !old_finalizers.is_empty()
+            && object::deletion_timestamp(&old).is_some()
+        {
+            return Ok(Next::Delete(new));
+        }
+        Ok(Next::Write(new))
+    }
+}
+
+/// The stored object with only `path` taken from the requested one.
+fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
+    let mut out = old.clone();
+    let value = crate::strategy::at(new, path).cloned();
+    let mut cur = &mut out;
+    for (i, key) in path.iter().enumerate() {
+        let Some(map) = cur.as_object_mut() else {
+            return out;
+        };
+        if i + 1 == path.len() {
+            match value {
+                Some(v) => map.insert(key.to_string(), v),
+                None => map.remove(*key),
+            };
+            return out;
+        }
+        cur = map
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    out
+}

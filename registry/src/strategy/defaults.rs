@@ -1,0 +1,120 @@
+//! Small kinds whose only special behaviour is upstream's defaulting and validation.
+
+use serde_json::{json, Value};
+
+use super::{default_at, Strategy};
+use crate::error::Cause;
+
+pub struct ServiceStrategy;
+
+impl Strategy for ServiceStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        default_at(obj, &["spec", "type"], json!("ClusterIP"));
+        default_at(obj, &["spec", "sessionAffinity"], json!("None"));
+        default_at(obj, &["spec", "internalTrafficPolicy"], json!("Cluster"));
+        default_at(obj, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
+        default_at(obj, &["spec", "ipFamilies"], json!(["IPv4"]));
+        if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports")) {
+            for p in ports.iter_mut().filter(|p| p.is_object()) {
+                default_at(p, &["protocol"], json!("TCP"));
+                let port = p.get("port").cloned().unwrap_or(Value::Null);
+                default_at(p, &["targetPort"], port);
+            }
+        }
+        default_at(obj, &["status", "loadBalancer"], json!({}));
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let kind = obj
+            .get("spec")
+            .and_then(|s| s.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP");
+        let supported = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+        if !supported.contains(&kind) {
+            causes.push(Cause::not_supported("spec.type", kind, &supported));
+        }
+        if let Some(Value::Array(ports)) = obj.get("spec").and_then(|s| s.get("ports")) {
+            for (i, p) in ports.iter().enumerate() {
+                let port = p.get("port").and_then(Value::as_i64);
+                if !port.is_some_and(|n| (1..=65535).contains(&n)) {
+                    causes.push(Cause::invalid(
+                        &format!("spec.ports[{i}].port"),
+                        port.unwrap_or(0),
+                        "must be between 1 and 65535, inclusive",
+                    ));
+                }
+            }
+        }
+        causes
+    }
+}
+
+pub struct SecretStrategy;
+
+impl Strategy for SecretStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        default_at(obj, &["type"], json!("Opaque"));
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        use base64::Engine;
+        let mut causes = Vec::new();
+        if let Some(Value::Object(data)) = obj.get("data") {
+            for (key, value) in data {
+                let ok = value
+                    .as_str()
+                    .is_some_and(|v| base64::engine::general_purpose::STANDARD.decode(v).is_ok());
+                if !ok {
+                    causes.push(Cause::invalid(
+                        &format!("data[{key}]"),
+                        "<secret contents redacted>",
+                        "must be base64 encoded",
+                    ));
+                }
+            }
+        }
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        if new.get("type") != old.get("type") {
+            causes.push(Cause::invalid("type", "", "field is immutable"));
+        }
+        if old.get("immutable") == Some(&Value::Bool(true)) && new.get("data") != old.get("data") {
+            causes.push(Cause::forbidden(
+                "data",
+                "field is immutable when `immutable` is set",
+            ));
+        }
+        causes
+    }
+}
+
+pub struct VolumeStrategy;
+
+impl Strategy for VolumeStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        default_at(obj, &["spec", "volumeMode"], json!("Filesystem"));
+        if obj.get("kind").and_then(Value::as_str) == Some("PersistentVolume") {
+            default_at(
+                obj,
+                &["spec", "persistentVolumeReclaimPolicy"],
+                json!("Retain"),
+            );
+        }
+        default_at(obj, &["status", "phase"], json!("Pending"));
+    }
+}
+
+/// Kinds upstream lets a PUT create (AllowCreateOnUpdate): leases (leader election creates
+/// its Lease so), endpoints, events, limit ranges.
+pub struct CreateOnUpdateStrategy;
+
+impl Strategy for CreateOnUpdateStrategy {
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,176 @@
+//! Pods: upstream's defaults for pod specs (shared with every pod template) and graceful
+//! deletion of pods bound to a node.
+
+use serde_json::{json, Value};
+
+use super::{at, at_mut, default_at, Strategy};
+use crate::error::Cause;
+use crate::validation::names::is_dns1123_label;
+
+pub struct PodStrategy;
+
+/// Defaults of a PodSpec that clients rely on (SetDefaults_PodSpec, SetDefaults_Container).
+pub fn default_pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    default_at(spec, &["restartPolicy"], json!("Always"));
+    default_at(spec, &["terminationGracePeriodSeconds"], json!(30));
+    default_at(spec, &["dnsPolicy"], json!("ClusterFirst"));
+    default_at(spec, &["schedulerName"], json!("default-scheduler"));
+    default_at(spec, &["securityContext"], json!({}));
+    default_at(spec, &["enableServiceLinks"], json!(true));
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(containers)) = spec.get_mut(list) {
+            for c in containers.iter_mut().filter(|c| c.is_object()) {
+                default_container(c);
+            }
+        }
+    }
+}
+
+fn default_container(c: &mut Value) {
+    default_at(
+        c,
+        &["terminationMessagePath"],
+        json!("/dev/termination-log"),
+    );
+    default_at(c, &["terminationMessagePolicy"], json!("File"));
+    default_at(c, &["resources"], json!({}));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    // Untagged or :latest images are pulled every time, pinned ones only if missing.
+    let last = image.rsplit('/').next().unwrap_or_default();
+    let policy = if image.contains('@') {
+        "IfNotPresent"
+    } else {
+        match last.split_once(':') {
+            Some((_, "latest")) | None => "Always",
+            Some(_) => "IfNotPresent",
+        }
+    };
+    default_at(c, &["imagePullPolicy"], json!(policy));
+    if let Some(Value::Array(ports)) = c.get_mut("ports") {
+        for p in ports.iter_mut().filter(|p| p.is_object()) {
+            default_at(p, &["protocol"], json!("TCP"));
+        }
+    }
+}
+
+/// Field problems of a PodSpec at `field` (e.g. `spec.template.spec`).
+pub fn validate_pod_spec(spec: Option<&Value>, field: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array);
+    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
+        causes.push(Cause::required(&format!("{field}.containers")));
+        return causes;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in containers.iter().enumerate() {
+        let base = format!("{field}.containers[{i}]");
+        match c.get("name").and_then(Value::as_str) {
+            None | Some("") => causes.push(Cause::required(&format!("{base}.name"))),
+            Some(name) => {
+                for why in is_dns1123_label(name) {
+                    causes.push(Cause::invalid(
+                        &format!("{base}.name"),
+                        format!("\"{name}\""),
+                        &why,
+                    ));
+                }
+                if !seen.insert(name.to_string()) {
+                    causes.push(Cause::duplicate(
+                        &format!("{base}.name"),
+                        format!("\"{name}\""),
+                    ));
+                }
+            }
+        }
+        if c.get("image")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            causes.push(Cause::required(&format!("{base}.image")));
+        }
+    }
+    if let Some(policy) = spec
+        .and_then(|s| s.get("restartPolicy"))
+        .and_then(Value::as_str)
+    {
+        if !matches!(policy, "Always" | "OnFailure" | "Never") {
+            causes.push(Cause::not_supported(
+                &format!("{field}.restartPolicy"),
+                policy,
+                &["Always", "Never", "OnFailure"],
+            ));
+        }
+    }
+    causes
+}
+
+impl Strategy for PodStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if let Some(spec) = at_mut(obj, &["spec"]) {
+            default_pod_spec(spec);
+        }
+        default_at(obj, &["status", "phase"], json!("Pending"));
+        default_at(obj, &["status", "qosClass"], json!("BestEffort"));
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        validate_pod_spec(obj.get("spec"), "spec")
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        // A pod's spec is immutable but for images, activeDeadlineSeconds and tolerations.
+        let strip = |v: &Value| {
+            let mut s = v.get("spec").cloned().unwrap_or(Value::Null);
+            for list in ["containers", "initContainers"] {
+                if let Some(Value::Array(cs)) = s.get_mut(list) {
+                    for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                        c.remove("image");
+                    }
+                }
+            }
+            if let Some(m) = s.as_object_mut() {
+                m.remove("activeDeadlineSeconds");
+                m.remove("tolerations");
+            }
+            s
+        };
+        if strip(new) != strip(old) {
+            causes.push(Cause::forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations)",
+            ));
+        }
+        causes
+    }
+
+    fn deletes_gracefully(&self) -> bool {
+        true
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
+    fn graceful_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        let mut period = requested
+            .or_else(|| at(obj, &["spec", "terminationGracePeriodSeconds"]).and_then(Value::as_i64))
+            .unwrap_or(0);
+        // An unscheduled pod has nothing to stop, a finished one nothing left to stop.
+        let node = at(obj, &["spec", "nodeName"])
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let phase = at(obj, &["status", "phase"])
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if node.is_empty() || matches!(phase, "Failed" | "Succeeded") {
+            period = 0;
+        }
+        Some(period)
+    }
+}
