@@ -108,10 +108,31 @@ pub(crate) fn stamp(obj: &mut Object, revision: i64) {
 }
 
 /// What is stored: the object without resourceVersion (the store's revision is the version,
-/// stamped again on every read).
+/// stamped again on every read), with apiVersion, kind and metadata first, as upstream orders
+/// them, which also puts the metadata where a raw read splices the version in at once.
 pub(crate) fn encode(obj: &mut Object) -> Result<Bytes> {
     object::meta_mut(obj).remove("resourceVersion");
-    serde_json::to_vec(obj)
-        .map(Bytes::from)
-        .map_err(|e| RegistryError::Internal(format!("encoding object: {e}")))
+    let Some(map) = obj.as_object() else {
+        return Err(RegistryError::Internal("objects are JSON objects".into()));
+    };
+    const FIRST: [&str; 3] = ["apiVersion", "kind", "metadata"];
+    let fields = FIRST
+        .iter()
+        .filter_map(|k| map.get_key_value(*k))
+        .chain(map.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())));
+    let mut out = Vec::with_capacity(1024);
+    out.push(b'{');
+    for (i, (key, value)) in fields.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key)
+            .and_then(|()| {
+                out.push(b':');
+                serde_json::to_writer(&mut out, value)
+            })
+            .map_err(|e| RegistryError::Internal(format!("encoding object: {e}")))?;
+    }
+    out.push(b'}');
+    Ok(Bytes::from(out))
 }
