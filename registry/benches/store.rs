@@ -28,7 +28,7 @@ const OPS: [&str; 5] = ["create", "get", "get-json", "update", "delete"];
 fn object(i: usize, generation: usize) -> Value {
     json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": format!("cm-{i:06}"), "namespace": "bench", "labels": {"app": "bench"}},
+        "metadata": {"name": format!("cm-{i:07}"), "namespace": "bench", "labels": {"app": "bench"}},
         "data": {"payload": "x".repeat(900), "generation": generation.to_string()}
     })
 }
@@ -59,10 +59,17 @@ where
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-async fn storage_row(store: Arc<storage::Cacher>, n: usize, clients: usize, op: &str) -> f64 {
-    let key = |i: usize| format!("/bare/bench/cm-{i:06}");
-    let bytes =
-        |i: usize, g: usize| Bytes::from(serde_json::to_vec(&object(i, g)).unwrap_or_default());
+async fn storage_row(
+    store: Arc<storage::Cacher>,
+    base: usize,
+    n: usize,
+    clients: usize,
+    op: &str,
+) -> f64 {
+    let key = move |i: usize| format!("/bare/bench/cm-{:07}", base + i);
+    let bytes = |i: usize, g: usize| {
+        Bytes::from(serde_json::to_vec(&object(base + i, g)).unwrap_or_default())
+    };
     match op {
         "create" => {
             run(n, clients, move |i| {
@@ -113,17 +120,23 @@ async fn storage_row(store: Arc<storage::Cacher>, n: usize, clients: usize, op: 
     }
 }
 
-async fn registry_row(registry: Arc<Registry>, n: usize, clients: usize, op: &str) -> f64 {
+async fn registry_row(
+    registry: Arc<Registry>,
+    base: usize,
+    n: usize,
+    clients: usize,
+    op: &str,
+) -> f64 {
     let store = registry
         .store("", "v1", "configmaps")
         .expect("configmaps store");
-    let name = |i: usize| format!("cm-{i:06}");
+    let name = move |i: usize| format!("cm-{:07}", base + i);
     match op {
         "create" => {
             run(n, clients, move |i| {
                 let s = store.clone();
                 async move {
-                    s.create(Some("bench"), object(i, 0), &WriteOptions::default())
+                    s.create(Some("bench"), object(base + i, 0), &WriteOptions::default())
                         .await
                         .expect("create");
                 }
@@ -159,7 +172,7 @@ async fn registry_row(registry: Arc<Registry>, n: usize, clients: usize, op: &st
                     s.update(
                         Some("bench"),
                         &name(i),
-                        object(i, 1),
+                        object(base + i, 1),
                         Subresource::Main,
                         &WriteOptions::default(),
                     )
@@ -181,6 +194,13 @@ async fn registry_row(registry: Arc<Registry>, n: usize, clients: usize, op: &st
             .await
         }
     }
+}
+
+const ROUNDS: usize = 3;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values.get(values.len() / 2).copied().unwrap_or_default()
 }
 
 async fn bench_backend(name: &str, backend: DynBackend, n: usize) -> Vec<(String, f64)> {
@@ -215,12 +235,31 @@ async fn bench_backend(name: &str, backend: DynBackend, n: usize) -> Vec<(String
         .unwrap_or_else(|| vec![1, 64]);
     for clients in client_counts {
         let n = if clients == 1 { n / 4 } else { n };
-        for op in OPS {
-            let raw = storage_row(bare.clone(), n, clients, op).await;
-            let ours = registry_row(registry.clone(), n, clients, op).await;
+        // Rounds of every row, alternating which side goes first, so background noise on this
+        // small machine falls on both; each row reports its median round.
+        let mut rates = vec![(Vec::new(), Vec::new()); OPS.len()];
+        for round in 0..ROUNDS {
+            let base = (round + 1) * 1_000_000 + clients * 10_000;
+            for (row, op) in OPS.iter().enumerate() {
+                let (raw, ours) = if round % 2 == 0 {
+                    let raw = storage_row(bare.clone(), base, n, clients, op).await;
+                    (
+                        raw,
+                        registry_row(registry.clone(), base, n, clients, op).await,
+                    )
+                } else {
+                    let ours = registry_row(registry.clone(), base, n, clients, op).await;
+                    (storage_row(bare.clone(), base, n, clients, op).await, ours)
+                };
+                rates[row].0.push(raw);
+                rates[row].1.push(ours);
+            }
+        }
+        for (op, (raw, ours)) in OPS.iter().zip(rates) {
+            let (raw, ours) = (median(raw), median(ours));
             let overhead = (raw / ours - 1.0) * 100.0;
             println!(
-                "{name:<9} {op:<7} {clients:>2} clients  storage {raw:>9.0} ops/s | Store {ours:>9.0} ops/s | Store overhead {overhead:>6.1}%"
+                "{name:<9} {op:<8} {clients:>2} clients  storage {raw:>9.0} ops/s | Store {ours:>9.0} ops/s | Store overhead {overhead:>6.1}%"
             );
             overheads.push((format!("{name} {op} {clients}c"), overhead));
         }
@@ -239,7 +278,7 @@ fn main() {
         .unwrap_or(4000);
     let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "embedded,etcd".into());
     runtime.block_on(async move {
-        println!("registry Store vs bare storage: {n} ConfigMaps of ~1 KiB per row (a quarter with 1 client)");
+        println!("registry Store vs bare storage: {n} ConfigMaps of ~1 KiB per row (a quarter with 1 client), median of {ROUNDS} rounds");
         let mut all = Vec::new();
         if backends.contains("embedded") {
             let dir = tempfile::tempdir().expect("temp dir");

@@ -4,7 +4,6 @@
 //! from the cache, so a plain JSON GET takes this path.
 
 use bytes::Bytes;
-use storage::ReadRevision;
 
 use super::Store;
 use crate::error::Result;
@@ -94,16 +93,7 @@ impl Store {
         name: &str,
         opts: &ListOptions,
     ) -> Result<Bytes> {
-        let namespace = self.scope(namespace)?;
-        let revision = match opts.read_revision()? {
-            ReadRevision::Exact(r) => ReadRevision::NotOlderThan(r),
-            other => other,
-        };
-        let kv = self
-            .storage
-            .get(&self.key(namespace, name), revision)
-            .await
-            .map_err(self.storage_err(name))?;
+        let kv = self.read_one(namespace, name, opts).await?;
         match with_resource_version(&kv.value, kv.mod_revision) {
             Some(bytes) => Ok(Bytes::from(bytes)),
             // Not our own serialization (written by another client): the slow, sure way.

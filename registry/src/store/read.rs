@@ -88,19 +88,27 @@ impl Store {
         name: &str,
         opts: &ListOptions,
     ) -> Result<Object> {
+        let kv = self.read_one(namespace, name, opts).await?;
+        self.decode(&kv)
+    }
+
+    /// The stored pair behind a get.
+    pub(super) async fn read_one(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &ListOptions,
+    ) -> Result<KeyValue> {
         let namespace = self.scope(namespace)?;
-        let revision = opts.read_revision()?;
         // A get never reads an exact old revision: NotOlderThan is its meaning of a version.
-        let revision = match revision {
+        let revision = match opts.read_revision()? {
             ReadRevision::Exact(r) => ReadRevision::NotOlderThan(r),
             other => other,
         };
-        let kv = self
-            .storage
+        self.storage
             .get(&self.key(namespace, name), revision)
             .await
-            .map_err(self.storage_err(name))?;
-        self.decode(&kv)
+            .map_err(self.storage_err(name))
     }
 
     /// A list object (`<Kind>List`) of what matches, one page if `limit` is set.
