@@ -67,7 +67,7 @@ async fn storage_row(
     op: &str,
 ) -> f64 {
     let key = move |i: usize| format!("/bare/bench/cm-{:07}", base + i);
-    let bytes = |i: usize, g: usize| {
+    let bytes = move |i: usize, g: usize| {
         Bytes::from(serde_json::to_vec(&object(base + i, g)).unwrap_or_default())
     };
     match op {
