@@ -1,7 +1,8 @@
 //! Namespace lifecycle admission (upstream's NamespaceLifecycle plugin): no content in a
 //! namespace that does not exist or is terminating, and the system namespaces stay.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use storage::{Interface, ReadRevision, StorageError};
 
@@ -35,12 +36,41 @@ struct NamespaceStatus {
 
 pub struct NamespaceLifecycle {
     namespaces: Arc<dyn Interface>,
+    /// Namespaces this server marked terminating: its own cache may not show that yet, and
+    /// a create right after the DELETE returned must already be refused.
+    terminating: Mutex<HashSet<String>>,
 }
 
 impl NamespaceLifecycle {
     /// `namespaces` is the storage of the namespaces resource (keys `/namespaces/<name>`).
     pub fn new(namespaces: Arc<dyn Interface>) -> Self {
-        Self { namespaces }
+        Self {
+            namespaces,
+            terminating: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// A namespace delete of this server set the namespace terminating.
+    pub fn terminating(&self, namespace: &str) {
+        self.terminating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(namespace.to_string());
+    }
+
+    /// A namespace of this name was created (again).
+    pub fn created(&self, namespace: &str) {
+        self.terminating
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(namespace);
+    }
+
+    fn known_terminating(&self, namespace: &str) -> bool {
+        self.terminating
+            .lock()
+            .map(|t| t.contains(namespace))
+            .unwrap_or(false)
     }
 
     async fn lookup(&self, namespace: &str) -> Result<Option<NamespaceState>> {
@@ -78,7 +108,8 @@ impl NamespaceLifecycle {
                 namespace,
             ));
         };
-        let terminating = ns.metadata.deletion_timestamp.is_some()
+        let terminating = self.known_terminating(namespace)
+            || ns.metadata.deletion_timestamp.is_some()
             || ns.status.phase.as_deref() == Some("Terminating");
         if terminating {
             return Err(RegistryError::forbidden(

@@ -69,6 +69,10 @@ impl Store {
             match self.storage.create(&key, bytes).await {
                 Ok(kv) => {
                     stamp(&mut obj, kv.mod_revision);
+                    // A namespace made again under a name this server saw terminating.
+                    if self.strategy.finalizes_through_spec() {
+                        self.admission.created(&name);
+                    }
                     debug!(resource = %self.info.qualified_resource(), namespace, name, "created");
                     return Ok(obj);
                 }

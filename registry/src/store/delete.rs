@@ -318,6 +318,7 @@ impl Store {
                 .map_err(self.storage_err(name))?;
             let mut obj = written.unwrap_or(self.decode(&kv)?);
             stamp(&mut obj, kv.mod_revision);
+            self.admission.terminating(name);
             tracing::info!(namespace = name, "namespace terminating");
             return Ok(Some(DeleteOutcome {
                 object: obj,
