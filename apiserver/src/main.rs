@@ -1,9 +1,13 @@
 //! The API server binary: storage (embedded by default, etcd with `--etcd-servers`) behind
 //! kube-apiserver's HTTP surface.
 
+mod api;
+mod discovery;
 mod health;
+mod kubeconfig;
 mod options;
 mod server;
+mod table;
 mod version;
 
 use std::net::SocketAddr;
@@ -39,6 +43,13 @@ enum StartError {
     },
     #[error("serving: {0}")]
     Serve(std::io::Error),
+    #[error("registry: {0}")]
+    Registry(#[from] registry::RegistryError),
+    #[error("writing kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 #[tokio::main]
@@ -77,6 +88,18 @@ async fn run(options: Options) -> Result<(), StartError> {
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
     }
+    let root = storage::Store::new(backend.clone(), &options.etcd_prefix);
+    let registry = registry::Registry::new(
+        root,
+        Arc::new(registry::Catalogue::builtin()),
+        storage::CacherConfig::default(),
+    );
+    registry.bootstrap().await?;
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let api = api::Api {
+        registry,
+        shutdown: shutdown_rx,
+    };
     let shutting_down = Arc::new(AtomicBool::new(false));
     let health = Health {
         backend: backend.clone(),
@@ -87,19 +110,30 @@ async fn run(options: Options) -> Result<(), StartError> {
         .await
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
+    let kubeconfig = options
+        .write_kubeconfig
+        .clone()
+        .unwrap_or_else(|| options.data_dir.join("kubeconfig"));
+    kubeconfig::write(&kubeconfig, local).map_err(|source| StartError::Kubeconfig {
+        path: kubeconfig.clone(),
+        source,
+    })?;
     info!(
         address = %local,
         storage = backend.name(),
         etcd_servers = ?options.etcd_servers,
         data_dir = %options.data_dir.display(),
         prefix = %options.etcd_prefix,
+        kubeconfig = %kubeconfig.display(),
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
-    axum::serve(listener, server::router(health))
+    axum::serve(listener, server::router(health, api))
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             shutting_down.store(true, Ordering::Relaxed);
+            // Ends open watches so graceful shutdown does not wait on them.
+            let _ = shutdown_tx.send(true);
             info!("shutting down");
         })
         .await

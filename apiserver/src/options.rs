@@ -33,6 +33,10 @@ pub struct Options {
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
 
+    /// Where to write a kubeconfig for this server (default: `<data-dir>/kubeconfig`).
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+
     /// How often to compact storage history (kube-apiserver's default: 5m); 0 disables.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,

@@ -5,12 +5,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::api::{self, Api};
 use crate::health::{self, Endpoint, Health, HealthQuery};
 use crate::version;
 
-pub fn router(health: Health) -> Router {
+pub fn router(health: Health, api: Api) -> Router {
     let mut router = Router::new().route("/version", get(version::handler));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
         let path = format!("/{}", endpoint.name());
@@ -29,9 +31,12 @@ pub fn router(health: Health) -> Router {
             );
     }
     router
-        .fallback(not_found)
-        .layer(TraceLayer::new_for_http())
         .with_state(health)
+        .merge(api::router(api))
+        .fallback(not_found)
+        // A panic in a handler answers 500 with a Status; the server carries on.
+        .layer(CatchPanicLayer::custom(panic_status))
+        .layer(TraceLayer::new_for_http())
 }
 
 /// What kube-apiserver answers for a path it does not serve.
@@ -47,4 +52,16 @@ async fn not_found() -> Response {
         "code": 404
     });
     (StatusCode::NOT_FOUND, Json(status)).into_response()
+}
+
+fn panic_status(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    let status =
+        registry::RegistryError::Internal("the server panicked while handling the request".into())
+            .status();
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Json(serde_json::to_value(status).unwrap_or_default()),
+    )
+        .into_response()
 }

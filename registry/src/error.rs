@@ -156,6 +156,14 @@ pub enum RegistryError {
     #[error("Request entity too large: {0}")]
     RequestEntityTooLarge(String),
 
+    /// 404 for a path that names no served resource.
+    #[error("the server could not find the requested resource")]
+    NoSuchResource,
+
+    /// 406: no media type the client accepts can be produced.
+    #[error("{0}")]
+    NotAcceptable(String),
+
     /// 422 with empty details, as upstream answers a patch it cannot apply (a failed JSON
     /// patch `test`, a missing path): clients match on this exact message.
     #[error("the server rejected our request due to an error in our request")]
@@ -264,6 +272,8 @@ impl RegistryError {
             Self::Internal(_) => (500, "InternalError"),
             Self::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
             Self::RequestEntityTooLarge(_) => (413, "RequestEntityTooLarge"),
+            Self::NotAcceptable(_) => (406, "NotAcceptable"),
+            Self::NoSuchResource => (404, "NotFound"),
             Self::Unprocessable => (422, "Invalid"),
         };
         let details = match self {

@@ -4,6 +4,8 @@
 
 mod builtin;
 mod printers;
+
+pub use printers::human_duration;
 #[cfg(test)]
 mod tests;
 

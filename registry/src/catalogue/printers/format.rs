@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::fields::{items, text};
 
 /// apimachinery's duration.HumanDuration: about two significant figures, coarser with age.
-pub(super) fn human_duration(d: TimeDelta) -> String {
+pub fn human_duration(d: TimeDelta) -> String {
     let secs = d.num_seconds();
     // Upstream tolerates up to two seconds of clock skew before calling a time invalid.
     if secs < -1 {

@@ -14,6 +14,8 @@ mod pods;
 mod rbac;
 mod workloads;
 
+pub use format::human_duration;
+
 use serde_json::Value;
 
 use super::{Cell, TableColumn};

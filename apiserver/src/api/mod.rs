@@ -1,0 +1,173 @@
+//! The Kubernetes API: discovery at `/api` and `/apis`, and every resource of the catalogue
+//! served by one generic handler set. Routes are resolved per request from the catalogue, so
+//! resources added while the server runs (custom resources) are served at once.
+
+mod handlers;
+mod params;
+mod request_info;
+mod response;
+mod watch;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use registry::{Registry, RegistryError};
+use tokio::sync::watch as signal;
+
+use self::handlers::Request;
+use self::params::Params;
+use crate::discovery;
+
+/// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+#[derive(Clone)]
+pub struct Api {
+    pub registry: Arc<Registry>,
+    /// Flips to true when the server shuts down; watches end then.
+    pub shutdown: signal::Receiver<bool>,
+}
+
+pub fn router(api: Api) -> Router {
+    Router::new()
+        .route("/api", get(core_discovery))
+        .route("/apis", get(groups_discovery))
+        .route("/api/{*path}", any(dispatch_core))
+        .route("/apis/{*path}", any(dispatch_groups))
+        .with_state(api)
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response {
+    let resources = api.registry.catalogue().all();
+    match discovery::wants_aggregated(accept(headers)) {
+        Some(version) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                discovery::aggregated_content_type(version),
+            )],
+            serde_json::to_vec(&discovery::aggregated(&resources, legacy, version))
+                .unwrap_or_default(),
+        )
+            .into_response(),
+        None if legacy => response::json(StatusCode::OK, &discovery::core_versions()),
+        None => response::json(StatusCode::OK, &discovery::api_groups(&resources)),
+    }
+}
+
+async fn core_discovery(State(api): State<Api>, headers: HeaderMap) -> Response {
+    discovery_response(&headers, true, &api)
+}
+
+async fn groups_discovery(State(api): State<Api>, headers: HeaderMap) -> Response {
+    discovery_response(&headers, false, &api)
+}
+
+/// The parts of a resource request the handlers need.
+struct Incoming {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+}
+
+async fn dispatch_core(
+    State(api): State<Api>,
+    method: Method,
+    Path(path): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let incoming = Incoming {
+        method,
+        path,
+        query,
+        headers,
+        body,
+    };
+    dispatch(api, true, incoming).await
+}
+
+async fn dispatch_groups(
+    State(api): State<Api>,
+    method: Method,
+    Path(path): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let incoming = Incoming {
+        method,
+        path,
+        query,
+        headers,
+        body,
+    };
+    dispatch(api, false, incoming).await
+}
+
+async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
+    let Incoming {
+        method,
+        path,
+        query,
+        headers,
+        body,
+    } = incoming;
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(body) => body,
+        Err(_) => {
+            return response::error(RegistryError::RequestEntityTooLarge(format!(
+                "limit is {MAX_BODY} bytes"
+            )))
+        }
+    };
+    let params = Params(query);
+    let Some(info) = request_info::parse(&method, legacy, &path, params.watch()) else {
+        return group_discovery(&api, legacy, &path);
+    };
+    let Some(store) = api
+        .registry
+        .store(&info.group, &info.version, &info.resource)
+    else {
+        return response::error(RegistryError::NoSuchResource);
+    };
+    let request = Request {
+        shutdown: api.shutdown.clone(),
+        info,
+        params,
+        headers,
+        body,
+    };
+    handlers::serve(store, request).await
+}
+
+/// `/api/v1`, `/apis/<group>` and `/apis/<group>/<version>`.
+fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let resources = api.registry.catalogue().all();
+    let doc = match (legacy, parts.as_slice()) {
+        (true, [version]) => discovery::resource_list(&resources, "", version),
+        (false, [group]) => discovery::api_group(&resources, group),
+        (false, [group, version]) => discovery::resource_list(&resources, group, version),
+        _ => None,
+    };
+    match doc {
+        Some(doc) => response::json(StatusCode::OK, &doc),
+        None => response::error(RegistryError::NoSuchResource),
+    }
+}

@@ -1,0 +1,108 @@
+//! Query parameters of resource requests, as upstream names them.
+
+use registry::options::{DeleteOptions, ListOptions, PreconditionsSpec, WriteOptions};
+use registry::RegistryError;
+
+/// The query as key/value pairs (repeated keys kept, e.g. `dryRun`).
+pub struct Params(pub Vec<(String, String)>);
+
+impl Params {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn all(&self, key: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn flag(&self, key: &str) -> Result<Option<bool>, RegistryError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some("" | "true" | "1") => Ok(Some(true)),
+            Some("false" | "0") => Ok(Some(false)),
+            Some(other) => Err(RegistryError::BadRequest(format!(
+                "invalid value for {key}: {other:?}"
+            ))),
+        }
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, RegistryError> {
+        self.get(key)
+            .map(|v| {
+                v.parse::<i64>().map_err(|_| {
+                    RegistryError::BadRequest(format!("invalid value for {key}: {v:?}"))
+                })
+            })
+            .transpose()
+    }
+
+    pub fn watch(&self) -> bool {
+        matches!(self.get("watch"), Some("true" | "1"))
+    }
+
+    pub fn list(&self) -> Result<ListOptions, RegistryError> {
+        Ok(ListOptions {
+            label_selector: self.get("labelSelector").map(str::to_string),
+            field_selector: self.get("fieldSelector").map(str::to_string),
+            limit: self.int("limit")?.unwrap_or(0),
+            continue_token: self.get("continue").map(str::to_string),
+            resource_version: self.get("resourceVersion").map(str::to_string),
+            resource_version_match: self.get("resourceVersionMatch").map(str::to_string),
+            allow_watch_bookmarks: self.flag("allowWatchBookmarks")?.unwrap_or(false),
+            send_initial_events: self.flag("sendInitialEvents")?,
+        })
+    }
+
+    pub fn timeout_seconds(&self) -> Result<Option<i64>, RegistryError> {
+        self.int("timeoutSeconds")
+    }
+
+    pub fn write(&self) -> Result<WriteOptions, RegistryError> {
+        if let Some(v) = self.get("fieldValidation") {
+            if !matches!(v, "Ignore" | "Warn" | "Strict" | "") {
+                return Err(RegistryError::BadRequest(format!(
+                    "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got: {v:?}"
+                )));
+            }
+        }
+        Ok(WriteOptions {
+            dry_run: self.all("dryRun"),
+            field_manager: self.get("fieldManager").map(str::to_string),
+        })
+    }
+
+    /// DeleteOptions from the body when there is one (as kubectl and curl send it), else
+    /// from the query.
+    pub fn delete(&self, body: &[u8]) -> Result<DeleteOptions, RegistryError> {
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            return serde_json::from_slice(body).map_err(|e| {
+                RegistryError::BadRequest(format!(
+                    "the body of the request was not valid DeleteOptions: {e}"
+                ))
+            });
+        }
+        let mut opts = DeleteOptions {
+            grace_period_seconds: self.int("gracePeriodSeconds")?,
+            orphan_dependents: self.flag("orphanDependents")?,
+            propagation_policy: self.get("propagationPolicy").map(str::to_string),
+            dry_run: self.all("dryRun"),
+            ..Default::default()
+        };
+        let uid = self.get("preconditions.uid");
+        let rv = self.get("preconditions.resourceVersion");
+        if uid.is_some() || rv.is_some() {
+            opts.preconditions = Some(PreconditionsSpec {
+                uid: uid.map(str::to_string),
+                resource_version: rv.map(str::to_string),
+            });
+        }
+        Ok(opts)
+    }
+}

@@ -1,0 +1,150 @@
+//! Request info (upstream's RequestInfoFactory): what a resource request asks for, parsed once
+//! from the method, the path and the watch parameter.
+
+use axum::http::Method;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    pub verb: &'static str,
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// Subresources of namespaces that would otherwise read as a resource inside the namespace.
+const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
+
+/// Parses `/api/<version>/...` or `/apis/<group>/<version>/...` (given without the leading
+/// `/api` or `/apis`). None: not a resource request (discovery of a group or version).
+pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Option<RequestInfo> {
+    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let (group, version) = if legacy {
+        (String::new(), parts.first()?.to_string())
+    } else {
+        (parts.first()?.to_string(), parts.get(1)?.to_string())
+    };
+    parts.drain(..if legacy { 1 } else { 2 });
+    let mut watch = watch_param;
+    if parts.first() == Some(&"watch") {
+        watch = true;
+        parts.remove(0);
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut namespace = None;
+    if parts[0] == "namespaces" && parts.len() > 1 {
+        if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
+            namespace = Some(parts[1].to_string());
+            parts.drain(..2);
+        } else {
+            // The namespace object itself (and its subresources).
+            namespace = None;
+        }
+    }
+    let resource = parts.first()?.to_string();
+    let name = parts.get(1).map(|s| s.to_string());
+    let subresource = parts.get(2).map(|s| s.to_string());
+    if parts.len() > 3 {
+        return Some(RequestInfo {
+            verb: "unsupported",
+            group,
+            version,
+            namespace,
+            resource,
+            name,
+            subresource,
+        });
+    }
+    let verb = match (method.as_str(), name.is_some()) {
+        ("GET" | "HEAD", _) if watch => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "unsupported",
+    };
+    Some(RequestInfo {
+        verb,
+        group,
+        version,
+        namespace,
+        resource,
+        name,
+        subresource,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(method: Method, legacy: bool, path: &str) -> RequestInfo {
+        parse(&method, legacy, path, false).expect("resource request")
+    }
+
+    #[test]
+    fn paths_as_upstream_parses_them() {
+        let i = info(Method::GET, true, "/v1/namespaces/default/pods/web");
+        assert_eq!(
+            (
+                i.verb,
+                i.namespace.as_deref(),
+                i.resource.as_str(),
+                i.name.as_deref()
+            ),
+            ("get", Some("default"), "pods", Some("web"))
+        );
+        let i = info(Method::GET, true, "/v1/pods");
+        assert_eq!(
+            (i.verb, i.namespace, i.resource.as_str()),
+            ("list", None, "pods")
+        );
+        let i = info(
+            Method::GET,
+            false,
+            "/apps/v1/namespaces/ns/deployments/d/scale",
+        );
+        assert_eq!(
+            (i.group.as_str(), i.subresource.as_deref()),
+            ("apps", Some("scale"))
+        );
+        let i = info(Method::PUT, true, "/v1/namespaces/ns/finalize");
+        assert_eq!(
+            (
+                i.verb,
+                i.resource.as_str(),
+                i.name.as_deref(),
+                i.subresource.as_deref()
+            ),
+            ("update", "namespaces", Some("ns"), Some("finalize"))
+        );
+        let i = info(Method::GET, true, "/v1/namespaces/ns");
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_deref(), i.namespace),
+            ("namespaces", Some("ns"), None)
+        );
+        let i = info(Method::GET, true, "/v1/watch/namespaces/ns/pods");
+        assert_eq!(i.verb, "watch");
+        assert_eq!(
+            parse(&Method::GET, true, "/v1/pods", true).map(|i| i.verb),
+            Some("watch")
+        );
+        assert_eq!(
+            info(Method::DELETE, true, "/v1/namespaces/ns/pods").verb,
+            "deletecollection"
+        );
+        assert_eq!(
+            info(Method::POST, true, "/v1/namespaces/ns/pods").verb,
+            "create"
+        );
+        assert!(parse(&Method::GET, true, "/v1", false).is_none());
+        assert!(parse(&Method::GET, false, "/apps", false).is_none());
+    }
+}

@@ -1,0 +1,74 @@
+//! Responses: JSON bodies, and every error as a metav1.Status with its code (the one place
+//! registry errors become HTTP).
+
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use registry::RegistryError;
+use serde_json::Value;
+
+pub const JSON: &str = "application/json";
+
+pub fn json(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    raw_json(status, Bytes::from(bytes))
+}
+
+pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
+    (status, [(header::CONTENT_TYPE, JSON)], body).into_response()
+}
+
+pub fn error(err: RegistryError) -> Response {
+    let status = err.status();
+    let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if code.is_server_error() {
+        tracing::warn!(code = status.code, message = %status.message, "request failed");
+    }
+    json(code, &serde_json::to_value(status).unwrap_or(Value::Null))
+}
+
+/// What the client accepts, as far as we can answer it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    /// meta.k8s.io/v1 Table (`kubectl get`).
+    Table,
+}
+
+/// Picks the response format from Accept, upstream-style: the first media type we can
+/// produce wins; only unproducible types (protobuf) is 406 so clients fall back.
+pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.trim().is_empty() {
+        return Ok(Format::Json);
+    }
+    for item in accept.split(',') {
+        let mut params = item.split(';').map(str::trim);
+        let media = params.next().unwrap_or("");
+        let params: Vec<&str> = params.collect();
+        let param = |name: &str| {
+            params
+                .iter()
+                .find_map(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        };
+        match media {
+            "application/json" | "application/*" | "*/*" => {
+                match (param("as"), param("g"), param("v")) {
+                    (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => {
+                        return Ok(Format::Table)
+                    }
+                    (None, _, _) => return Ok(Format::Json),
+                    // Other transformed forms (PartialObjectMetadata, ...) are not served yet.
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        }
+    }
+    Err(RegistryError::NotAcceptable(format!(
+        "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
+    )))
+}

@@ -1,0 +1,405 @@
+use std::sync::Arc;
+
+use registry::{Catalogue, ResourceInfo};
+use serde_json::{json, Value};
+
+use super::*;
+
+const KUBECTL_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+fn builtin() -> Vec<Arc<ResourceInfo>> {
+    Catalogue::builtin().all().as_ref().clone()
+}
+
+fn named<'a>(list: &'a Value, field: &str, name: &str) -> &'a Value {
+    list.as_array()
+        .and_then(|items| items.iter().find(|item| item[field] == name))
+        .unwrap_or_else(|| panic!("no {field} {name} in {list}"))
+}
+
+fn names(list: &Value, field: &str) -> Vec<String> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item[field].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A custom resource in a group of its own, served at `version`.
+fn widget(version: &str) -> Arc<ResourceInfo> {
+    let mut info = builtin()
+        .into_iter()
+        .find(|r| r.plural == "leases")
+        .map(|r| r.as_ref().clone())
+        .expect("leases are built in");
+    info.group = "example.com".to_string();
+    info.version = version.to_string();
+    info.kind = "Widget".to_string();
+    info.plural = "widgets".to_string();
+    info.singular = "widget".to_string();
+    info.status_subresource = true;
+    Arc::new(info)
+}
+
+#[test]
+fn core_versions_lists_v1() {
+    assert_eq!(
+        core_versions(),
+        json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+        })
+    );
+}
+
+#[test]
+fn api_groups_lists_every_named_group_in_priority_order() {
+    let doc = api_groups(&builtin());
+    assert_eq!(doc["kind"], "APIGroupList");
+    assert_eq!(doc["apiVersion"], "v1");
+    assert_eq!(
+        names(&doc["groups"], "name"),
+        [
+            "apps",
+            "events.k8s.io",
+            "batch",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "apiextensions.k8s.io",
+            "coordination.k8s.io",
+        ]
+    );
+    assert_eq!(
+        named(&doc["groups"], "name", "apps"),
+        &json!({
+            "name": "apps",
+            "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
+        })
+    );
+}
+
+#[test]
+fn custom_groups_follow_built_in_ones_and_prefer_ga() {
+    let mut resources = builtin();
+    resources.push(widget("v2beta1"));
+    resources.push(widget("v1"));
+    let doc = api_groups(&resources);
+    assert_eq!(
+        names(&doc["groups"], "name").last().map(String::as_str),
+        Some("example.com")
+    );
+    let group = named(&doc["groups"], "name", "example.com");
+    assert_eq!(names(&group["versions"], "version"), ["v1", "v2beta1"]);
+    assert_eq!(group["preferredVersion"]["groupVersion"], "example.com/v1");
+}
+
+#[test]
+fn api_group_describes_one_group() {
+    let resources = builtin();
+    assert_eq!(
+        api_group(&resources, "batch"),
+        Some(json!({
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": "batch",
+            "versions": [{"groupVersion": "batch/v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": "batch/v1", "version": "v1"},
+        }))
+    );
+    assert_eq!(api_group(&resources, "nothing.example.com"), None);
+    assert_eq!(api_group(&resources, ""), None);
+}
+
+#[test]
+fn core_resource_list() {
+    let doc = resource_list(&builtin(), "", "v1").expect("core v1 is served");
+    assert_eq!(doc["kind"], "APIResourceList");
+    assert_eq!(doc["groupVersion"], "v1");
+    // Upstream's core list has no apiVersion.
+    assert!(doc.get("apiVersion").is_none());
+
+    let resources = &doc["resources"];
+    let pods = named(resources, "name", "pods");
+    assert_eq!(pods["singularName"], "pod");
+    assert_eq!(pods["namespaced"], true);
+    assert_eq!(pods["kind"], "Pod");
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["categories"], json!(["all"]));
+    assert_eq!(pods["storageVersionHash"], "xPOwRZ+Yhw8=");
+    let verbs = pods["verbs"].as_array().expect("verbs");
+    assert!(verbs.contains(&json!("watch")));
+    assert!(verbs.contains(&json!("deletecollection")));
+
+    assert_eq!(
+        named(resources, "name", "pods/status"),
+        &json!({
+            "name": "pods/status",
+            "singularName": "",
+            "namespaced": true,
+            "kind": "Pod",
+            "verbs": ["get", "patch", "update"],
+        })
+    );
+    assert_eq!(
+        named(resources, "name", "namespaces/finalize"),
+        &json!({
+            "name": "namespaces/finalize",
+            "singularName": "",
+            "namespaced": false,
+            "kind": "Namespace",
+            "verbs": ["update"],
+        })
+    );
+    let rc_scale = named(resources, "name", "replicationcontrollers/scale");
+    assert_eq!(rc_scale["group"], "autoscaling");
+    assert_eq!(rc_scale["kind"], "Scale");
+
+    // Empty lists are left out.
+    let secrets = named(resources, "name", "secrets");
+    assert!(secrets.get("shortNames").is_none());
+    assert!(secrets.get("categories").is_none());
+
+    let all = names(resources, "name");
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(all, sorted);
+}
+
+#[test]
+fn apps_resource_list_has_scale_from_autoscaling() {
+    let doc = resource_list(&builtin(), "apps", "v1").expect("apps/v1 is served");
+    assert_eq!(doc["apiVersion"], "v1");
+    assert_eq!(doc["groupVersion"], "apps/v1");
+    assert_eq!(
+        named(&doc["resources"], "name", "deployments/scale"),
+        &json!({
+            "name": "deployments/scale",
+            "singularName": "",
+            "namespaced": true,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        })
+    );
+    assert_eq!(
+        named(&doc["resources"], "name", "deployments")["storageVersionHash"],
+        "8aSe+NMegvE="
+    );
+}
+
+#[test]
+fn unserved_group_versions_have_no_list() {
+    let resources = builtin();
+    assert_eq!(resource_list(&resources, "", "v2"), None);
+    assert_eq!(resource_list(&resources, "apps", "v1beta1"), None);
+    assert_eq!(resource_list(&resources, "nothing.example.com", "v1"), None);
+}
+
+#[test]
+fn aggregated_core_group() {
+    let doc = aggregated(&builtin(), true, "v2");
+    assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+    assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2");
+    let items = doc["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["metadata"], json!({}));
+    let versions = items[0]["versions"].as_array().expect("versions");
+    assert_eq!(versions.len(), 1);
+    assert_eq!(versions[0]["version"], "v1");
+    assert_eq!(versions[0]["freshness"], "Current");
+    assert_eq!(
+        named(&versions[0]["resources"], "resource", "pods"),
+        &json!({
+            "resource": "pods",
+            "responseKind": {"group": "", "version": "", "kind": "Pod"},
+            "scope": "Namespaced",
+            "singularResource": "pod",
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            "shortNames": ["po"],
+            "categories": ["all"],
+            "subresources": [{
+                "subresource": "status",
+                "responseKind": {"group": "", "version": "", "kind": "Pod"},
+                "verbs": ["get", "patch", "update"],
+            }],
+        })
+    );
+    let nodes = named(&versions[0]["resources"], "resource", "nodes");
+    assert_eq!(nodes["scope"], "Cluster");
+}
+
+#[test]
+fn aggregated_named_groups() {
+    let resources = builtin();
+    let doc = aggregated(&resources, false, "v2beta1");
+    assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2beta1");
+    let items = &doc["items"];
+    let item_names: Vec<String> = items
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(item_names, names(&api_groups(&resources)["groups"], "name"));
+
+    let apps = items
+        .as_array()
+        .and_then(|items| items.iter().find(|i| i["metadata"]["name"] == "apps"))
+        .expect("apps group");
+    let deployments = named(&apps["versions"][0]["resources"], "resource", "deployments");
+    assert_eq!(
+        deployments["subresources"],
+        json!([
+            {
+                "subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "verbs": ["get", "patch", "update"],
+            },
+            {
+                "subresource": "status",
+                "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+                "verbs": ["get", "patch", "update"],
+            },
+        ])
+    );
+    // No subresources: the field is left out.
+    let controllerrevisions = named(
+        &apps["versions"][0]["resources"],
+        "resource",
+        "controllerrevisions",
+    );
+    assert!(controllerrevisions.get("subresources").is_none());
+}
+
+#[test]
+fn accept_selects_aggregated_version() {
+    assert_eq!(wants_aggregated(KUBECTL_ACCEPT), Some("v2"));
+    assert_eq!(
+        wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+        ),
+        Some("v2beta1")
+    );
+    // Parameters in any order, with spaces.
+    assert_eq!(
+        wants_aggregated(
+            "application/json; as=APIGroupDiscoveryList; v=v2 ; g=apidiscovery.k8s.io, application/json"
+        ),
+        Some("v2")
+    );
+    // A version this server does not serve falls through to the next range.
+    assert_eq!(
+        wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ),
+        Some("v2beta1")
+    );
+    // Protobuf is not offered, so JSON after it decides.
+    assert_eq!(
+        wants_aggregated(
+            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        ),
+        None
+    );
+}
+
+#[test]
+fn accept_plain_json_first_or_alone_is_not_aggregated() {
+    assert_eq!(wants_aggregated(""), None);
+    assert_eq!(wants_aggregated("application/json"), None);
+    assert_eq!(wants_aggregated("application/json, */*"), None);
+    assert_eq!(wants_aggregated("*/*"), None);
+    assert_eq!(
+        wants_aggregated(
+            "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ),
+        None
+    );
+    // Some other conversion is not discovery's to give.
+    assert_eq!(
+        wants_aggregated("application/json;as=Table;v=v1;g=meta.k8s.io"),
+        None
+    );
+}
+
+#[test]
+fn accept_honours_q_values_and_wildcards() {
+    assert_eq!(
+        wants_aggregated(
+            "application/json;q=0.5,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ),
+        Some("v2")
+    );
+    assert_eq!(
+        wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0,application/json"
+        ),
+        None
+    );
+    // At equal q the concrete type goes before the wildcard.
+    assert_eq!(
+        wants_aggregated(
+            "*/*,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ),
+        Some("v2")
+    );
+}
+
+#[test]
+fn content_type_names_the_aggregated_kind() {
+    assert_eq!(
+        aggregated_content_type("v2"),
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+}
+
+#[test]
+fn versions_sort_by_kubernetes_priority() {
+    let mut versions = vec![
+        "foo10",
+        "v1",
+        "v11alpha2",
+        "v10beta3",
+        "v12alpha1",
+        "v2",
+        "foo1",
+        "v3beta1",
+        "v10",
+        "v11beta2",
+    ];
+    versions.sort_by(|a, b| compare_versions(a, b));
+    assert_eq!(
+        versions,
+        [
+            "v10",
+            "v2",
+            "v1",
+            "v11beta2",
+            "v10beta3",
+            "v3beta1",
+            "v12alpha1",
+            "v11alpha2",
+            "foo1",
+            "foo10",
+        ]
+    );
+}
+
+#[test]
+fn storage_version_hash_matches_upstream() {
+    assert_eq!(storage_version_hash("", "v1", "Pod"), "xPOwRZ+Yhw8=");
+    assert_eq!(storage_version_hash("", "v1", "Event"), "r2yiGXH7wu8=");
+    assert_eq!(
+        storage_version_hash("coordination.k8s.io", "v1", "Lease"),
+        "gqkMMb/YqFM="
+    );
+}
