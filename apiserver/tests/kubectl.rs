@@ -1,63 +1,24 @@
 //! The real kubectl against the real binary on the embedded store: discovery, Table output,
 //! create / get / label / patch / delete, each checked on the state afterwards.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-struct Server {
-    child: Child,
-    kubeconfig: PathBuf,
-    _dir: tempfile::TempDir,
+use support::{start, Server};
+
+/// kubectl, pointed at the server by its kubeconfig.
+trait Kubectl {
+    fn kubectl(&self, args: &[&str]) -> String;
+    fn kubectl_raw(&self, args: &[&str]) -> std::process::Output;
+    fn with_manifest(&self, verb: &str, manifest: &str) -> String;
+    fn json(&self, args: &[&str]) -> serde_json::Value;
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start() -> Server {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
-    let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-        .args(["--port", &port.to_string()])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .arg("--write-kubeconfig")
-        .arg(&kubeconfig)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start apiserver");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("serving") {
-                let _ = tx.send(());
-            }
-        }
-    });
-    rx.recv_timeout(Duration::from_secs(20))
-        .expect("apiserver serving");
-    Server {
-        child,
-        kubeconfig,
-        _dir: dir,
-    }
-}
-
-impl Server {
+impl Kubectl for Server {
     /// Runs kubectl; returns stdout, failing the test with stderr if kubectl fails.
     fn kubectl(&self, args: &[&str]) -> String {
         let out = self.kubectl_raw(args);
@@ -74,7 +35,7 @@ impl Server {
         Command::new("kubectl")
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self._dir.path())
+            .env("HOME", self.dir.path())
             .output()
             .expect("run kubectl (is it installed?)")
     }
@@ -85,7 +46,7 @@ impl Server {
         let mut child = Command::new("kubectl")
             .args([verb, "-f", "-", "--validate=false"])
             .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self._dir.path())
+            .env("HOME", self.dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -263,4 +224,178 @@ fn kubectl_everyday_verbs() {
     s.kubectl(&["delete", "configmap", "settings", "-n", "demo"]);
     let gone = s.kubectl_raw(&["get", "configmap", "settings", "-n", "demo"]);
     assert!(!gone.status.success());
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+      - name: side
+        image: busybox
+";
+
+#[test]
+fn kubectl_deployments_apply_scale_watch_delete() {
+    let s = start();
+    assert!(s
+        .with_manifest("apply", DEPLOYMENT)
+        .contains("deployment.apps/web created"));
+    let table = s.kubectl(&["get", "deployments"]);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    assert!(table.contains("0/2"), "{table}");
+
+    // apply again with one image changed: strategic merge by container name keeps both
+    // containers, and the last-applied annotation follows the manifest.
+    s.with_manifest("apply", &DEPLOYMENT.replace("nginx:1.25", "nginx:1.26"));
+    let d = s.json(&["get", "deployment", "web"]);
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(containers.len(), 2);
+    assert_eq!(containers[0]["image"], "nginx:1.26");
+    assert_eq!(containers[1]["image"], "busybox");
+    let applied = d["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(applied.contains("nginx:1.26"), "{applied}");
+    assert_eq!(d["metadata"]["generation"], 2);
+
+    s.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox:1.36"}]}}}}"#,
+    ]);
+    let d = s.json(&["get", "deployment", "web"]);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][1]["image"],
+        "busybox:1.36"
+    );
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.26"
+    );
+
+    s.kubectl(&["scale", "deployment", "web", "--replicas=4"]);
+    assert_eq!(s.json(&["get", "deployment", "web"])["spec"]["replicas"], 4);
+    assert!(s
+        .kubectl(&["describe", "deployment", "web"])
+        .contains("Replicas:"));
+
+    // get -w prints the change made while it watches.
+    let mut watch = Command::new("kubectl")
+        .args(["get", "deployments", "-w", "--request-timeout=20s"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("kubectl get -w");
+    let lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("watch header");
+    assert!(first.starts_with("NAME"), "{first}");
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("initial row");
+    s.kubectl(&["scale", "deployment", "web", "--replicas=1"]);
+    let changed = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("row after the change");
+    assert!(changed.contains("0/1"), "{changed}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    // Foreground deletion leaves the owner waiting on its dependents (the garbage collector
+    // that finishes it arrives with the controllers).
+    s.kubectl(&[
+        "delete",
+        "deployment",
+        "web",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    let d = s.json(&["get", "deployment", "web"]);
+    assert_eq!(
+        d["metadata"]["finalizers"],
+        serde_json::json!(["foregroundDeletion"])
+    );
+    assert!(d["metadata"]["deletionTimestamp"].is_string());
+
+    // Orphan and background on fresh ones.
+    s.with_manifest(
+        "apply",
+        &DEPLOYMENT.replace("name: web\n", "name: orphaned\n"),
+    );
+    s.kubectl(&[
+        "delete",
+        "deployment",
+        "orphaned",
+        "--cascade=orphan",
+        "--wait=false",
+    ]);
+    assert_eq!(
+        s.json(&["get", "deployment", "orphaned"])["metadata"]["finalizers"],
+        serde_json::json!(["orphan"])
+    );
+    s.with_manifest("apply", &DEPLOYMENT.replace("name: web\n", "name: gone\n"));
+    s.kubectl(&[
+        "delete",
+        "deployment",
+        "gone",
+        "--cascade=background",
+        "--wait=true",
+    ]);
+    assert!(!s
+        .kubectl_raw(&["get", "deployment", "gone"])
+        .status
+        .success());
+
+    // wait --for=delete returns once the object is gone.
+    s.with_manifest("apply", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: doomed\n  finalizers: [example.com/hold]\n");
+    s.kubectl(&["delete", "configmap", "doomed", "--wait=false"]);
+    let mut waiter = Command::new("kubectl")
+        .args(["wait", "--for=delete", "configmap/doomed", "--timeout=30s"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl wait");
+    std::thread::sleep(Duration::from_millis(500));
+    s.kubectl(&[
+        "patch",
+        "configmap",
+        "doomed",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    let status = waiter.wait().expect("kubectl wait ends");
+    assert!(status.success(), "kubectl wait --for=delete failed");
 }

@@ -1,0 +1,239 @@
+//! Plain HTTP against the real binary: discovery, errors as metav1.Status with the right
+//! codes, DELETE with a propagationPolicy body, chunked watch streams.
+
+mod support;
+
+use serde_json::json;
+use support::start;
+
+#[test]
+fn discovery_documents() {
+    let s = start();
+    let api = s.get("/api").json();
+    assert_eq!(api["versions"], json!(["v1"]));
+    let groups = s.get("/apis").json();
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
+        .unwrap_or_default();
+    for group in [
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "rbac.authorization.k8s.io",
+    ] {
+        assert!(names.contains(&group), "{names:?}");
+    }
+    let core = s.get("/api/v1").json();
+    let pods = core["resources"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "pods"))
+        .cloned()
+        .expect("pods in /api/v1");
+    assert_eq!(pods["shortNames"], json!(["po"]));
+    assert_eq!(pods["namespaced"], true);
+    let aggregated = s.request(
+        "GET",
+        "/apis",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )],
+        b"",
+    );
+    assert!(
+        aggregated.headers.contains("apidiscovery.k8s.io"),
+        "{}",
+        aggregated.headers
+    );
+    assert_eq!(aggregated.json()["kind"], "APIGroupDiscoveryList");
+    assert_eq!(s.get("/apis/apps/v1").json()["groupVersion"], "apps/v1");
+    assert_eq!(s.get("/apis/nope/v1").status, 404);
+}
+
+#[test]
+fn errors_are_statuses_with_upstream_codes() {
+    let s = start();
+    let status = |r: &support::Response| {
+        (
+            r.status,
+            r.json()["kind"].as_str().map(str::to_string),
+            r.json()["reason"].as_str().map(str::to_string),
+        )
+    };
+    let r = s.get("/api/v1/namespaces/default/widgets");
+    assert_eq!(
+        status(&r),
+        (404, Some("Status".into()), Some("NotFound".into()))
+    );
+    let r = s.get("/api/v1/namespaces/default/configmaps/missing");
+    assert_eq!(r.json()["message"], "configmaps \"missing\" not found");
+    // Namespaces cannot be deleted as a collection (upstream lists no deletecollection).
+    let r = s.request("DELETE", "/api/v1/namespaces", &[], b"");
+    assert_eq!(status(&r).0, 405);
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/json")],
+        b"{not json",
+    );
+    assert_eq!(
+        status(&r),
+        (400, Some("Status".into()), Some("BadRequest".into()))
+    );
+    let r = s.request(
+        "GET",
+        "/api/v1/namespaces",
+        &[("Accept", "application/vnd.kubernetes.protobuf")],
+        b"",
+    );
+    assert_eq!(r.status, 406);
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/vnd.kubernetes.protobuf")],
+        b"k8s\0",
+    );
+    assert_eq!(r.status, 415);
+    let big = vec![b' '; 4 * 1024 * 1024];
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/json")],
+        &big,
+    );
+    assert_eq!(r.status, 413);
+    let r = s.send_json(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "Bad_Name"}}),
+    );
+    assert_eq!(
+        status(&r),
+        (422, Some("Status".into()), Some("Invalid".into()))
+    );
+    assert_eq!(r.json()["details"]["causes"][0]["field"], "metadata.name");
+    let r = s.send_json(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "ok"}}),
+    );
+    assert_eq!(r.status, 201);
+    let r = s.send_json(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "ok"}}),
+    );
+    assert_eq!(
+        status(&r),
+        (409, Some("Status".into()), Some("AlreadyExists".into()))
+    );
+    // The server is still there after all of it.
+    assert_eq!(s.get("/healthz").status, 200);
+}
+
+#[test]
+fn curl_delete_with_propagation_policy_body() {
+    let s = start();
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+    });
+    assert_eq!(
+        s.send_json(
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments",
+            &deployment
+        )
+        .status,
+        201
+    );
+    let r = s.send_json(
+        "DELETE",
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        &json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}),
+    );
+    assert_eq!(r.status, 200);
+    let body = r.json();
+    assert_eq!(
+        body["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    assert!(body["metadata"]["deletionTimestamp"].is_string());
+    let stored = s
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .json();
+    assert_eq!(
+        stored["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    // Background, from the query string: gone at once, answered with a Success Status.
+    assert_eq!(
+        s.send_json(
+            "POST",
+            "/apis/apps/v1/namespaces/default/deployments",
+            &json!({"metadata": {"name": "b"}, "spec": deployment["spec"]})
+        )
+        .status,
+        201
+    );
+    let r = s.request(
+        "DELETE",
+        "/apis/apps/v1/namespaces/default/deployments/b?propagationPolicy=Background",
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (r.status, r.json()["status"].as_str()),
+        (200, Some("Success"))
+    );
+    assert_eq!(
+        s.get("/apis/apps/v1/namespaces/default/deployments/b")
+            .status,
+        404
+    );
+}
+
+#[test]
+fn watch_streams_events_and_ends_on_timeout() {
+    let s = start();
+    let list = s.get("/api/v1/namespaces/default/configmaps").json();
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let port = s.port;
+    let watcher = std::thread::spawn(move || {
+        let path = format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=2");
+        support::Server::send(port, "GET", &path, &[], b"")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.send_json(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "w1"}}),
+    );
+    s.request(
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/w1",
+        &[],
+        b"",
+    );
+    let started = std::time::Instant::now();
+    let r = watcher.join().expect("watch thread");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the stream ends at its timeout"
+    );
+    assert_eq!(r.status, 200);
+    let events: Vec<serde_json::Value> = r
+        .body
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("event line"))
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "DELETED"]);
+    assert_eq!(events[0]["object"]["metadata"]["name"], "w1");
+}

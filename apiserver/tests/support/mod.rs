@@ -1,0 +1,160 @@
+//! Starting the real binary on the embedded store, and a plain HTTP/1.1 client for it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub kubeconfig: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start() -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .args(["--port", &port.to_string()])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start apiserver");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("serving") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("apiserver serving");
+    Server {
+        child,
+        port,
+        kubeconfig,
+        dir,
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+impl Response {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+impl Server {
+    /// One request on a fresh connection; reads the whole response (chunked bodies joined).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        Self::send(self.port, method, path, headers, body)
+    }
+
+    /// One request to the server on `port`, from any thread.
+    pub fn send(
+        port: u16,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).expect("send head");
+        // A server may answer (413) before reading a large body; a failed write is fine then.
+        let _ = stream.write_all(body);
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw);
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw.as_str(), ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_string()
+        };
+        Response {
+            status,
+            headers: head.to_string(),
+            body,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], b"")
+    }
+
+    pub fn send_json(&self, method: &str, path: &str, body: &serde_json::Value) -> Response {
+        let bytes = serde_json::to_vec(body).expect("json");
+        self.request(
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            &bytes,
+        )
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest.get(n + 2..).unwrap_or_default();
+    }
+    out
+}
