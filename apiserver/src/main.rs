@@ -1,56 +1,17 @@
 //! The API server binary: storage (embedded by default, etcd with `--etcd-servers`) behind
 //! kube-apiserver's HTTP surface.
 
-mod api;
-mod discovery;
-mod health;
-mod kubeconfig;
-mod options;
-mod server;
-mod table;
-mod version;
-
-use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
 
+use apiserver::options::Options;
 use clap::Parser;
-use storage::backend::etcd::{EtcdBackend, EtcdConfig};
-use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
-use thiserror::Error;
-use tracing::{error, info};
+use tracing::error;
 use tracing_subscriber::EnvFilter;
-
-use crate::health::Health;
-use crate::options::Options;
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
 // allocator's locks showed up as a large share of the registry's cost.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-#[derive(Debug, Error)]
-enum StartError {
-    #[error("storage: {0}")]
-    Storage(#[from] storage::StorageError),
-    #[error("listening on {addr}: {source}")]
-    Listen {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("serving: {0}")]
-    Serve(std::io::Error),
-    #[error("registry: {0}")]
-    Registry(#[from] registry::RegistryError),
-    #[error("writing kubeconfig {path}: {source}")]
-    Kubeconfig {
-        path: std::path::PathBuf,
-        source: std::io::Error,
-    },
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -60,105 +21,11 @@ async fn main() -> ExitCode {
         )
         .init();
     let options = Options::parse();
-    match run(options).await {
+    match apiserver::run(options).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!(error = %e, "apiserver failed");
             ExitCode::FAILURE
         }
-    }
-}
-
-async fn open_storage(options: &Options) -> Result<DynBackend, StartError> {
-    if options.etcd_servers.is_empty() {
-        let dir = options.data_dir.clone();
-        let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(&dir))
-            .await
-            .map_err(|e| storage::StorageError::Internal(e.to_string()))??;
-        Ok(Arc::new(backend))
-    } else {
-        let config = EtcdConfig::new(options.etcd_servers.clone());
-        Ok(Arc::new(EtcdBackend::connect(config).await?))
-    }
-}
-
-async fn run(options: Options) -> Result<(), StartError> {
-    let started = Instant::now();
-    let backend = open_storage(&options).await?;
-    if !options.etcd_compaction_interval.is_zero() {
-        storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
-    }
-    let root = storage::Store::new(backend.clone(), &options.etcd_prefix);
-    let registry = registry::Registry::new(
-        root,
-        Arc::new(registry::Catalogue::builtin()),
-        storage::CacherConfig::default(),
-    );
-    registry.bootstrap().await?;
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let api = api::Api {
-        registry,
-        shutdown: shutdown_rx,
-    };
-    let shutting_down = Arc::new(AtomicBool::new(false));
-    let health = Health {
-        backend: backend.clone(),
-        shutting_down: shutting_down.clone(),
-    };
-    let addr = SocketAddr::new(options.bind_address, options.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Listen { addr, source })?;
-    let local = listener.local_addr().unwrap_or(addr);
-    let kubeconfig = options
-        .write_kubeconfig
-        .clone()
-        .unwrap_or_else(|| options.data_dir.join("kubeconfig"));
-    kubeconfig::write(&kubeconfig, local).map_err(|source| StartError::Kubeconfig {
-        path: kubeconfig.clone(),
-        source,
-    })?;
-    info!(
-        address = %local,
-        storage = backend.name(),
-        etcd_servers = ?options.etcd_servers,
-        data_dir = %options.data_dir.display(),
-        prefix = %options.etcd_prefix,
-        kubeconfig = %kubeconfig.display(),
-        startup_ms = started.elapsed().as_millis() as u64,
-        "serving"
-    );
-    axum::serve(listener, server::router(health, api))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            shutting_down.store(true, Ordering::Relaxed);
-            // Ends open watches so graceful shutdown does not wait on them.
-            let _ = shutdown_tx.send(true);
-            info!("shutting down");
-        })
-        .await
-        .map_err(StartError::Serve)
-}
-
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
     }
 }

@@ -1,0 +1,14 @@
+//! kube-apiserver's HTTP surface over the registry: the Kubernetes API (discovery, every
+//! resource through one generic handler set, Table output, watch streams), health, version.
+
+pub mod api;
+pub mod discovery;
+pub mod health;
+pub mod kubeconfig;
+pub mod options;
+pub mod server;
+mod start;
+pub mod table;
+pub mod version;
+
+pub use start::{run, StartError};
