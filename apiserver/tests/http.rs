@@ -237,3 +237,55 @@ fn watch_streams_events_and_ends_on_timeout() {
     assert_eq!(kinds, ["ADDED", "DELETED"]);
     assert_eq!(events[0]["object"]["metadata"]["name"], "w1");
 }
+
+#[test]
+fn yaml_pretty_and_table_negotiation() {
+    let s = start();
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n";
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/yaml")],
+        yaml.as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = s.request(
+        "GET",
+        "/api/v1/namespaces/default/configmaps/y",
+        &[("Accept", "application/yaml")],
+        b"",
+    );
+    assert!(
+        r.headers
+            .to_ascii_lowercase()
+            .contains("content-type: application/yaml"),
+        "{}",
+        r.headers
+    );
+    assert!(
+        r.body.contains("kind: ConfigMap") && r.body.contains("k: v"),
+        "{}",
+        r.body
+    );
+    let r = s.get("/api/v1/namespaces/default/configmaps/y?pretty=true");
+    assert!(r.body.contains("\n  \"metadata\""), "{}", r.body);
+    assert_eq!(r.json()["data"]["k"], "v");
+    let r = s.request(
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        &[(
+            "Accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )],
+        b"",
+    );
+    let table = r.json();
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(columns, ["Name", "Data", "Age"]);
+    assert_eq!(table["rows"][0]["cells"][0], "y");
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}

@@ -37,7 +37,11 @@ fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
     let media = ct.split(';').next().unwrap_or_default().trim();
-    if media.is_empty() || media == "application/json" || media.ends_with("+json") {
+    if media.is_empty()
+        || media == "application/json"
+        || media.ends_with("+json")
+        || media == "application/yaml"
+    {
         return Ok(());
     }
     Err(RegistryError::UnsupportedMediaType(format!(
@@ -45,12 +49,25 @@ fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError
     )))
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, RegistryError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        RegistryError::BadRequest(format!(
-            "the body of the request could not be decoded as JSON: {e}"
-        ))
-    })?;
+/// The request body as an object: JSON, or YAML when the client says so.
+fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
+    let yaml = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/yaml"));
+    let value: Value = if yaml {
+        serde_yaml_ng::from_slice(body).map_err(|e| {
+            RegistryError::BadRequest(format!(
+                "the body of the request could not be decoded as YAML: {e}"
+            ))
+        })?
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            RegistryError::BadRequest(format!(
+                "the body of the request could not be decoded as JSON: {e}"
+            ))
+        })?
+    };
     if !value.is_object() {
         return Err(RegistryError::BadRequest(
             "the body of the request must be a JSON object".into(),
@@ -92,11 +109,17 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         return subresource(&store, &req, sub, format).await;
     }
     let include = IncludeObject::try_parse(req.params.get("includeObject"))?;
+    let pretty = matches!(req.params.get("pretty"), Some("" | "true" | "1"));
+    let out = |code: StatusCode, body: &Value| response::encoded(code, body, format, pretty);
     match verb {
         "get" => match format {
-            Format::Json => Ok(response::raw_json(
+            Format::Json if !pretty => Ok(response::raw_json(
                 StatusCode::OK,
                 store.get_json(ns, name, &req.params.list()?).await?,
+            )),
+            Format::Json | Format::Yaml => Ok(out(
+                StatusCode::OK,
+                &store.get(ns, name, &req.params.list()?).await?,
             )),
             Format::Table => {
                 let obj = store.get(ns, name, &req.params.list()?).await?;
@@ -108,8 +131,8 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         "list" => {
             let list = store.list(ns, &req.params.list()?).await?;
             Ok(match format {
-                Format::Json => response::json(StatusCode::OK, &list),
                 Format::Table => response::json(StatusCode::OK, &list_table(&info, list, include)),
+                _ => out(StatusCode::OK, &list),
             })
         }
         "watch" => {
@@ -126,16 +149,20 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         }
         "create" => {
             let obj = store
-                .create(ns, parse_body(&req.body)?, &req.params.write()?)
+                .create(
+                    ns,
+                    parse_body(&req.headers, &req.body)?,
+                    &req.params.write()?,
+                )
                 .await?;
-            Ok(response::json(StatusCode::CREATED, &obj))
+            Ok(out(StatusCode::CREATED, &obj))
         }
         "update" => {
             let (obj, created) = store
                 .update(
                     ns,
                     name,
-                    parse_body(&req.body)?,
+                    parse_body(&req.headers, &req.body)?,
                     Subresource::Main,
                     &req.params.write()?,
                 )
@@ -145,7 +172,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             } else {
                 StatusCode::OK
             };
-            Ok(response::json(code, &obj))
+            Ok(out(code, &obj))
         }
         "patch" => {
             let kind = patch_type(&req.headers)?;
@@ -159,7 +186,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                     &req.params.write()?,
                 )
                 .await?;
-            Ok(response::json(StatusCode::OK, &obj))
+            Ok(out(StatusCode::OK, &obj))
         }
         "delete" => {
             let opts = req.params.delete(&req.body)?;
@@ -171,13 +198,13 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             } else {
                 StatusCode::OK
             };
-            Ok(response::json(code, &outcome.object))
+            Ok(out(code, &outcome.object))
         }
         "deletecollection" => {
             let list = req.params.list()?;
             let opts = req.params.delete(&req.body)?;
             let deleted = store.delete_collection(ns, &list, opts).await?;
-            Ok(response::json(StatusCode::OK, &deleted))
+            Ok(out(StatusCode::OK, &deleted))
         }
         _ => Err(method_not_allowed()),
     }
@@ -228,7 +255,7 @@ async fn subresource(
                         .update_scale(
                             ns,
                             name,
-                            ScaleChange::Replace(parse_body(&req.body)?),
+                            ScaleChange::Replace(parse_body(&req.headers, &req.body)?),
                             &write,
                         )
                         .await?
@@ -241,7 +268,7 @@ async fn subresource(
                 }
                 _ => return Err(method_not_allowed()),
             };
-            return Ok(response::json(StatusCode::OK, &scale));
+            return Ok(response::encoded(StatusCode::OK, &scale, format, false));
         }
         _ => return Err(RegistryError::NoSuchResource),
     };
@@ -249,7 +276,7 @@ async fn subresource(
         ("get", Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
         ("update", _) => {
             store
-                .update(ns, name, parse_body(&req.body)?, part, &write)
+                .update(ns, name, parse_body(&req.headers, &req.body)?, part, &write)
                 .await?
                 .0
         }
@@ -264,6 +291,6 @@ async fn subresource(
             StatusCode::OK,
             &table::table(info, &[obj], None, IncludeObject::Metadata),
         ),
-        Format::Json => response::json(StatusCode::OK, &obj),
+        _ => response::encoded(StatusCode::OK, &obj, format, false),
     })
 }

@@ -8,10 +8,27 @@ use registry::RegistryError;
 use serde_json::Value;
 
 pub const JSON: &str = "application/json";
+pub const YAML: &str = "application/yaml";
 
 pub fn json(status: StatusCode, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     raw_json(status, Bytes::from(bytes))
+}
+
+/// The body in the negotiated format; `pretty` indents JSON as `?pretty=true` asks.
+pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -> Response {
+    match format {
+        Format::Yaml => {
+            let text = serde_yaml_ng::to_string(body).unwrap_or_default();
+            (status, [(header::CONTENT_TYPE, YAML)], text).into_response()
+        }
+        _ if pretty => {
+            let mut bytes = serde_json::to_vec_pretty(body).unwrap_or_default();
+            bytes.push(b'\n');
+            raw_json(status, Bytes::from(bytes))
+        }
+        _ => json(status, body),
+    }
 }
 
 pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
@@ -31,6 +48,7 @@ pub fn error(err: RegistryError) -> Response {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Json,
+    Yaml,
     /// meta.k8s.io/v1 Table (`kubectl get`).
     Table,
 }
@@ -65,10 +83,11 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
                     _ => continue,
                 }
             }
+            "application/yaml" if param("as").is_none() => return Ok(Format::Yaml),
             _ => continue,
         }
     }
     Err(RegistryError::NotAcceptable(format!(
-        "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
+        "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
     )))
 }
