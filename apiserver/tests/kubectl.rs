@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::{start, Server};
+use support::{start, start_on_etcd, Server};
 
 /// kubectl, pointed at the server by its kubeconfig.
 trait Kubectl {
@@ -76,7 +76,15 @@ impl Kubectl for Server {
 
 #[test]
 fn kubectl_everyday_verbs() {
-    let s = start();
+    everyday_verbs(&start());
+}
+
+#[test]
+fn kubectl_everyday_verbs_on_etcd() {
+    everyday_verbs(&start_on_etcd());
+}
+
+fn everyday_verbs(s: &Server) {
     let version = s.kubectl(&["version", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_str(&version).expect("version json");
     assert_eq!(v["serverVersion"]["major"], "1");
@@ -247,7 +255,15 @@ spec:
 
 #[test]
 fn kubectl_deployments_apply_scale_watch_delete() {
-    let s = start();
+    deployment_flows(&start());
+}
+
+#[test]
+fn kubectl_deployments_on_etcd() {
+    deployment_flows(&start_on_etcd());
+}
+
+fn deployment_flows(s: &Server) {
     assert!(s
         .with_manifest("apply", DEPLOYMENT)
         .contains("deployment.apps/web created"));

@@ -10,6 +10,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 pub struct Server {
+    /// Kept for the server's lifetime when it runs on etcd.
+    pub etcd: Option<storage::testing::EtcdServer>,
     pub child: Child,
     pub port: u16,
     pub kubeconfig: PathBuf,
@@ -23,7 +25,22 @@ impl Drop for Server {
     }
 }
 
+/// The server on the embedded store.
 pub fn start() -> Server {
+    start_with(None)
+}
+
+/// The server on a real etcd (started here, stopped with the server).
+pub fn start_on_etcd() -> Server {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let etcd = runtime.block_on(storage::testing::EtcdServer::start());
+    start_with(Some(etcd))
+}
+
+fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -36,6 +53,10 @@ pub fn start() -> Server {
         .arg(dir.path().join("data"))
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)
+        .args(
+            etcd.iter()
+                .map(|e| format!("--etcd-servers={}", e.endpoint())),
+        )
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
@@ -53,6 +74,7 @@ pub fn start() -> Server {
     rx.recv_timeout(Duration::from_secs(20))
         .expect("apiserver serving");
     Server {
+        etcd,
         child,
         port,
         kubeconfig,
