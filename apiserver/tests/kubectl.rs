@@ -202,6 +202,39 @@ fn everyday_verbs(s: &Server) {
     assert_eq!(cm["metadata"]["annotations"]["owner"], "team-a");
     assert_eq!(cm["data"]["size"], "L");
     assert_eq!(cm["data"]["color"], "red");
+    // edit, with a script as the editor (--validate=false until OpenAPI is served).
+    let editor = s.dir.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/color: red/color: purple/' \"$1\"\n",
+    )
+    .expect("editor script");
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let edited = Command::new("kubectl")
+        .args([
+            "edit",
+            "configmap",
+            "settings",
+            "-n",
+            "demo",
+            "--validate=false",
+        ])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.dir.path())
+        .env("KUBE_EDITOR", &editor)
+        .output()
+        .expect("kubectl edit");
+    assert!(
+        edited.status.success(),
+        "{}",
+        String::from_utf8_lossy(&edited.stderr)
+    );
+    assert_eq!(
+        s.json(&["get", "configmap", "settings", "-n", "demo"])["data"]["color"],
+        "purple"
+    );
+
     let selected = s.kubectl(&[
         "get",
         "cm",
