@@ -96,6 +96,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
+    // Watch events are small writes; without TCP_NODELAY one can wait behind the previous.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+        let _ = stream.set_nodelay(true);
+    });
     axum::serve(listener, server::router(health, api))
         .with_graceful_shutdown(async move {
             shutdown_signal().await;

@@ -1,0 +1,106 @@
+//! The server as `apiserver::run` assembles it, on the embedded backend in a temp dir, served
+//! on a loopback port of this process.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::api::Api;
+use apiserver::health::Health;
+use axum::serve::ListenerExt;
+use registry::options::WriteOptions;
+use registry::{Catalogue, Registry};
+use serde_json::json;
+use storage::backend::DynBackend;
+use storage::embedded::EmbeddedBackend;
+use storage::CacherConfig;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub const NAMESPACE: &str = "bench";
+
+pub struct Server {
+    pub addr: SocketAddr,
+    pub registry: Arc<Registry>,
+    /// Connections the server accepted: shows whether the clients kept theirs alive.
+    pub connections: Arc<AtomicUsize>,
+    shutdown: watch::Sender<bool>,
+    serving: JoinHandle<()>,
+    // Held so the store's directory outlives the server.
+    _dir: tempfile::TempDir,
+}
+
+pub async fn start() -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().to_path_buf();
+    let backend: DynBackend = Arc::new(
+        tokio::task::spawn_blocking(move || EmbeddedBackend::open(&path))
+            .await
+            .expect("open task")
+            .expect("open embedded store"),
+    );
+    let registry = Registry::new(
+        storage::Store::new(backend.clone(), "/registry"),
+        Arc::new(Catalogue::builtin()),
+        CacherConfig::default(),
+    );
+    registry.bootstrap().await.expect("bootstrap");
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
+    registry
+        .store("", "v1", "namespaces")
+        .expect("namespaces store")
+        .create(None, namespace, &WriteOptions::default())
+        .await
+        .expect("create namespace");
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let api = Api {
+        registry: registry.clone(),
+        shutdown: shutdown_rx.clone(),
+    };
+    let health = Health {
+        backend,
+        shutting_down: Arc::new(AtomicBool::new(false)),
+    };
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("local address");
+    let connections = Arc::new(AtomicUsize::new(0));
+    let accepted = connections.clone();
+    // Only counts: the sockets stay as `run` leaves them (no TCP_NODELAY on the server side).
+    let listener = listener.tap_io(move |_| {
+        accepted.fetch_add(1, Ordering::Relaxed);
+    });
+    let mut stop = shutdown_rx;
+    let serving = tokio::spawn(async move {
+        axum::serve(listener, apiserver::server::router(health, api))
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|down| *down).await;
+            })
+            .await
+            .expect("serve");
+    });
+    Server {
+        addr,
+        registry,
+        connections,
+        shutdown,
+        serving,
+        _dir: dir,
+    }
+}
+
+impl Server {
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        // Idle keep-alive connections close on shutdown; a stuck one must not hang the bench.
+        if tokio::time::timeout(Duration::from_secs(5), self.serving)
+            .await
+            .is_err()
+        {
+            eprintln!("server did not stop within 5 s");
+        }
+    }
+}
