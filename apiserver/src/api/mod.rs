@@ -37,8 +37,8 @@ pub fn router(api: Api) -> Router {
     Router::new()
         .route("/api", get(core_discovery))
         .route("/apis", get(groups_discovery))
-        .route("/api/{*path}", any(dispatch_core))
-        .route("/apis/{*path}", any(dispatch_groups))
+        .route("/api/{*path}", any(dispatch_path::<true>))
+        .route("/apis/{*path}", any(dispatch_path::<false>))
         .with_state(api)
 }
 
@@ -84,7 +84,8 @@ struct Incoming {
     body: Body,
 }
 
-async fn dispatch_core(
+/// `/api/...` (LEGACY) and `/apis/...` share one handler.
+async fn dispatch_path<const LEGACY: bool>(
     State(api): State<Api>,
     method: Method,
     Path(path): Path<String>,
@@ -99,25 +100,7 @@ async fn dispatch_core(
         headers,
         body,
     };
-    dispatch(api, true, incoming).await
-}
-
-async fn dispatch_groups(
-    State(api): State<Api>,
-    method: Method,
-    Path(path): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let incoming = Incoming {
-        method,
-        path,
-        query,
-        headers,
-        body,
-    };
-    dispatch(api, false, incoming).await
+    dispatch(api, LEGACY, incoming).await
 }
 
 async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {

@@ -16,6 +16,8 @@ pub struct Server {
     pub port: u16,
     pub kubeconfig: PathBuf,
     pub dir: tempfile::TempDir,
+    /// The log line that said the server is serving (carries `startup_ms=`).
+    pub serving_line: String,
 }
 
 impl Drop for Server {
@@ -67,11 +69,12 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if line.contains("serving") {
-                let _ = tx.send(());
+                let _ = tx.send(line.clone());
             }
         }
     });
-    rx.recv_timeout(Duration::from_secs(20))
+    let serving_line = rx
+        .recv_timeout(Duration::from_secs(20))
         .expect("apiserver serving");
     Server {
         etcd,
@@ -79,6 +82,7 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
         port,
         kubeconfig,
         dir,
+        serving_line,
     }
 }
 
