@@ -12,6 +12,8 @@ use support::{start, start_on_etcd, Server};
 
 /// kubectl, pointed at the server by its kubeconfig.
 trait Kubectl {
+    /// kubectl with these arguments, pointed at the server; the caller runs it.
+    fn command(&self, args: &[&str]) -> Command;
     fn kubectl(&self, args: &[&str]) -> String;
     fn kubectl_raw(&self, args: &[&str]) -> std::process::Output;
     fn with_manifest(&self, verb: &str, manifest: &str) -> String;
@@ -19,6 +21,15 @@ trait Kubectl {
 }
 
 impl Kubectl for Server {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.dir.path());
+        command
+    }
+
     /// Runs kubectl; returns stdout, failing the test with stderr if kubectl fails.
     fn kubectl(&self, args: &[&str]) -> String {
         let out = self.kubectl_raw(args);
@@ -32,10 +43,7 @@ impl Kubectl for Server {
     }
 
     fn kubectl_raw(&self, args: &[&str]) -> std::process::Output {
-        Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.dir.path())
+        self.command(args)
             .output()
             .expect("run kubectl (is it installed?)")
     }
@@ -43,10 +51,8 @@ impl Kubectl for Server {
     /// `kubectl <verb> -f -` with the manifest on stdin.
     fn with_manifest(&self, verb: &str, manifest: &str) -> String {
         use std::io::Write;
-        let mut child = Command::new("kubectl")
-            .args([verb, "-f", "-", "--validate=false"])
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.dir.path())
+        let mut child = self
+            .command(&[verb, "-f", "-", "--validate=false"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -211,8 +217,8 @@ fn everyday_verbs(s: &Server) {
     .expect("editor script");
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let edited = Command::new("kubectl")
-        .args([
+    let edited = s
+        .command(&[
             "edit",
             "configmap",
             "settings",
@@ -220,8 +226,6 @@ fn everyday_verbs(s: &Server) {
             "demo",
             "--validate=false",
         ])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", s.dir.path())
         .env("KUBE_EDITOR", &editor)
         .output()
         .expect("kubectl edit");
@@ -352,10 +356,8 @@ fn deployment_flows(s: &Server) {
         .contains("Replicas:"));
 
     // get -w prints the change made while it watches.
-    let mut watch = Command::new("kubectl")
-        .args(["get", "deployments", "-w", "--request-timeout=20s"])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", s.dir.path())
+    let mut watch = s
+        .command(&["get", "deployments", "-w", "--request-timeout=20s"])
         .stdout(Stdio::piped())
         .spawn()
         .expect("kubectl get -w");
@@ -428,10 +430,8 @@ fn deployment_flows(s: &Server) {
     // wait --for=delete returns once the object is gone.
     s.with_manifest("apply", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: doomed\n  finalizers: [example.com/hold]\n");
     s.kubectl(&["delete", "configmap", "doomed", "--wait=false"]);
-    let mut waiter = Command::new("kubectl")
-        .args(["wait", "--for=delete", "configmap/doomed", "--timeout=30s"])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", s.dir.path())
+    let mut waiter = s
+        .command(&["wait", "--for=delete", "configmap/doomed", "--timeout=30s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -35,31 +35,19 @@ pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Op
     if parts.is_empty() {
         return None;
     }
+    // `namespaces/<ns>/<resource>...` scopes a resource; `namespaces/<ns>[/status|/finalize]`
+    // is the namespace object itself.
     let mut namespace = None;
-    if parts[0] == "namespaces" && parts.len() > 1 {
-        if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
-            namespace = Some(parts[1].to_string());
-            parts.drain(..2);
-        } else {
-            // The namespace object itself (and its subresources).
-            namespace = None;
-        }
+    if parts[0] == "namespaces" && parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
+        namespace = Some(parts[1].to_string());
+        parts.drain(..2);
     }
     let resource = parts.first()?.to_string();
     let name = parts.get(1).map(|s| s.to_string());
     let subresource = parts.get(2).map(|s| s.to_string());
-    if parts.len() > 3 {
-        return Some(RequestInfo {
-            verb: "unsupported",
-            group,
-            version,
-            namespace,
-            resource,
-            name,
-            subresource,
-        });
-    }
     let verb = match (method.as_str(), name.is_some()) {
+        // Deeper paths (pods/x/log/...) are not served.
+        _ if parts.len() > 3 => "unsupported",
         ("GET" | "HEAD", _) if watch => "watch",
         ("GET" | "HEAD", true) => "get",
         ("GET" | "HEAD", false) => "list",
