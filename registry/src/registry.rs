@@ -22,7 +22,8 @@ pub struct Registry {
     cacher_config: CacherConfig,
     /// Watch caches by storage path: resources sharing a path share the cache.
     caches: RwLock<HashMap<String, Arc<Cacher>>>,
-    stores: RwLock<HashMap<(String, String, String), Arc<Store>>>,
+    /// A few dozen entries: a scan by reference beats building an owned key per request.
+    stores: RwLock<Vec<Arc<Store>>>,
 }
 
 impl Registry {
@@ -48,7 +49,7 @@ impl Registry {
             root,
             cacher_config,
             caches: RwLock::new(HashMap::from([(namespaces_path, namespaces)])),
-            stores: RwLock::new(HashMap::new()),
+            stores: RwLock::new(Vec::new()),
         });
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
@@ -91,15 +92,9 @@ impl Registry {
             cache,
             self.admission.clone(),
         ));
-        let key = (
-            info.group.clone(),
-            info.version.clone(),
-            info.plural.clone(),
-        );
-        self.stores
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, store.clone());
+        let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
+        stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
+        stores.push(store.clone());
         store
     }
 
@@ -108,16 +103,14 @@ impl Registry {
         self.stores
             .read()
             .ok()?
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .iter()
+            .find(|s| serves(s, group, version, plural))
             .cloned()
     }
 
     /// Every Store, e.g. for controllers that act on all resources.
     pub fn stores(&self) -> Vec<Arc<Store>> {
-        self.stores
-            .read()
-            .map(|s| s.values().cloned().collect())
-            .unwrap_or_default()
+        self.stores.read().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// Creates the namespaces every cluster has from its first start.
@@ -135,4 +128,8 @@ impl Registry {
         }
         Ok(())
     }
+}
+
+fn serves(store: &Store, group: &str, version: &str, plural: &str) -> bool {
+    store.info.plural == plural && store.info.group == group && store.info.version == version
 }
