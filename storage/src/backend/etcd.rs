@@ -113,6 +113,11 @@ pub(crate) fn map_error(err: etcd_client::Error) -> StorageError {
                     current: 0,
                 };
             }
+            // A connection that breaks mid-request (etcd killed or restarting) surfaces as
+            // code Unknown with a transport error as its source: that is unavailability too.
+            if status.code() == Code::Unknown && caused_by_transport(&status) {
+                return StorageError::Unavailable(format!("etcd connection lost: {message}"));
+            }
             match status.code() {
                 Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
                     StorageError::Unavailable(message)
@@ -127,6 +132,17 @@ pub(crate) fn map_error(err: etcd_client::Error) -> StorageError {
         E::InvalidArgs(e) => StorageError::Invalid(e),
         other => StorageError::Internal(format!("etcd: {other}")),
     }
+}
+
+fn caused_by_transport(status: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(err) = source {
+        if err.is::<tonic::transport::Error>() || err.is::<std::io::Error>() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn range_options(range: &KeyRange) -> (Vec<u8>, GetOptions) {
