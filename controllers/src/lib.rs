@@ -1,2 +1,3 @@
 //! Controllers running inside the server: they consume the registry's watch streams directly
 //! (no HTTP loopback) through the same informer machinery a client would use.
+pub mod leader_election;

@@ -1,0 +1,364 @@
+//! Leader election over a real Lease: candidates on registries sharing one etcd (two API
+//! server replicas), with short timings so each test takes a few seconds.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use controllers::leader_election::{LeaderElectionConfig, LeaderElector, Leadership, StopSignal};
+use registry::options::{ListOptions, WriteOptions};
+use registry::{Catalogue, Registry, RegistryError, Store, Subresource};
+use serde_json::Value;
+use storage::backend::DynBackend;
+use storage::embedded::EmbeddedBackend;
+use storage::testing::EtcdServer;
+use storage::CacherConfig;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::{sleep, Instant};
+
+const NAMESPACE: &str = "kube-system";
+const NAME: &str = "kube-controller-manager";
+const LEASE: Duration = Duration::from_secs(1);
+const RENEW: Duration = Duration::from_millis(700);
+const RETRY: Duration = Duration::from_millis(100);
+
+async fn leases_over(backend: DynBackend) -> Arc<Store> {
+    let root = storage::Store::new(backend, "/registry");
+    let registry = Registry::new(
+        root,
+        Arc::new(Catalogue::builtin()),
+        CacherConfig::default(),
+    );
+    registry.bootstrap().await.expect("bootstrap");
+    registry
+        .store("coordination.k8s.io", "v1", "leases")
+        .expect("leases are served")
+}
+
+/// One API server replica's view of the shared etcd: its own client, its own registry.
+async fn replica(etcd: &EtcdServer) -> Arc<Store> {
+    leases_over(Arc::new(etcd.backend().await)).await
+}
+
+async fn embedded_leases() -> (Arc<Store>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open"));
+    (leases_over(backend).await, dir)
+}
+
+async fn lease(leases: &Store) -> Value {
+    leases
+        .get(Some(NAMESPACE), NAME, &ListOptions::default())
+        .await
+        .expect("the lease exists")
+}
+
+fn holder(lease: &Value) -> &str {
+    lease["spec"]["holderIdentity"].as_str().unwrap_or_default()
+}
+
+fn transitions(lease: &Value) -> i64 {
+    lease["spec"]["leaseTransitions"].as_i64().unwrap_or(-1)
+}
+
+struct Candidate {
+    identity: String,
+    status: watch::Receiver<Leadership>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+    /// Terms begun: times `lead` was called.
+    terms: Arc<AtomicUsize>,
+    /// Terms whose work saw its stop signal and returned.
+    stopped: Arc<AtomicUsize>,
+}
+
+impl Candidate {
+    fn spawn(leases: Arc<Store>, identity: &str) -> Self {
+        let config = LeaderElectionConfig {
+            lease_duration: LEASE,
+            renew_deadline: RENEW,
+            retry_period: RETRY,
+            ..LeaderElectionConfig::new(NAMESPACE, NAME, identity)
+        };
+        let elector = LeaderElector::new(leases, config).expect("valid config");
+        let status = elector.status();
+        let (shutdown, down) = oneshot::channel::<()>();
+        let terms = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(AtomicUsize::new(0));
+        let (t, s) = (terms.clone(), stopped.clone());
+        let lead = move |stop: StopSignal| {
+            let (terms, stopped) = (t.clone(), s.clone());
+            async move {
+                terms.fetch_add(1, Ordering::SeqCst);
+                stop.stopped().await;
+                assert!(stop.is_stopped());
+                stopped.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        let task = tokio::spawn(elector.run(
+            async move {
+                let _ = down.await;
+            },
+            lead,
+        ));
+        Self {
+            identity: identity.to_string(),
+            status,
+            shutdown: Some(shutdown),
+            task,
+            terms,
+            stopped,
+        }
+    }
+
+    fn leading(&self) -> bool {
+        self.status.borrow().leading
+    }
+
+    fn terms(&self) -> usize {
+        self.terms.load(Ordering::SeqCst)
+    }
+
+    fn stopped(&self) -> usize {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Clean shutdown; waits for `run` to return.
+    async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(5), &mut self.task)
+            .await
+            .expect("run returns after shutdown")
+            .expect("run does not panic");
+    }
+}
+
+/// Polls `done` until it holds; how long that took. Panics after `limit`.
+async fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        sleep(Duration::from_millis(5)).await;
+    }
+    start.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_never_lead_at_once() {
+    let etcd = EtcdServer::start().await;
+    let leases = replica(&etcd).await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    let b = Candidate::spawn(replica(&etcd).await, "replica-b");
+    wait_until("someone leads", Duration::from_secs(5), || {
+        a.leading() || b.leading()
+    })
+    .await;
+    let first = if a.leading() {
+        "replica-a"
+    } else {
+        "replica-b"
+    };
+
+    // Twice the lease duration: a leader that failed to renew would be replaced meanwhile.
+    let end = Instant::now() + 2 * LEASE;
+    while Instant::now() < end {
+        let (la, lb) = (a.leading(), b.leading());
+        assert!(!(la && lb), "both replicas lead");
+        assert!(la || lb, "nobody leads while the leader is healthy");
+        let now = if la { "replica-a" } else { "replica-b" };
+        assert_eq!(now, first, "leadership moved while the leader was healthy");
+        sleep(Duration::from_millis(5)).await;
+    }
+
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), first);
+    assert_eq!(transitions(&stored), 0);
+    assert_eq!(stored["spec"]["leaseDurationSeconds"], 1);
+    let (leader, follower) = if first == "replica-a" {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    assert_eq!((leader.terms(), follower.terms()), (1, 0));
+    assert_eq!(leader.status.borrow().holder.as_deref(), Some(first));
+    assert_eq!(follower.status.borrow().holder.as_deref(), Some(first));
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_lease_is_taken_over_at_once() {
+    let etcd = EtcdServer::start().await;
+    let leases = replica(&etcd).await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    let b = Candidate::spawn(replica(&etcd).await, "replica-b");
+    sleep(3 * RETRY).await;
+    assert!(!b.leading());
+    let before = transitions(&lease(&leases).await);
+
+    let a_stopped = a.stopped.clone();
+    let mut a_status = a.status.clone();
+    let stopping = tokio::spawn(a.stop());
+    let took = wait_until("b takes over", Duration::from_secs(3), || b.leading()).await;
+    // Without the release b would wait out the lease duration from its last sight of a renewal.
+    assert!(took < LEASE / 2, "takeover after release took {took:?}");
+    assert_eq!(
+        a_stopped.load(Ordering::SeqCst),
+        1,
+        "a's work must have finished before the lease was released"
+    );
+    assert!(!a_status.borrow_and_update().leading);
+    stopping.await.expect("a stops");
+
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), b.identity);
+    assert_eq!(transitions(&stored), before + 1);
+    assert_eq!(stored["spec"]["leaseDurationSeconds"], 1);
+    b.stop().await;
+
+    // b released on its way out too.
+    let released = lease(&leases).await;
+    assert_eq!(holder(&released), "");
+    assert_eq!(transitions(&released), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vanished_leader_is_replaced_only_after_lease_duration() {
+    let etcd = EtcdServer::start().await;
+    let leases = replica(&etcd).await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    let b = Candidate::spawn(replica(&etcd).await, "replica-b");
+    sleep(3 * RETRY).await;
+    let before = transitions(&lease(&leases).await);
+
+    a.task.abort();
+    let took = wait_until("b takes over", Duration::from_secs(4), || b.leading()).await;
+    // a renewed at most one retry period before it vanished, and b counts the lease duration
+    // from when it saw that renewal.
+    assert!(
+        took >= LEASE - 2 * RETRY,
+        "b took over {took:?} after a vanished, before the lease expired"
+    );
+    assert!(!a.leading(), "an aborted elector does not claim to lead");
+    assert_eq!(a.stopped(), 0);
+
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), b.identity);
+    assert_eq!(transitions(&stored), before + 1);
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_without_etcd_stops_within_renew_deadline() {
+    let mut etcd = EtcdServer::start().await;
+    let a = Candidate::spawn(replica(&etcd).await, "replica-a");
+    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    sleep(3 * RETRY).await;
+    assert!(a.leading());
+
+    etcd.stop();
+    let took = wait_until("a's work is stopped", Duration::from_secs(3), || {
+        a.stopped() == 1
+    })
+    .await;
+    assert!(took <= RENEW + 3 * RETRY, "stopped only after {took:?}");
+    assert!(!a.leading());
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
+    let (leases, _dir) = embedded_leases().await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+
+    // Another holder writes itself in (and then never renews).
+    let intruder_transitions = loop {
+        let mut stored = lease(&leases).await;
+        let next = transitions(&stored) + 1;
+        stored["spec"]["holderIdentity"] = "intruder".into();
+        stored["spec"]["leaseTransitions"] = next.into();
+        let written = leases
+            .update(
+                Some(NAMESPACE),
+                NAME,
+                stored,
+                Subresource::Main,
+                &WriteOptions::default(),
+            )
+            .await;
+        match written {
+            Ok(_) => break next,
+            Err(RegistryError::Conflict { .. }) => continue,
+            Err(e) => panic!("overwriting the lease: {e}"),
+        }
+    };
+
+    let took = wait_until("a's work is stopped", Duration::from_secs(2), || {
+        a.stopped() == 1
+    })
+    .await;
+    assert!(took < RENEW, "a noticed the new holder only after {took:?}");
+    assert!(!a.leading());
+    assert_eq!(a.status.borrow().holder.as_deref(), Some("intruder"));
+
+    // The intruder never renews: a takes the lease back once it has expired, not before.
+    let back = wait_until("a leads again", Duration::from_secs(4), || a.terms() == 2).await;
+    assert!(
+        back + took >= LEASE - RETRY,
+        "a took the lease back {:?} after it was taken",
+        back + took
+    );
+    assert!(a.leading());
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), "replica-a");
+    assert_eq!(transitions(&stored), intruder_transitions + 1);
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_is_judged_by_the_candidates_own_clock() {
+    let (leases, _dir) = embedded_leases().await;
+    // Held by a replica whose clock is far behind: by its renewTime the lease expired long
+    // ago, yet a newcomer must still wait a full lease duration from when it first saw it.
+    let stale = serde_json::json!({
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": {
+            "holderIdentity": "slow-clock",
+            "leaseDurationSeconds": 1,
+            "acquireTime": "2000-01-01T00:00:00.000000Z",
+            "renewTime": "2000-01-01T00:00:00.000000Z",
+            "leaseTransitions": 4,
+        },
+    });
+    leases
+        .create(Some(NAMESPACE), stale, &WriteOptions::default())
+        .await
+        .expect("create the lease");
+
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    let took = wait_until("a leads", Duration::from_secs(4), || a.leading()).await;
+    assert!(
+        took >= LEASE - RETRY,
+        "a took a lease it saw held only {took:?} ago"
+    );
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), "replica-a");
+    assert_eq!(transitions(&stored), 5);
+    let acquired = stored["spec"]["acquireTime"].as_str().unwrap_or_default();
+    assert_eq!(
+        acquired.len(),
+        "2026-11-21T10:00:00.123456Z".len(),
+        "{acquired}"
+    );
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(acquired).is_ok_and(|t| t.timestamp() > 946_684_800),
+        "acquireTime {acquired} is this candidate's own"
+    );
+    a.stop().await;
+}
