@@ -1,3 +1,5 @@
 //! Controllers running inside the server: they consume the registry's watch streams directly
 //! (no HTTP loopback) through the same informer machinery a client would use.
+pub mod informer;
 pub mod leader_election;
+pub mod workqueue;

@@ -1,0 +1,22 @@
+//! client-go's informer machinery over the registry's watch streams, called in-process:
+//! a [`Reflector`] lists and watches a resource into a [`DeltaFifo`]; a [`SharedInformer`]
+//! pops it into an [`Indexer`] and notifies handlers of adds, updates and deletes.
+
+mod backoff;
+mod delta;
+mod delta_fifo;
+#[cfg(test)]
+mod fake;
+mod indexer;
+mod key;
+mod lister_watcher;
+mod reflector;
+mod shared_informer;
+
+pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas};
+pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
+pub use indexer::{namespace_index, IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX};
+pub use key::{object_key, split_key, KeyError};
+pub use lister_watcher::ListerWatcher;
+pub use reflector::{Reflector, ReflectorConfig};
+pub use shared_informer::{EventHandler, HandlerId, InformerConfig, Notification, SharedInformer};

@@ -1,0 +1,15 @@
+//! client-go's workqueue: a queue of keys for controllers' workers where an item is queued at
+//! most once and never processed by two workers at once, with delayed and rate-limited adds
+//! for retries.
+
+mod delaying;
+mod queue;
+mod rate_limiter;
+mod rate_limiting;
+
+pub use queue::Queue;
+pub use rate_limiter::{
+    controller_rate_limiter, default_controller_rate_limiter, BucketRateLimiter,
+    ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter,
+};
+pub use rate_limiting::RateLimitingQueue;

@@ -1,0 +1,196 @@
+//! The shared informer over a real registry: the initial list, live changes, and recovery by
+//! relist when the watch's history has been compacted away.
+
+mod support;
+
+use controllers::informer::{
+    DeltaObject, InformerConfig, Notification, SharedInformer, NAMESPACE_INDEX,
+};
+use support::*;
+
+fn cached_versions(informer: &SharedInformer) -> Vec<(String, String)> {
+    let mut out: Vec<_> = informer
+        .indexer()
+        .list()
+        .iter()
+        .filter_map(|o| versioned(o))
+        .collect();
+    out.sort();
+    out
+}
+
+async fn delivers_the_list_then_changes_in_order(h: &Harness) {
+    h.namespace("app").await;
+    let store = h.configmaps();
+    create_configmap(&store, "app", "a", "1").await;
+    create_configmap(&store, "app", "b", "1").await;
+
+    let informer = SharedInformer::for_store(store.clone(), InformerConfig::default());
+    let mut rx = informer.subscribe();
+    informer.start();
+    assert!(informer.wait_for_sync().await);
+    let initial = next(&mut rx, 2).await;
+    let mut seen = summary(&initial);
+    seen.sort();
+    assert_eq!(seen, ["add app/a", "add app/b"]);
+
+    create_configmap(&store, "app", "c", "1").await;
+    let updated = update_configmap(&store, "app", "a", "2").await;
+    delete_configmap(&store, "app", "b").await;
+    let changes = next(&mut rx, 3).await;
+    assert_eq!(about(&changes, "app/c"), ["add app/c"]);
+    assert_eq!(about(&changes, "app/a"), ["update app/a"]);
+    assert_eq!(about(&changes, "app/b"), ["delete app/b"]);
+    let update = changes
+        .iter()
+        .find_map(|n| match n {
+            Notification::Update { old, new } => Some((old.clone(), new.clone())),
+            _ => None,
+        })
+        .expect("an update");
+    assert_eq!(update.0["data"]["value"], "1");
+    assert_eq!(*update.1, updated);
+
+    assert_eq!(cached_versions(&informer), store_versions(&store).await);
+    let mut in_app = informer
+        .indexer()
+        .index_keys(NAMESPACE_INDEX, "app")
+        .expect("namespace index");
+    in_app.sort();
+    assert_eq!(in_app, ["app/a", "app/c"]);
+    // The reflector has advanced to at least the last change it delivered.
+    let deleted_at = changes
+        .iter()
+        .find_map(|n| match n {
+            Notification::Delete(DeltaObject::Object(o)) => o["metadata"]["resourceVersion"]
+                .as_str()?
+                .parse::<i64>()
+                .ok(),
+            _ => None,
+        })
+        .expect("a deletion with its resourceVersion");
+    let last: i64 = informer
+        .last_sync_resource_version()
+        .parse()
+        .expect("numeric resourceVersion");
+    assert!(last >= deleted_at, "at {last}, deletion at {deleted_at}");
+
+    informer.stop().await;
+    assert!(rx.recv().await.is_none(), "stopping closes subscriptions");
+    // Changes after the stop reach nobody and the cache keeps its last state.
+    create_configmap(&store, "app", "d", "1").await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(informer.indexer().get("app/d").is_none());
+}
+
+async fn relists_after_compaction_and_reports_the_missed_deletion(h: &Harness) {
+    h.namespace("app").await;
+    let store = h.configmaps();
+    create_configmap(&store, "app", "keep", "1").await;
+    let doomed = create_configmap(&store, "app", "doomed", "1").await;
+    create_configmap(&store, "app", "changed", "1").await;
+
+    let informer = SharedInformer::for_store(store.clone(), InformerConfig::default());
+    let mut rx = informer.subscribe();
+    informer.start();
+    assert!(informer.wait_for_sync().await);
+    next(&mut rx, 3).await;
+
+    // While the watch cannot see, the store moves on and forgets its history.
+    h.cut_watches();
+    delete_configmap(&store, "app", "doomed").await;
+    update_configmap(&store, "app", "changed", "2").await;
+    create_configmap(&store, "app", "fresh", "1").await;
+    let compacted = h.compact_all().await;
+    h.heal();
+
+    let changes = next(&mut rx, 3).await;
+    assert_eq!(about(&changes, "app/doomed"), ["tombstone app/doomed"]);
+    assert_eq!(about(&changes, "app/changed"), ["update app/changed"]);
+    assert_eq!(about(&changes, "app/fresh"), ["add app/fresh"]);
+    assert!(
+        about(&changes, "app/keep").is_empty(),
+        "{:?}",
+        summary(&changes)
+    );
+    let tombstone = changes
+        .iter()
+        .find_map(|n| match n {
+            Notification::Delete(DeltaObject::DeletedFinalStateUnknown(t)) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("a tombstone");
+    // The tombstone carries the last state the informer knew.
+    assert_eq!(tombstone.obj.as_deref(), Some(&doomed));
+
+    assert_eq!(cached_versions(&informer), store_versions(&store).await);
+    let rv: i64 = informer
+        .last_sync_resource_version()
+        .parse()
+        .expect("numeric resourceVersion");
+    assert!(
+        rv >= compacted,
+        "relisted at {rv}, compacted at {compacted}"
+    );
+
+    // And it keeps watching from the relist.
+    update_configmap(&store, "app", "keep", "2").await;
+    let later = next(&mut rx, 1).await;
+    assert_eq!(summary(&later), ["update app/keep"]);
+    eventually("the cache to match the store", || {
+        informer
+            .indexer()
+            .get("app/keep")
+            .is_some_and(|o| o["data"]["value"] == "2")
+    })
+    .await;
+    informer.stop().await;
+}
+
+both_backends!(
+    delivers_the_list_then_changes_in_order,
+    relists_after_compaction_and_reports_the_missed_deletion,
+);
+
+/// etcd going away and coming back (with its data) costs the informer nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_an_etcd_restart() {
+    let mut h = Harness::etcd().await;
+    h.namespace("app").await;
+    let store = h.configmaps();
+    create_configmap(&store, "app", "before", "1").await;
+    let informer = SharedInformer::for_store(store.clone(), InformerConfig::default());
+    let mut rx = informer.subscribe();
+    informer.start();
+    assert!(informer.wait_for_sync().await);
+    assert_eq!(summary(&next(&mut rx, 1).await), ["add app/before"]);
+
+    let etcd = h.etcd.as_mut().expect("etcd");
+    etcd.restart().await;
+    // Writes may fail until the client reconnects.
+    let mut created = false;
+    for _ in 0..100 {
+        let obj = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "after", "namespace": "app"},
+        });
+        if store
+            .create(
+                Some("app"),
+                obj,
+                &registry::options::WriteOptions::default(),
+            )
+            .await
+            .is_ok()
+        {
+            created = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(created, "etcd did not come back");
+    assert_eq!(summary(&next(&mut rx, 1).await), ["add app/after"]);
+    assert_eq!(cached_versions(&informer), store_versions(&store).await);
+    informer.stop().await;
+}

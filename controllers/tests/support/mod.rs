@@ -1,0 +1,330 @@
+//! A registry over a real backend (the embedded store in a temp dir, or a real etcd) whose
+//! configmap watches can be cut, to make an informer miss changes the way a partition would.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use controllers::informer::{DeltaObject, Notification};
+use futures::StreamExt;
+use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::{Catalogue, Registry, Store, Subresource};
+use serde_json::{json, Value};
+use storage::backend::{
+    Backend, BackendWatch, DynBackend, KeyRange, RangeRequest, RangeResponse, TxnOutcome,
+};
+use storage::embedded::EmbeddedBackend;
+use storage::testing::EtcdServer;
+use storage::{CacherConfig, StorageError};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::watch;
+
+/// Watches under this prefix (the configmaps' watch cache) can be cut.
+const CUT_PREFIX: &[u8] = b"/registry/configmaps/";
+
+/// Passes everything through to the real backend, except that while cut, watches under
+/// [`CUT_PREFIX`] fail and open ones break, as if the network between them went away.
+pub struct Partition {
+    inner: DynBackend,
+    cut: watch::Sender<bool>,
+}
+
+fn partitioned() -> StorageError {
+    StorageError::Unavailable("partitioned by the test".into())
+}
+
+#[async_trait]
+impl Backend for Partition {
+    async fn range(&self, req: RangeRequest) -> storage::Result<RangeResponse> {
+        self.inner.range(req).await
+    }
+
+    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> storage::Result<TxnOutcome> {
+        self.inner.put_if(key, value, expected).await
+    }
+
+    async fn delete_if(&self, key: &str, expected: i64) -> storage::Result<TxnOutcome> {
+        self.inner.delete_if(key, expected).await
+    }
+
+    async fn watch(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
+        if !range.start.starts_with(CUT_PREFIX) {
+            return self.inner.watch(range, start_revision).await;
+        }
+        if *self.cut.borrow() {
+            return Err(partitioned());
+        }
+        let watch = self.inner.watch(range, start_revision).await?;
+        let mut cut = self.cut.subscribe();
+        let mut upstream = watch.messages;
+        let messages = async_stream::stream! {
+            loop {
+                // The cut first: once it is set, no further change may slip through.
+                let next = tokio::select! {
+                    biased;
+                    _ = cut.wait_for(|c| *c) => None,
+                    msg = upstream.next() => Some(msg),
+                };
+                match next {
+                    Some(Some(msg)) => yield msg,
+                    Some(None) => break,
+                    None => {
+                        yield Err(partitioned());
+                        break;
+                    }
+                }
+            }
+        };
+        Ok(BackendWatch {
+            messages: messages.boxed(),
+            progress: watch.progress,
+        })
+    }
+
+    async fn compact(&self, revision: i64) -> storage::Result<()> {
+        self.inner.compact(revision).await
+    }
+
+    async fn current_revision(&self) -> storage::Result<i64> {
+        self.inner.current_revision().await
+    }
+
+    async fn check_health(&self) -> storage::Result<()> {
+        self.inner.check_health().await
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}
+
+pub struct Harness {
+    pub registry: Arc<Registry>,
+    pub partition: Arc<Partition>,
+    pub etcd: Option<EtcdServer>,
+    pub dir: Option<tempfile::TempDir>,
+}
+
+impl Harness {
+    async fn over(inner: DynBackend) -> (Arc<Registry>, Arc<Partition>) {
+        let partition = Arc::new(Partition {
+            inner,
+            cut: watch::Sender::new(false),
+        });
+        let root = storage::Store::new(partition.clone(), "/registry");
+        let registry = Registry::new(
+            root,
+            Arc::new(Catalogue::builtin()),
+            CacherConfig {
+                progress_interval: Duration::from_millis(100),
+                ..CacherConfig::default()
+            },
+        );
+        registry.bootstrap().await.expect("bootstrap");
+        (registry, partition)
+    }
+
+    pub async fn embedded() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open"));
+        let (registry, partition) = Self::over(backend).await;
+        Self {
+            registry,
+            partition,
+            etcd: None,
+            dir: Some(dir),
+        }
+    }
+
+    pub async fn etcd() -> Self {
+        let etcd = EtcdServer::start().await;
+        let backend: DynBackend = Arc::new(etcd.backend().await);
+        let (registry, partition) = Self::over(backend).await;
+        Self {
+            registry,
+            partition,
+            etcd: Some(etcd),
+            dir: None,
+        }
+    }
+
+    pub fn store(&self, group: &str, plural: &str) -> Arc<Store> {
+        self.registry
+            .store(group, "v1", plural)
+            .unwrap_or_else(|| panic!("no store for {group}/{plural}"))
+    }
+
+    pub fn configmaps(&self) -> Arc<Store> {
+        self.store("", "configmaps")
+    }
+
+    pub async fn namespace(&self, name: &str) {
+        self.store("", "namespaces")
+            .create(
+                None,
+                json!({"metadata": {"name": name}}),
+                &WriteOptions::default(),
+            )
+            .await
+            .expect("create namespace");
+    }
+
+    /// Breaks the configmaps' watches and keeps new ones from starting.
+    pub fn cut_watches(&self) {
+        self.partition.cut.send_replace(true);
+    }
+
+    pub fn heal(&self) {
+        self.partition.cut.send_replace(false);
+    }
+
+    /// Compacts all history up to now; returns the revision.
+    pub async fn compact_all(&self) -> i64 {
+        let revision = self
+            .partition
+            .current_revision()
+            .await
+            .expect("current revision");
+        self.partition.compact(revision).await.expect("compact");
+        revision
+    }
+}
+
+pub async fn create_configmap(store: &Store, ns: &str, name: &str, value: &str) -> Value {
+    store
+        .create(
+            Some(ns),
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns},
+                "data": {"value": value},
+            }),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("create configmap")
+}
+
+pub async fn update_configmap(store: &Store, ns: &str, name: &str, value: &str) -> Value {
+    let mut current = store
+        .get(Some(ns), name, &ListOptions::default())
+        .await
+        .expect("get configmap");
+    current["data"]["value"] = json!(value);
+    store
+        .update(
+            Some(ns),
+            name,
+            current,
+            Subresource::Main,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("update configmap")
+        .0
+}
+
+pub async fn delete_configmap(store: &Store, ns: &str, name: &str) {
+    store
+        .delete(Some(ns), name, DeleteOptions::default())
+        .await
+        .expect("delete configmap");
+}
+
+/// Object key → resourceVersion of everything a list of the store returns.
+pub async fn store_versions(store: &Store) -> Vec<(String, String)> {
+    let list = store
+        .list(None, &ListOptions::default())
+        .await
+        .expect("list");
+    let mut out: Vec<(String, String)> = list["items"]
+        .as_array()
+        .map(|items| items.iter().filter_map(versioned).collect())
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// key and resourceVersion of an object.
+pub fn versioned(obj: &Value) -> Option<(String, String)> {
+    let key = controllers::informer::object_key(obj).ok()?;
+    let rv = obj["metadata"]["resourceVersion"].as_str()?.to_string();
+    Some((key, rv))
+}
+
+/// A notification in short: `add app/a`, `update app/a`, `delete app/a`, `tombstone app/a`.
+pub fn describe(n: &Notification) -> String {
+    let key = |o: &Value| controllers::informer::object_key(o).unwrap_or_default();
+    match n {
+        Notification::Add(o) => format!("add {}", key(o)),
+        Notification::Update { new, .. } => format!("update {}", key(new)),
+        Notification::Delete(DeltaObject::Object(o)) => format!("delete {}", key(o)),
+        Notification::Delete(DeltaObject::DeletedFinalStateUnknown(t)) => {
+            format!("tombstone {}", t.key)
+        }
+    }
+}
+
+/// The next `n` notifications, failing the test after 10 seconds.
+pub async fn next(rx: &mut UnboundedReceiver<Notification>, n: usize) -> Vec<Notification> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            Ok(Some(notification)) => out.push(notification),
+            Ok(None) => panic!("channel closed after {:?}", summary(&out)),
+            Err(_) => panic!("timed out after {:?}", summary(&out)),
+        }
+    }
+    out
+}
+
+pub fn summary(notifications: &[Notification]) -> Vec<String> {
+    notifications.iter().map(describe).collect()
+}
+
+/// The notifications about one key, in order.
+pub fn about(notifications: &[Notification], key: &str) -> Vec<String> {
+    summary(notifications)
+        .into_iter()
+        .filter(|s| s.split(' ').nth(1) == Some(key))
+        .collect()
+}
+
+/// Waits until `check` holds, failing the test after 10 seconds.
+pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Runs each named test on both backends.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&$crate::support::Harness::embedded().await).await;
+                }
+            )*
+        }
+        mod etcd {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(&$crate::support::Harness::etcd().await).await;
+                }
+            )*
+        }
+    };
+}
