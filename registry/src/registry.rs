@@ -24,6 +24,9 @@ pub struct Registry {
     caches: RwLock<HashMap<String, Arc<Cacher>>>,
     /// A few dozen entries: a scan by reference beats building an owned key per request.
     stores: RwLock<Vec<Arc<Store>>>,
+    /// Bumped whenever the set of Stores changes, so controllers that act on every resource
+    /// (the garbage collector, the namespace controller) can follow resources added later.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -50,6 +53,7 @@ impl Registry {
             cacher_config,
             caches: RwLock::new(HashMap::from([(namespaces_path, namespaces)])),
             stores: RwLock::new(Vec::new()),
+            changes: tokio::sync::watch::Sender::new(0),
         });
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
@@ -95,7 +99,24 @@ impl Registry {
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
         stores.push(store.clone());
+        drop(stores);
+        self.changes.send_modify(|n| *n += 1);
         store
+    }
+
+    /// Stops serving group/version/plural (its stored objects stay where they are).
+    pub fn uninstall(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
+        let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
+        let at = stores.iter().position(|s| serves(s, group, version, plural))?;
+        let removed = stores.remove(at);
+        drop(stores);
+        self.changes.send_modify(|n| *n += 1);
+        Some(removed)
+    }
+
+    /// Changes whenever a Store is installed or removed.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// The Store serving group/version/plural.
