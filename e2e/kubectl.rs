@@ -123,21 +123,38 @@ fn everyday_verbs(s: &Server) {
         "{namespaces}"
     );
 
-    // kubectl's typed generators (`create namespace`, `create configmap`) send protobuf, which
-    // is not served yet; manifests go as JSON.
-    s.with_manifest(
-        "create",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n",
-    );
+    // kubectl's typed generators send protobuf bodies.
+    assert!(s
+        .kubectl(&["create", "namespace", "demo"])
+        .contains("namespace/demo created"));
     assert_eq!(
         s.json(&["get", "namespace", "demo"])["status"]["phase"],
         "Active"
     );
-
-    let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  color: blue\n";
     assert!(s
-        .with_manifest("create", manifest)
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "demo",
+            "--from-literal=color=blue"
+        ])
         .contains("configmap/settings created"));
+    let secret = s.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "token",
+        "-n",
+        "demo",
+        "--from-literal=password=hunter2",
+    ]);
+    assert!(secret.contains("secret/token created"), "{secret}");
+    assert_eq!(
+        s.json(&["get", "secret", "token", "-n", "demo"])["data"]["password"],
+        "aHVudGVyMg=="
+    );
     let cm = s.json(&["get", "configmap", "settings", "-n", "demo"]);
     assert_eq!(cm["data"]["color"], "blue");
     let table = s.kubectl(&["get", "cm", "-n", "demo"]);
@@ -257,8 +274,8 @@ fn everyday_verbs(s: &Server) {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("configmaps \"nope\" not found"));
 
     // apply on top: the last-applied annotation is recorded, the change merged.
-    let applied = manifest.replace("color: blue", "color: green");
-    s.with_manifest("apply", &applied);
+    let applied = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: demo\ndata:\n  color: green\n";
+    s.with_manifest("apply", applied);
     let cm = s.json(&["get", "configmap", "settings", "-n", "demo"]);
     assert_eq!(cm["data"]["color"], "green");
     assert!(
@@ -354,6 +371,26 @@ fn deployment_flows(s: &Server) {
     assert!(s
         .kubectl(&["describe", "deployment", "web"])
         .contains("Replicas:"));
+
+    // The typed generator sends the deployment as protobuf.
+    s.kubectl(&[
+        "create",
+        "deployment",
+        "api",
+        "--image=nginx:1.27",
+        "--replicas=3",
+        "--port=8080",
+    ]);
+    let api = s.json(&["get", "deployment", "api"]);
+    assert_eq!(api["spec"]["replicas"], 3);
+    assert_eq!(api["spec"]["selector"]["matchLabels"]["app"], "api");
+    let container = &api["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx:1.27");
+    assert_eq!(
+        container["ports"],
+        serde_json::json!([{"containerPort": 8080, "protocol": "TCP"}])
+    );
+    s.kubectl(&["delete", "deployment", "api"]);
 
     // get -w prints the change made while it watches.
     let mut watch = s

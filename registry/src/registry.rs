@@ -107,7 +107,9 @@ impl Registry {
     /// Stops serving group/version/plural (its stored objects stay where they are).
     pub fn uninstall(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
-        let at = stores.iter().position(|s| serves(s, group, version, plural))?;
+        let at = stores
+            .iter()
+            .position(|s| serves(s, group, version, plural))?;
         let removed = stores.remove(at);
         drop(stores);
         self.changes.send_modify(|n| *n += 1);

@@ -12,6 +12,7 @@ use registry::{RegistryError, ResourceInfo, Store, Subresource};
 use serde_json::Value;
 
 use super::params::Params;
+use super::protobuf;
 use super::request_info::RequestInfo;
 use super::response::{self, Format};
 use super::watch;
@@ -26,8 +27,7 @@ pub struct Request {
     pub body: Bytes,
 }
 
-/// Bodies must be JSON. Anything else (kubectl sends protobuf first) gets 415, on which
-/// client-go falls back to JSON for the requests that follow.
+/// Bodies are JSON, YAML or (from client-go's typed clients) protobuf; anything else is 415.
 fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError> {
     if body.is_empty() {
         return Ok(());
@@ -41,21 +41,24 @@ fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError
         || media == "application/json"
         || media.ends_with("+json")
         || media == "application/yaml"
+        || media == protobuf::MEDIA_TYPE
     {
         return Ok(());
     }
     Err(RegistryError::UnsupportedMediaType(format!(
-        "the body of the request was in an unknown format - accepted media types include: application/json (got {ct:?})"
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
     )))
 }
 
-/// The request body as an object: JSON, or YAML when the client says so.
+/// The request body as an object: JSON, or YAML or protobuf when the client says so.
 fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
-    let yaml = headers
+    let ct = headers
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/yaml"));
-    let value: Value = if yaml {
+        .unwrap_or_default();
+    let value: Value = if ct.starts_with(protobuf::MEDIA_TYPE) {
+        protobuf::decode(body)?
+    } else if ct.starts_with("application/yaml") {
         serde_yaml_ng::from_slice(body).map_err(|e| {
             RegistryError::BadRequest(format!(
                 "the body of the request could not be decoded as YAML: {e}"
@@ -74,6 +77,14 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> 
         ));
     }
     Ok(value)
+}
+
+/// A body that may be absent (DELETE): whitespace counts as none.
+fn optional_body(req: &Request) -> Result<Option<Value>, RegistryError> {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    parse_body(&req.headers, &req.body).map(Some)
 }
 
 fn method_not_allowed() -> RegistryError {
@@ -189,7 +200,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             Ok(out(StatusCode::OK, &obj))
         }
         "delete" => {
-            let opts = req.params.delete(&req.body)?;
+            let opts = req.params.delete(optional_body(&req)?)?;
             let orphan_false = opts.orphan_dependents == Some(false);
             let outcome = store.delete(ns, name, opts).await?;
             // Upstream answers 202 only when a cascading delete was asked for the legacy way.
@@ -202,7 +213,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         }
         "deletecollection" => {
             let list = req.params.list()?;
-            let opts = req.params.delete(&req.body)?;
+            let opts = req.params.delete(optional_body(&req)?)?;
             let deleted = store.delete_collection(ns, &list, opts).await?;
             Ok(out(StatusCode::OK, &deleted))
         }

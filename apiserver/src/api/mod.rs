@@ -4,6 +4,7 @@
 
 mod handlers;
 mod params;
+mod protobuf;
 mod request_info;
 mod response;
 mod watch;

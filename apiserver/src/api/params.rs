@@ -80,9 +80,9 @@ impl Params {
 
     /// DeleteOptions from the body when there is one (as kubectl and curl send it), else
     /// from the query.
-    pub fn delete(&self, body: &[u8]) -> Result<DeleteOptions, RegistryError> {
-        if !body.iter().all(u8::is_ascii_whitespace) {
-            return serde_json::from_slice(body).map_err(|e| {
+    pub fn delete(&self, body: Option<serde_json::Value>) -> Result<DeleteOptions, RegistryError> {
+        if let Some(body) = body {
+            return serde_json::from_value(body).map_err(|e| {
                 RegistryError::BadRequest(format!(
                     "the body of the request was not valid DeleteOptions: {e}"
                 ))

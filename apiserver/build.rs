@@ -1,0 +1,97 @@
+//! Compiles the Kubernetes API's protobuf definitions into a descriptor set, so the server can
+//! decode the protobuf request bodies client-go's typed clients send (kubectl create ...).
+//!
+//! The definitions ship inside the `k8s-rs-pb` package (a build dependency); cargo metadata
+//! says where cargo unpacked it, and the protoc of `protoc-bin-vendored` compiles them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Kubernetes release whose API definitions we decode.
+const API_RELEASE: &str = "v1_35";
+
+/// Every group-version the server serves (their imports come along).
+const PROTOS: &[&str] = &[
+    "api/core/v1",
+    "api/apps/v1",
+    "api/batch/v1",
+    "api/autoscaling/v1",
+    "api/autoscaling/v2",
+    "api/networking/v1",
+    "api/rbac/v1",
+    "api/coordination/v1",
+    "api/events/v1",
+    "api/policy/v1",
+    "api/storage/v1",
+    "api/scheduling/v1",
+    "api/discovery/v1",
+    "api/node/v1",
+    "api/certificates/v1",
+    "api/admissionregistration/v1",
+    "api/flowcontrol/v1",
+    "apiextensions_apiserver/pkg/apis/apiextensions/v1",
+    "apimachinery/pkg/apis/meta/v1",
+    "apimachinery/pkg/runtime",
+];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let root = package_dir("k8s-rs-pb").join("src").join(API_RELEASE);
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let protoc = protoc_bin_vendored::protoc_bin_path().expect("protoc-bin-vendored has a protoc");
+    let include = protoc_bin_vendored::include_path().expect("protoc-bin-vendored has includes");
+    let status = Command::new(protoc)
+        .arg("--include_imports")
+        .arg(format!(
+            "--descriptor_set_out={}",
+            out.join("kubernetes.fds").display()
+        ))
+        .arg(format!("-I{}", root.display()))
+        .arg(format!("-I{}", include.display()))
+        .args(PROTOS.iter().map(|p| format!("{p}/generated.proto")))
+        .status()
+        .expect("run protoc");
+    assert!(
+        status.success(),
+        "protoc failed on the Kubernetes API definitions"
+    );
+}
+
+/// Where cargo unpacked a dependency's sources.
+fn package_dir(name: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"))
+        .join("Cargo.toml");
+    // Only this platform's packages: the others were never downloaded.
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    let output = Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+        ])
+        .arg(target)
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let package = packages
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not a dependency"));
+    let path = package["manifest_path"].as_str().expect("manifest_path");
+    Path::new(path)
+        .parent()
+        .expect("a manifest lives in a directory")
+        .to_path_buf()
+}
