@@ -2,4 +2,5 @@
 //! (no HTTP loopback) through the same informer machinery a client would use.
 pub mod informer;
 pub mod leader_election;
+pub mod namespace;
 pub mod workqueue;
