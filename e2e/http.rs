@@ -94,6 +94,17 @@ fn errors_are_statuses_with_upstream_codes() {
         &[("Content-Type", "application/vnd.kubernetes.protobuf")],
         b"k8s\0",
     );
+    // Protobuf is read; a truncated envelope is malformed, not unsupported.
+    assert_eq!(
+        status(&r),
+        (400, Some("Status".into()), Some("BadRequest".into()))
+    );
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        b"a=b",
+    );
     assert_eq!(r.status, 415);
     let big = vec![b' '; 4 * 1024 * 1024];
     let r = s.request(
@@ -288,4 +299,59 @@ fn yaml_pretty_and_table_negotiation() {
     assert_eq!(columns, ["Name", "Data", "Age"]);
     assert_eq!(table["rows"][0]["cells"][0], "y");
     assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
+
+#[test]
+fn field_validation_and_warning_headers() {
+    let s = start();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let body = br#"{"metadata":{"name":"dup","finalizers":["mine"]},"data":{"a":"1","a":"2"}}"#;
+    let json = [("Content-Type", "application/json")];
+
+    // Strict refuses, naming the field; nothing is written.
+    let r = s.request(
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        &json,
+        body,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["reason"], "BadRequest");
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(r#"strict decoding error: duplicate field "data.a""#)),
+        "{}",
+        r.body
+    );
+    assert_eq!(s.get(&format!("{path}/dup")).status, 404);
+
+    // An unknown directive is a bad request.
+    let r = s.request(
+        "POST",
+        &format!("{path}?fieldValidation=Loose"),
+        &json,
+        body,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+
+    // Warn (the default) writes the last value and says why in Warning headers.
+    let r = s.request("POST", path, &json, body);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["data"]["a"], "2");
+    let warnings: Vec<&str> = r
+        .headers
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: ").or(l.strip_prefix("Warning: ")))
+        .collect();
+    assert!(
+        warnings.contains(&r#"299 - "duplicate field \"data.a\"""#),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains(
+            r#"metadata.finalizers: \"mine\": prefer a domain-qualified finalizer name"#
+        )),
+        "{warnings:?}"
+    );
 }

@@ -13,6 +13,7 @@ pub mod selector;
 pub mod store;
 pub mod strategy;
 pub mod validation;
+pub mod warning;
 
 pub use catalogue::{Catalogue, ResourceInfo};
 pub use error::{Cause, Qualified, RegistryError, Result, Status};

@@ -23,7 +23,7 @@ pub fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|t| t.with_timezone(&chrono::Utc))
 }
 
-fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn meta(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.as_object()
 }
 

@@ -96,11 +96,37 @@ impl DeleteOptions {
     }
 }
 
+/// What to do with unknown or duplicate fields in a write (metav1 fieldValidation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and tell the client in Warning headers (upstream's default).
+    #[default]
+    Warn,
+    /// Refuse the request.
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(value: Option<&str>) -> Result<Self> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(Self::Warn),
+            Some("Ignore") => Ok(Self::Ignore),
+            Some("Strict") => Ok(Self::Strict),
+            Some(other) => Err(RegistryError::BadRequest(format!(
+                "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got: {other:?}"
+            ))),
+        }
+    }
+}
+
 /// Options of create, update and patch.
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
     pub dry_run: Vec<String>,
     pub field_manager: Option<String>,
+    pub field_validation: FieldValidation,
 }
 
 impl WriteOptions {

@@ -366,7 +366,8 @@ async fn namespace_deletion_phases(h: &Harness) {
             .expect("again")
             .deleted
     );
-    // The namespace controller's finalize, then its final delete.
+    // The namespace controller's finalize: emptying spec.finalizers of a terminating
+    // namespace removes it (upstream's ShouldDeleteNamespaceDuringUpdate).
     let mut ns = namespaces.get(None, "doomed", &list()).await.expect("get");
     ns["spec"]["finalizers"] = json!([]);
     let (ns, _) = namespaces
@@ -376,11 +377,6 @@ async fn namespace_deletion_phases(h: &Harness) {
     assert!(ns["spec"]
         .get("finalizers")
         .is_none_or(|f| f.as_array().is_some_and(Vec::is_empty)));
-    let out = namespaces
-        .delete(None, "doomed", delete())
-        .await
-        .expect("final delete");
-    assert!(out.deleted);
     assert_eq!(
         namespaces
             .get(None, "doomed", &list())
@@ -389,6 +385,12 @@ async fn namespace_deletion_phases(h: &Harness) {
             .code(),
         404
     );
+    // The controller's final delete then finds nothing.
+    let err = namespaces
+        .delete(None, "doomed", delete())
+        .await
+        .expect_err("already gone");
+    assert_eq!(err.code(), 404);
 }
 
 async fn delete_collection_with_selector(h: &Harness) {

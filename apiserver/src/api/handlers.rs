@@ -6,13 +6,14 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::store::subresources::ScaleChange;
-use registry::{RegistryError, ResourceInfo, Store, Subresource};
+use registry::{warning, RegistryError, ResourceInfo, Store, Subresource};
 use serde_json::Value;
 
+use super::body::{check_body_type, optional_body, Body};
 use super::params::Params;
-use super::protobuf;
 use super::request_info::RequestInfo;
 use super::response::{self, Format};
 use super::watch;
@@ -27,77 +28,28 @@ pub struct Request {
     pub body: Bytes,
 }
 
-/// Bodies are JSON, YAML or (from client-go's typed clients) protobuf; anything else is 415.
-fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError> {
-    if body.is_empty() {
-        return Ok(());
-    }
-    let ct = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    let media = ct.split(';').next().unwrap_or_default().trim();
-    if media.is_empty()
-        || media == "application/json"
-        || media.ends_with("+json")
-        || media == "application/yaml"
-        || media == protobuf::MEDIA_TYPE
-    {
-        return Ok(());
-    }
-    Err(RegistryError::UnsupportedMediaType(format!(
-        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
-    )))
-}
-
-/// The request body as an object: JSON, or YAML or protobuf when the client says so.
-fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
-    let ct = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let value: Value = if ct.starts_with(protobuf::MEDIA_TYPE) {
-        protobuf::decode(body)?
-    } else if ct.starts_with("application/yaml") {
-        serde_yaml_ng::from_slice(body).map_err(|e| {
-            RegistryError::BadRequest(format!(
-                "the body of the request could not be decoded as YAML: {e}"
-            ))
-        })?
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            RegistryError::BadRequest(format!(
-                "the body of the request could not be decoded as JSON: {e}"
-            ))
-        })?
-    };
-    if !value.is_object() {
-        return Err(RegistryError::BadRequest(
-            "the body of the request must be a JSON object".into(),
-        ));
-    }
-    Ok(value)
-}
-
-/// A body that may be absent (DELETE): whitespace counts as none.
-fn optional_body(req: &Request) -> Result<Option<Value>, RegistryError> {
-    if req.body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    parse_body(&req.headers, &req.body).map(Some)
-}
-
 fn method_not_allowed() -> RegistryError {
     RegistryError::MethodNotAllowed(
         "the server does not allow this method on the requested resource".into(),
     )
 }
 
-/// Serves a resource request with the Store it names.
+/// Serves a resource request with the Store it names; warnings the registry raised on the
+/// way go out as `Warning` headers, on success and on failure alike.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
-    match handle(store, req).await {
+    let (result, warnings) = warning::collect(handle(store, req)).await;
+    let mut response = match result {
         Ok(response) => response,
         Err(e) => response::error(e),
+    };
+    response::add_warnings(&mut response, &warnings);
+    response
+}
+
+fn body<'a>(info: &'a ResourceInfo, write: &WriteOptions) -> Body<'a> {
+    Body {
+        info,
+        validation: write.field_validation,
     }
 }
 
@@ -159,24 +111,21 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             ))
         }
         "create" => {
+            let write = req.params.write()?;
             let obj = store
                 .create(
                     ns,
-                    parse_body(&req.headers, &req.body)?,
-                    &req.params.write()?,
+                    body(&info, &write).parse(&req.headers, &req.body)?,
+                    &write,
                 )
                 .await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
         "update" => {
+            let write = req.params.write()?;
+            let obj = body(&info, &write).parse(&req.headers, &req.body)?;
             let (obj, created) = store
-                .update(
-                    ns,
-                    name,
-                    parse_body(&req.headers, &req.body)?,
-                    Subresource::Main,
-                    &req.params.write()?,
-                )
+                .update(ns, name, obj, Subresource::Main, &write)
                 .await?;
             let code = if created {
                 StatusCode::CREATED
@@ -200,7 +149,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             Ok(out(StatusCode::OK, &obj))
         }
         "delete" => {
-            let opts = req.params.delete(optional_body(&req)?)?;
+            let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
             let orphan_false = opts.orphan_dependents == Some(false);
             let outcome = store.delete(ns, name, opts).await?;
             // Upstream answers 202 only when a cascading delete was asked for the legacy way.
@@ -213,7 +162,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         }
         "deletecollection" => {
             let list = req.params.list()?;
-            let opts = req.params.delete(optional_body(&req)?)?;
+            let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
             let deleted = store.delete_collection(ns, &list, opts).await?;
             Ok(out(StatusCode::OK, &deleted))
         }
@@ -266,7 +215,9 @@ async fn subresource(
                         .update_scale(
                             ns,
                             name,
-                            ScaleChange::Replace(parse_body(&req.headers, &req.body)?),
+                            ScaleChange::Replace(
+                                body(info, &write).parse(&req.headers, &req.body)?,
+                            ),
                             &write,
                         )
                         .await?
@@ -287,7 +238,13 @@ async fn subresource(
         ("get", Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
         ("update", _) => {
             store
-                .update(ns, name, parse_body(&req.headers, &req.body)?, part, &write)
+                .update(
+                    ns,
+                    name,
+                    body(info, &write).parse(&req.headers, &req.body)?,
+                    part,
+                    &write,
+                )
                 .await?
                 .0
         }

@@ -2,6 +2,7 @@
 //! served by one generic handler set. Routes are resolved per request from the catalogue, so
 //! resources added while the server runs (custom resources) are served at once.
 
+mod body;
 mod handlers;
 mod params;
 mod protobuf;

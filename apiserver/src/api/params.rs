@@ -1,6 +1,8 @@
 //! Query parameters of resource requests, as upstream names them.
 
-use registry::options::{DeleteOptions, ListOptions, PreconditionsSpec, WriteOptions};
+use registry::options::{
+    DeleteOptions, FieldValidation, ListOptions, PreconditionsSpec, WriteOptions,
+};
 use registry::RegistryError;
 
 /// The query as key/value pairs (repeated keys kept, e.g. `dryRun`).
@@ -65,16 +67,10 @@ impl Params {
     }
 
     pub fn write(&self) -> Result<WriteOptions, RegistryError> {
-        if let Some(v) = self.get("fieldValidation") {
-            if !matches!(v, "Ignore" | "Warn" | "Strict" | "") {
-                return Err(RegistryError::BadRequest(format!(
-                    "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got: {v:?}"
-                )));
-            }
-        }
         Ok(WriteOptions {
             dry_run: self.all("dryRun"),
             field_manager: self.get("fieldManager").map(str::to_string),
+            field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
         })
     }
 

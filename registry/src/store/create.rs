@@ -55,6 +55,7 @@ impl Store {
         let mut causes = self.validate_meta(&obj);
         causes.extend(self.strategy.validate(&obj));
         self.invalid_if_any(&name, causes)?;
+        crate::warning::finalizers(object::finalizers(&obj).iter().map(String::as_str));
         if let Some(ns) = namespace {
             self.admission.admit_create(&self.info, ns, &name).await?;
         }

@@ -261,15 +261,18 @@ impl Store {
         causes.extend(self.validate_meta(&new));
         causes.extend(self.strategy.validate_update(&new, &old));
         self.invalid_if_any(name, causes)?;
+        crate::warning::finalizers(
+            new_finalizers
+                .iter()
+                .filter(|f| !old_finalizers.contains(f))
+                .map(String::as_str),
+        );
         // Keep the stored version on the result so callers see what they updated from.
         object::meta_mut(&mut new).insert(
             "resourceVersion".into(),
             Value::from(object::resource_version(&old)),
         );
-        if new_finalizers.is_empty()
-            && !old_finalizers.is_empty()
-            && object::deletion_timestamp(&old).is_some()
-        {
+        if self.should_delete_during_update(&new, &old, &new_finalizers) {
             return Ok(Next::Delete(new));
         }
         Ok(Next::Write(new))
@@ -297,4 +300,29 @@ fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
             .or_insert_with(|| Value::Object(Default::default()));
     }
     out
+}
+
+impl Store {
+    /// Upstream's ShouldDeleteDuringUpdate: an update leaving no finalizers on an object whose
+    /// deletion was asked (and is not waiting out a grace period) removes it. Namespaces also
+    /// need `spec.finalizers` empty, so emptying them through `finalize` is what deletes.
+    fn should_delete_during_update(&self, new: &Value, old: &Value, finalizers: &[String]) -> bool {
+        if !finalizers.is_empty() || object::deletion_timestamp(old).is_none() {
+            return false;
+        }
+        let grace = object::meta(old)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64);
+        if grace.is_some_and(|g| g != 0) {
+            return false;
+        }
+        if self.strategy.finalizes_through_spec() {
+            let spec_finalizers = new
+                .get("spec")
+                .and_then(|s| s.get("finalizers"))
+                .and_then(Value::as_array);
+            return spec_finalizers.is_none_or(|f| f.is_empty());
+        }
+        true
+    }
 }

@@ -1,0 +1,255 @@
+//! Request bodies: JSON, YAML or protobuf into the object the registry works on, with
+//! upstream's handling of duplicate fields (fieldValidation: Strict refuses, Warn warns,
+//! Ignore keeps the last silently).
+
+use std::fmt;
+
+use axum::http::HeaderMap;
+use registry::options::FieldValidation;
+use registry::{warning, RegistryError, ResourceInfo};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::protobuf;
+
+fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// Bodies are JSON, YAML or (from client-go's typed clients) protobuf; anything else is 415.
+pub fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryError> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    let ct = content_type(headers);
+    let media = ct.split(';').next().unwrap_or_default().trim();
+    if media.is_empty()
+        || media == "application/json"
+        || media.ends_with("+json")
+        || media == "application/yaml"
+        || media == protobuf::MEDIA_TYPE
+    {
+        return Ok(());
+    }
+    Err(RegistryError::UnsupportedMediaType(format!(
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
+    )))
+}
+
+/// What a body is decoded for: the resource (for error messages) and the directive.
+pub struct Body<'a> {
+    pub info: &'a ResourceInfo,
+    pub validation: FieldValidation,
+}
+
+impl Body<'_> {
+    /// The request body as an object.
+    pub fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
+        let ct = content_type(headers);
+        let mut duplicates = Vec::new();
+        let value = if ct.starts_with(protobuf::MEDIA_TYPE) {
+            protobuf::decode(body)?
+        } else if ct.starts_with("application/yaml") {
+            let de = serde_yaml_ng::Deserializer::from_slice(body);
+            Checked::root(&mut duplicates)
+                .deserialize(de)
+                .map_err(|e| {
+                    RegistryError::BadRequest(format!(
+                        "the body of the request could not be decoded as YAML: {e}"
+                    ))
+                })?
+        } else {
+            let mut de = serde_json::Deserializer::from_slice(body);
+            let value = Checked::root(&mut duplicates)
+                .deserialize(&mut de)
+                .and_then(|v| de.end().map(|()| v))
+                .map_err(|e| {
+                    RegistryError::BadRequest(format!(
+                        "the body of the request could not be decoded as JSON: {e}"
+                    ))
+                })?;
+            value
+        };
+        if !value.is_object() {
+            return Err(RegistryError::BadRequest(
+                "the body of the request must be a JSON object".into(),
+            ));
+        }
+        self.judge_duplicates(duplicates)?;
+        Ok(value)
+    }
+
+    fn judge_duplicates(&self, duplicates: Vec<String>) -> Result<(), RegistryError> {
+        if duplicates.is_empty() {
+            return Ok(());
+        }
+        let messages = duplicates
+            .iter()
+            .map(|path| format!("duplicate field {path:?}"));
+        match self.validation {
+            FieldValidation::Ignore => Ok(()),
+            FieldValidation::Warn => {
+                messages.for_each(warning::add);
+                Ok(())
+            }
+            FieldValidation::Strict => {
+                let kind = &self.info.kind;
+                Err(RegistryError::BadRequest(format!(
+                    "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
+                    self.info.version,
+                    messages.collect::<Vec<_>>().join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// A body that may be absent (DELETE): whitespace counts as none. Duplicates are ignored, as
+/// upstream decodes options leniently.
+pub fn optional_body(headers: &HeaderMap, body: &[u8]) -> Result<Option<Value>, RegistryError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let ct = content_type(headers);
+    let value = if ct.starts_with(protobuf::MEDIA_TYPE) {
+        protobuf::decode(body)?
+    } else if ct.starts_with("application/yaml") {
+        serde_yaml_ng::from_slice(body).map_err(|e| {
+            RegistryError::BadRequest(format!(
+                "the body of the request could not be decoded as YAML: {e}"
+            ))
+        })?
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            RegistryError::BadRequest(format!(
+                "the body of the request could not be decoded as JSON: {e}"
+            ))
+        })?
+    };
+    Ok(Some(value))
+}
+
+/// Where a value sits in the document, as a chain on the stack: paths are only spelled out
+/// for the rare duplicate, so decoding allocates nothing for them.
+enum Step<'a> {
+    Key(&'a str, &'a Step<'a>),
+    Index(usize, &'a Step<'a>),
+    Root,
+}
+
+impl fmt::Display for Step<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Root => Ok(()),
+            Step::Key(key, Step::Root) => write!(f, "{key}"),
+            Step::Key(key, up) => write!(f, "{up}.{key}"),
+            Step::Index(i, up) => write!(f, "{up}[{i}]"),
+        }
+    }
+}
+
+/// Decodes a JSON value like serde_json's own, noting keys that appear twice in an object
+/// (the later value wins, as upstream keeps the last).
+struct Checked<'a, 'p> {
+    at: &'p Step<'p>,
+    duplicates: &'a mut Vec<String>,
+}
+
+impl<'a> Checked<'a, 'static> {
+    fn root(duplicates: &'a mut Vec<String>) -> Self {
+        Self {
+            at: &Step::Root,
+            duplicates,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Checked<'_, '_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked<'_, '_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        loop {
+            let at = Step::Index(items.len(), self.at);
+            let seed = Checked {
+                at: &at,
+                duplicates: &mut *self.duplicates,
+            };
+            match seq.next_element_seed(seed)? {
+                Some(v) => items.push(v),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let at = Step::Key(&key, self.at);
+            let value = map.next_value_seed(Checked {
+                at: &at,
+                duplicates: &mut *self.duplicates,
+            })?;
+            let path = out.contains_key(&key).then(|| at.to_string());
+            if let Some(path) = path {
+                self.duplicates.push(path);
+            }
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests;
