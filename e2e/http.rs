@@ -160,6 +160,20 @@ fn curl_delete_with_propagation_policy_body() {
         .status,
         201
     );
+    // A dependent that blocks its owner and holds itself with a finalizer keeps the
+    // foreground deletion waiting.
+    let web = s
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .json();
+    let rs = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web-rs", "finalizers": ["example.com/hold"],
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                          "uid": web["metadata"]["uid"], "blockOwnerDeletion": true}]},
+        "spec": deployment["spec"]
+    });
+    let rs_path = "/apis/apps/v1/namespaces/default/replicasets";
+    assert_eq!(s.send_json("POST", rs_path, &rs).status, 201);
     let r = s.send_json(
         "DELETE",
         "/apis/apps/v1/namespaces/default/deployments/web",
@@ -179,6 +193,28 @@ fn curl_delete_with_propagation_policy_body() {
         stored["metadata"]["finalizers"],
         json!(["foregroundDeletion"])
     );
+    // Released, the dependent goes and then its owner.
+    let release = br#"{"metadata":{"finalizers":null}}"#;
+    let r = s.request(
+        "PATCH",
+        &format!("{rs_path}/web-rs"),
+        &[("Content-Type", "application/merge-patch+json")],
+        release,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while s
+        .get("/apis/apps/v1/namespaces/default/deployments/web")
+        .status
+        != 404
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "foreground owner never went"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(s.get(&format!("{rs_path}/web-rs")).status, 404);
     // Background, from the query string: gone at once, answered with a Success Status.
     assert_eq!(
         s.send_json(

@@ -4,81 +4,11 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::{start, start_on_etcd, Server};
-
-/// kubectl, pointed at the server by its kubeconfig.
-trait Kubectl {
-    /// kubectl with these arguments, pointed at the server; the caller runs it.
-    fn command(&self, args: &[&str]) -> Command;
-    fn kubectl(&self, args: &[&str]) -> String;
-    fn kubectl_raw(&self, args: &[&str]) -> std::process::Output;
-    fn with_manifest(&self, verb: &str, manifest: &str) -> String;
-    fn json(&self, args: &[&str]) -> serde_json::Value;
-}
-
-impl Kubectl for Server {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
-        command
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.dir.path());
-        command
-    }
-
-    /// Runs kubectl; returns stdout, failing the test with stderr if kubectl fails.
-    fn kubectl(&self, args: &[&str]) -> String {
-        let out = self.kubectl_raw(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn kubectl_raw(&self, args: &[&str]) -> std::process::Output {
-        self.command(args)
-            .output()
-            .expect("run kubectl (is it installed?)")
-    }
-
-    /// `kubectl <verb> -f -` with the manifest on stdin.
-    fn with_manifest(&self, verb: &str, manifest: &str) -> String {
-        use std::io::Write;
-        let mut child = self
-            .command(&[verb, "-f", "-", "--validate=false"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(manifest.as_bytes())
-            .expect("write manifest");
-        let out = child.wait_with_output().expect("kubectl output");
-        assert!(
-            out.status.success(),
-            "kubectl {verb} -f failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let mut all = args.to_vec();
-        all.extend(["-o", "json"]);
-        serde_json::from_str(&self.kubectl(&all)).expect("kubectl -o json")
-    }
-}
+use support::{start, start_on_etcd, Kubectl, Server};
 
 #[test]
 fn kubectl_everyday_verbs() {
@@ -419,8 +349,18 @@ fn deployment_flows(s: &Server) {
     let _ = watch.kill();
     let _ = watch.wait();
 
-    // Foreground deletion leaves the owner waiting on its dependents (the garbage collector
-    // that finishes it arrives with the controllers).
+    // Foreground deletion leaves the owner waiting on a dependent that blocks it, until the
+    // dependent (held by its own finalizer) is released.
+    let uid = s.json(&["get", "deployment", "web"])["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    s.with_manifest(
+        "create",
+        &format!(
+            "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: web-rs\n  finalizers: [example.com/hold]\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web, uid: {uid}, blockOwnerDeletion: true}}\nspec:\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers: [{{name: c, image: nginx}}]\n"
+        ),
+    );
     s.kubectl(&[
         "delete",
         "deployment",
@@ -434,6 +374,19 @@ fn deployment_flows(s: &Server) {
         serde_json::json!(["foregroundDeletion"])
     );
     assert!(d["metadata"]["deletionTimestamp"].is_string());
+    s.kubectl(&[
+        "patch",
+        "replicaset",
+        "web-rs",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    s.kubectl(&["wait", "--for=delete", "deployment/web", "--timeout=30s"]);
+    assert!(!s
+        .kubectl_raw(&["get", "replicaset", "web-rs"])
+        .status
+        .success());
 
     // Orphan and background on fresh ones.
     s.with_manifest(
@@ -447,10 +400,13 @@ fn deployment_flows(s: &Server) {
         "--cascade=orphan",
         "--wait=false",
     ]);
-    assert_eq!(
-        s.json(&["get", "deployment", "orphaned"])["metadata"]["finalizers"],
-        serde_json::json!(["orphan"])
-    );
+    // The collector strips the orphan finalizer once dependents are orphaned: it goes.
+    s.kubectl(&[
+        "wait",
+        "--for=delete",
+        "deployment/orphaned",
+        "--timeout=30s",
+    ]);
     s.with_manifest("apply", &DEPLOYMENT.replace("name: web\n", "name: gone\n"));
     s.kubectl(&[
         "delete",

@@ -2,6 +2,7 @@
 //! resource through one generic handler set, Table output, watch streams), health, version.
 
 pub mod api;
+pub mod controllers;
 pub mod discovery;
 pub mod health;
 pub mod kubeconfig;

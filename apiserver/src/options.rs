@@ -40,6 +40,27 @@ pub struct Options {
     /// How often to compact storage history (kube-apiserver's default: 5m); 0 disables.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,
+
+    /// Do not run the in-process controllers (garbage collector, namespace controller).
+    #[arg(long)]
+    pub disable_controllers: bool,
+
+    /// Elect a leader among the servers sharing this storage: only the holder of the
+    /// kube-system/kube-controller-manager Lease runs the controllers.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// How long a leader's lease lasts without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it gives up leading.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// How often candidates try to acquire, and the leader to renew.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
 }
 
 /// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.

@@ -1,7 +1,9 @@
 //! The HTTP surface: health, version, and a Status for everything not served yet.
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -9,10 +11,11 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::api::{self, Api};
+use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
 use crate::version;
 
-pub fn router(health: Health, api: Api) -> Router {
+pub fn router(health: Health, api: Api, controllers: Arc<Controllers>) -> Router {
     let mut router = Router::new().route("/version", get(version::handler));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
         let path = format!("/{}", endpoint.name());
@@ -30,13 +33,51 @@ pub fn router(health: Health, api: Api) -> Router {
                 ),
             );
     }
+    let debug = Router::new()
+        .route(
+            "/debug/controllers/garbagecollector/graph",
+            get(garbage_collector_graph),
+        )
+        .with_state(controllers);
     router
         .with_state(health)
+        .merge(debug)
         .merge(api::router(api))
         .fallback(not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))
         .layer(TraceLayer::new_for_http())
+}
+
+/// The garbage collector's dependency graph in DOT (`?uid=` narrows it to one object's
+/// owners and dependents), as kube-controller-manager serves it.
+async fn garbage_collector_graph(
+    State(controllers): State<Arc<Controllers>>,
+    Query(query): Query<GraphQuery>,
+) -> Response {
+    match controllers.garbage_collector() {
+        Some(gc) => (
+            [(header::CONTENT_TYPE, "text/vnd.graphviz")],
+            gc.dot(query.uid.as_deref()),
+        )
+            .into_response(),
+        None => {
+            let status = registry::RegistryError::ServiceUnavailable(
+                "the garbage collector does not run on this server (controllers disabled, or another server leads)".into(),
+            )
+            .status();
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::to_value(status).unwrap_or_default()),
+            )
+                .into_response()
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct GraphQuery {
+    uid: Option<String>,
 }
 
 /// What kube-apiserver answers for a path it does not serve.

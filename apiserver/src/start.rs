@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
@@ -12,6 +12,7 @@ use storage::embedded::EmbeddedBackend;
 use thiserror::Error;
 use tracing::info;
 
+use crate::controllers::{self, ControllerOptions};
 use crate::health::Health;
 use crate::options::Options;
 use crate::{api, kubeconfig, server};
@@ -64,6 +65,17 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     );
     registry.bootstrap().await?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let controllers = controllers::start(
+        registry.clone(),
+        ControllerOptions {
+            enabled: !options.disable_controllers,
+            leader_elect: options.leader_elect,
+            lease_duration: options.leader_elect_lease_duration,
+            renew_deadline: options.leader_elect_renew_deadline,
+            retry_period: options.leader_elect_retry_period,
+        },
+        shutdown_rx.clone(),
+    );
     let api = api::Api {
         registry,
         shutdown: shutdown_rx,
@@ -100,16 +112,18 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
         let _ = stream.set_nodelay(true);
     });
-    axum::serve(listener, server::router(health, api))
+    let served = axum::serve(listener, server::router(health, api, controllers.clone()))
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             shutting_down.store(true, Ordering::Relaxed);
-            // Ends open watches so graceful shutdown does not wait on them.
+            // Ends open watches and the controllers so graceful shutdown does not wait on them.
             let _ = shutdown_tx.send(true);
             info!("shutting down");
         })
         .await
-        .map_err(StartError::Serve)
+        .map_err(StartError::Serve);
+    controllers.stopped(Duration::from_secs(5)).await;
+    served
 }
 
 async fn shutdown_signal() {

@@ -2,6 +2,11 @@
 
 #![allow(dead_code)]
 
+mod kubectl;
+
+#[allow(unused_imports)]
+pub use kubectl::Kubectl;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -18,6 +23,8 @@ pub struct Server {
     pub dir: tempfile::TempDir,
     /// The log line that said the server is serving (carries `startup_ms=`).
     pub serving_line: String,
+    /// Every line the server logged so far.
+    pub logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Server {
@@ -43,6 +50,17 @@ pub fn start_on_etcd() -> Server {
 }
 
 fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
+    let endpoint = etcd.as_ref().map(|e| e.endpoint());
+    start_with_args(etcd, endpoint, &[])
+}
+
+/// A server with extra flags; on `etcd_endpoint` when given (several servers may share one
+/// etcd, the first keeping it alive in `etcd`).
+pub fn start_with_args(
+    etcd: Option<storage::testing::EtcdServer>,
+    etcd_endpoint: Option<String>,
+    args: &[&str],
+) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -55,10 +73,8 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
         .arg(dir.path().join("data"))
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)
-        .args(
-            etcd.iter()
-                .map(|e| format!("--etcd-servers={}", e.endpoint())),
-        )
+        .args(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")))
+        .args(args)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
@@ -66,10 +82,15 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
         .expect("start apiserver");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = logs.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if line.contains("serving") {
                 let _ = tx.send(line.clone());
+            }
+            if let Ok(mut logs) = kept.lock() {
+                logs.push(line);
             }
         }
     });
@@ -83,6 +104,7 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
         kubeconfig,
         dir,
         serving_line,
+        logs,
     }
 }
 
@@ -155,6 +177,22 @@ impl Server {
             headers: head.to_string(),
             body,
         }
+    }
+
+    /// How many logged lines contain `needle`.
+    pub fn logged(&self, needle: &str) -> usize {
+        self.logs
+            .lock()
+            .map(|l| l.iter().filter(|line| line.contains(needle)).count())
+            .unwrap_or(0)
+    }
+
+    /// Stops the server as SIGTERM does (graceful: a leader releases its lease).
+    pub fn terminate(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 
     pub fn get(&self, path: &str) -> Response {

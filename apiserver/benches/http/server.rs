@@ -75,12 +75,15 @@ pub async fn start() -> Server {
     });
     let mut stop = shutdown_rx;
     let serving = tokio::spawn(async move {
-        axum::serve(listener, apiserver::server::router(health, api))
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|down| *down).await;
-            })
-            .await
-            .expect("serve");
+        axum::serve(
+            listener,
+            apiserver::server::router(health, api, Default::default()),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop.wait_for(|down| *down).await;
+        })
+        .await
+        .expect("serve");
     });
     Server {
         addr,

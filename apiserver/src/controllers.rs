@@ -1,0 +1,166 @@
+//! The in-process controllers (garbage collector, namespace controller): started with the
+//! server, and with several servers on one storage run only by the holder of the
+//! `kube-system/kube-controller-manager` Lease, as kube-controller-manager's leader election.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use controllers::garbage_collector::{GarbageCollector, GcConfig};
+use controllers::leader_election::{
+    default_identity, LeaderElectionConfig, LeaderElector, Leadership,
+};
+use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use registry::Registry;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info};
+
+/// The lease kube-controller-manager elects its leader with.
+const LEASE_NAMESPACE: &str = "kube-system";
+const LEASE_NAME: &str = "kube-controller-manager";
+
+/// How controllers run in this server.
+#[derive(Clone, Debug)]
+pub struct ControllerOptions {
+    pub enabled: bool,
+    pub leader_elect: bool,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+}
+
+/// What the HTTP side may ask of the running controllers.
+#[derive(Default)]
+pub struct Controllers {
+    gc: RwLock<Option<Arc<GarbageCollector>>>,
+    leadership: RwLock<Option<watch::Receiver<Leadership>>>,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Controllers {
+    /// The garbage collector, while this server runs it.
+    pub fn garbage_collector(&self) -> Option<Arc<GarbageCollector>> {
+        self.gc.read().ok()?.clone()
+    }
+
+    pub fn leadership(&self) -> Option<Leadership> {
+        let status = self.leadership.read().ok()?;
+        status.as_ref().map(|s| s.borrow().clone())
+    }
+
+    /// Waits (up to `limit`) for the controllers to finish after shutdown began, so a leader
+    /// releases its lease and another server takes over at once.
+    pub async fn stopped(&self, limit: Duration) {
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = tokio::time::timeout(limit, task).await;
+        }
+    }
+
+    fn set_task(&self, task: tokio::task::JoinHandle<()>) {
+        if let Ok(mut slot) = self.task.lock() {
+            *slot = Some(task);
+        }
+    }
+
+    fn set_gc(&self, gc: Option<Arc<GarbageCollector>>) {
+        if let Ok(mut slot) = self.gc.write() {
+            *slot = gc;
+        }
+    }
+}
+
+/// Starts the controllers in the background; they stop when `shutdown` turns true.
+pub fn start(
+    registry: Arc<Registry>,
+    options: ControllerOptions,
+    shutdown: watch::Receiver<bool>,
+) -> Arc<Controllers> {
+    let handle = Arc::new(Controllers::default());
+    if !options.enabled {
+        info!("controllers disabled");
+        return handle;
+    }
+    let on_shutdown = {
+        let mut shutdown = shutdown.clone();
+        async move {
+            let _ = shutdown.wait_for(|down| *down).await;
+        }
+    };
+    if !options.leader_elect {
+        let h = handle.clone();
+        let task = tokio::spawn(async move {
+            let stop = CancellationToken::new();
+            let run = run_controllers(registry, h, stop.clone());
+            tokio::pin!(run);
+            tokio::select! {
+                _ = &mut run => {}
+                _ = on_shutdown => { stop.cancel(); run.await; }
+            }
+        });
+        handle.set_task(task);
+        return handle;
+    }
+    let Some(leases) = registry.store("coordination.k8s.io", "v1", "leases") else {
+        error!("no leases resource: controllers cannot elect a leader and do not run");
+        return handle;
+    };
+    let mut config = LeaderElectionConfig::new(LEASE_NAMESPACE, LEASE_NAME, default_identity());
+    config.lease_duration = options.lease_duration;
+    config.renew_deadline = options.renew_deadline;
+    config.retry_period = options.retry_period;
+    let elector = match LeaderElector::new(leases, config) {
+        Ok(e) => e,
+        Err(e) => {
+            error!(error = %e, "invalid leader election settings: controllers do not run");
+            return handle;
+        }
+    };
+    if let Ok(mut slot) = handle.leadership.write() {
+        *slot = Some(elector.status());
+    }
+    info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
+    let h = handle.clone();
+    let task = tokio::spawn(elector.run(on_shutdown, move |stop| {
+        let registry = registry.clone();
+        let h = h.clone();
+        async move {
+            let token = CancellationToken::new();
+            let run = run_controllers(registry, h, token.clone());
+            tokio::pin!(run);
+            tokio::select! {
+                _ = &mut run => {}
+                _ = stop.stopped() => { token.cancel(); run.await; }
+            }
+        }
+    }));
+    handle.set_task(task);
+    handle
+}
+
+async fn run_controllers(
+    registry: Arc<Registry>,
+    handle: Arc<Controllers>,
+    stop: CancellationToken,
+) {
+    info!("starting controllers");
+    let gc = GarbageCollector::new(registry.clone(), GcConfig::default());
+    handle.set_gc(Some(gc.clone()));
+    let namespaces = match NamespaceController::new(registry, NamespaceControllerConfig::default())
+    {
+        Ok(n) => Some(n),
+        Err(e) => {
+            error!(error = %e, "namespace controller cannot run");
+            None
+        }
+    };
+    let gc_run = gc.run(stop.clone());
+    match namespaces {
+        Some(n) => {
+            tokio::join!(gc_run, n.run(stop.clone()));
+        }
+        None => gc_run.await,
+    }
+    handle.set_gc(None);
+    info!("controllers stopped");
+}
