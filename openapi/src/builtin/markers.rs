@@ -1,0 +1,65 @@
+//! The x-kubernetes-* extensions of the built-in kinds, from the markers build.rs read out of
+//! the Kubernetes `.proto` comments.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+include!(concat!(env!("OUT_DIR"), "/markers.rs"));
+
+/// Adds every marker's extension to the definition (or property) it was written on.
+pub(crate) fn apply(definitions: &mut BTreeMap<String, Value>) {
+    for (definition, field, pairs) in MARKERS {
+        let Some(schema) = definitions.get_mut(*definition) else {
+            continue;
+        };
+        let target = if field.is_empty() {
+            schema.as_object_mut()
+        } else {
+            schema
+                .pointer_mut(&format!("/properties/{field}"))
+                .and_then(Value::as_object_mut)
+        };
+        if let Some(target) = target {
+            for (marker, value) in *pairs {
+                extend(target, marker, value);
+            }
+        }
+    }
+}
+
+fn extend(schema: &mut Map<String, Value>, marker: &str, value: &str) {
+    match marker {
+        "patchStrategy" => {
+            schema.insert("x-kubernetes-patch-strategy".into(), json!(value));
+        }
+        "patchMergeKey" => {
+            schema.insert("x-kubernetes-patch-merge-key".into(), json!(value));
+        }
+        "listType" => {
+            schema.insert("x-kubernetes-list-type".into(), json!(value));
+        }
+        // A map list's keys are written one marker each, in order.
+        "listMapKey" => {
+            let keys = schema
+                .entry("x-kubernetes-list-map-keys")
+                .or_insert_with(|| json!([]));
+            if let Some(keys) = keys.as_array_mut() {
+                keys.push(json!(value));
+            }
+        }
+        // Upstream reports a struct's atomicity with the same extension as a map's.
+        "mapType" | "structType" => {
+            schema.insert("x-kubernetes-map-type".into(), json!(value));
+        }
+        _ => {}
+    }
+}
+
+/// The doc comments of the List kinds: (description, items' description).
+pub(crate) fn list_docs(definition: &str) -> Option<(&'static str, &'static str)> {
+    LIST_DOCS
+        .binary_search_by(|(name, _, _)| (*name).cmp(definition))
+        .ok()
+        .map(|i| (LIST_DOCS[i].1, LIST_DOCS[i].2))
+}

@@ -1,0 +1,82 @@
+//! Definitions of custom resources, from their CustomResourceDefinitions' schemas, completed
+//! as upstream completes them: the standard apiVersion / kind / metadata fields, the
+//! group-version-kind tag and a List kind.
+
+use serde_json::{json, Map, Value};
+
+use crate::builtin::{builtin, OBJECT_META};
+use crate::gvk::Gvk;
+use crate::names::custom_definition;
+use crate::refs::definition_ref;
+use crate::spec::CustomResource;
+
+const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+const POD: &str = "io.k8s.api.core.v1.Pod";
+
+/// A custom resource's definitions: (kind name, kind schema), (list name, list schema).
+pub(crate) fn definitions(custom: &CustomResource) -> [(String, Value); 2] {
+    let r = &custom.resource;
+    let name = custom_definition(&r.group, &r.version, &r.kind);
+    let list_kind = format!("{}List", r.kind);
+    let list_name = custom_definition(&r.group, &r.version, &list_kind);
+
+    // A schema that is not an object (or none at all) describes an object keeping anything.
+    let mut schema = match &custom.schema {
+        Some(Value::Object(map)) => map.clone(),
+        _ => Map::from_iter([
+            ("type".to_string(), json!("object")),
+            (
+                "x-kubernetes-preserve-unknown-fields".to_string(),
+                json!(true),
+            ),
+        ]),
+    };
+    schema.entry("type").or_insert_with(|| json!("object"));
+    let properties = schema.entry("properties").or_insert_with(|| json!({}));
+    if let Value::Object(properties) = properties {
+        properties.insert("apiVersion".into(), type_meta("apiVersion"));
+        properties.insert("kind".into(), type_meta("kind"));
+        properties.insert(
+            "metadata".into(),
+            json!({
+                "$ref": definition_ref(OBJECT_META)["$ref"],
+                "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+            }),
+        );
+    }
+    schema.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([Gvk::new(&r.group, &r.version, &r.kind).to_value()]),
+    );
+
+    let list = json!({
+        "description": format!("{list_kind} is a list of {}", r.kind),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": type_meta("apiVersion"),
+            "items": {
+                "description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", r.plural),
+                "type": "array",
+                "items": definition_ref(&name),
+            },
+            "kind": type_meta("kind"),
+            "metadata": {
+                "$ref": definition_ref(LIST_META)["$ref"],
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            },
+        },
+        "x-kubernetes-group-version-kind": [Gvk::new(&r.group, &r.version, &list_kind).to_value()],
+    });
+    [(name, Value::Object(schema)), (list_name, list)]
+}
+
+/// apiVersion and kind read the same on every kind; borrow a built-in's wording.
+fn type_meta(field: &str) -> Value {
+    builtin()
+        .definitions
+        .get(POD)
+        .and_then(|pod| pod.pointer(&format!("/properties/{field}")))
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "string"}))
+}
