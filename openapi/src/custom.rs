@@ -4,13 +4,12 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::builtin::{builtin, OBJECT_META};
+use crate::builtin::{builtin, LIST_META, OBJECT_META};
 use crate::gvk::Gvk;
 use crate::names::custom_definition;
 use crate::refs::definition_ref;
 use crate::spec::CustomResource;
 
-const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 const POD: &str = "io.k8s.api.core.v1.Pod";
 
 /// A custom resource's definitions: (kind name, kind schema), (list name, list schema).
@@ -21,8 +20,8 @@ pub(crate) fn definitions(custom: &CustomResource) -> [(String, Value); 2] {
     let list_name = custom_definition(&r.group, &r.version, &list_kind);
 
     // A schema that is not an object (or none at all) describes an object keeping anything.
-    let mut schema = match &custom.schema {
-        Some(Value::Object(map)) => map.clone(),
+    let mut schema = match custom.schema.as_ref().map(without_refs) {
+        Some(Value::Object(map)) => map,
         _ => Map::from_iter([
             ("type".to_string(), json!("object")),
             (
@@ -69,6 +68,36 @@ pub(crate) fn definitions(custom: &CustomResource) -> [(String, Value); 2] {
         "x-kubernetes-group-version-kind": [Gvk::new(&r.group, &r.version, &list_kind).to_value()],
     });
     [(name, Value::Object(schema)), (list_name, list)]
+}
+
+/// The schema with no `$ref` of its own. Structural schemas have none (the apiserver rejects
+/// them), and one that slipped through must not pull built-in definitions into a custom
+/// resource's schema, where inlining could multiply them.
+fn without_refs(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        let value = match (key.as_str(), value) {
+            ("$ref", _) => continue,
+            ("properties" | "patternProperties" | "definitions", Value::Object(named)) => {
+                Value::Object(
+                    named
+                        .iter()
+                        .map(|(name, s)| (name.clone(), without_refs(s)))
+                        .collect(),
+                )
+            }
+            ("items" | "additionalProperties" | "not", _) => without_refs(value),
+            ("allOf" | "anyOf" | "oneOf", Value::Array(all)) => {
+                Value::Array(all.iter().map(without_refs).collect())
+            }
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
 }
 
 /// apiVersion and kind read the same on every kind; borrow a built-in's wording.

@@ -160,6 +160,22 @@ fn schemas_for_validation_follow_custom_resources() {
 }
 
 #[test]
+fn references_in_a_custom_schema_are_ignored() {
+    let api = openapi();
+    let mut schema = crontab_schema();
+    schema["properties"]["spec"]["properties"]["pod"] =
+        json!({"$ref": "#/definitions/io.k8s.api.core.v1.Pod", "type": "object"});
+    api.set_custom(crontab(Some(schema)));
+    let resolved = api
+        .schema_for("stable.example.com", "v1", "CronTab")
+        .expect("described");
+    assert_eq!(
+        resolved["properties"]["spec"]["properties"]["pod"],
+        json!({"type": "object"})
+    );
+}
+
+#[test]
 fn a_missing_or_odd_schema_keeps_any_field() {
     let api = openapi();
     for schema in [None, Some(json!("not a schema")), Some(json!([1, 2]))] {

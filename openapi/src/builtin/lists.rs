@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::markers::list_docs;
+use super::LIST_META;
 use crate::refs::definition_ref;
-
-const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
 /// The definition of `list_kind`, listing items of the definition `item`; named as upstream
 /// names it: the item's package and the list kind ("io.k8s.api.core.v1.PodList").

@@ -23,6 +23,7 @@ pub(crate) const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Watch
 pub(crate) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 pub(crate) const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 pub(crate) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+pub(crate) const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
 pub(crate) struct Builtin {
     /// Every definition by upstream's name, in the canonical reference form (see refs).
@@ -87,7 +88,7 @@ fn build() -> Builtin {
 }
 
 /// k8s-openapi requires every kind's metadata (its Rust field is not optional); upstream's
-/// schemas do not, and a client may leave it out when the server fills it (generateName).
+/// schemas do not, and validating against them must accept what upstream accepts.
 fn optional_metadata(schema: &mut serde_json::Map<String, Value>) {
     let Some(Value::Array(required)) = schema.get_mut("required") else {
         return;

@@ -124,7 +124,9 @@ pub(super) fn operations(target: &Target, name: &str) -> Vec<Operation> {
 
 fn log(target: &Target, gvk: Gvk, suffix: &str) -> Operation {
     let mut out = responses(&["200"], "");
-    out[0].payload = Payload::Text;
+    if let Some(ok) = out.first_mut() {
+        ok.payload = Payload::Text;
+    }
     Operation {
         method: Method::Get,
         id: target.id("read", "", suffix),
