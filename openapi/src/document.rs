@@ -7,6 +7,16 @@ use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha512};
 
+/// The media type of [`crate::OpenApi::v2_protobuf`] in a response. Clients ask for it with
+/// `@v1.0`, which Go's media type parser rejects in a response, hence upstream's dot.
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// The media types a request's Accept may name for the protobuf form of `/openapi/v2`.
+pub const V2_PROTOBUF_ACCEPTED: &[&str] = &[
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    V2_PROTOBUF,
+];
+
 /// A serialized document. Cheap to clone: the bytes and hash are shared.
 #[derive(Clone, Debug)]
 pub struct Document {
@@ -18,12 +28,18 @@ impl Document {
     pub(crate) fn new(value: &Value) -> Document {
         // Serializing a Value cannot fail: its keys are strings and it holds no floats that
         // JSON cannot carry (NaN cannot be in a Value).
-        let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
-        let hash = content_hash(&bytes).into();
-        Document { bytes, hash }
+        Document::from_bytes(serde_json::to_vec(value).unwrap_or_default())
     }
 
-    /// The JSON body.
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Document {
+        let hash = content_hash(&bytes).into();
+        Document {
+            bytes: Bytes::from(bytes),
+            hash,
+        }
+    }
+
+    /// The body: JSON, or protobuf for [`crate::OpenApi::v2_protobuf`].
     pub fn bytes(&self) -> &Bytes {
         &self.bytes
     }

@@ -20,6 +20,6 @@ mod spec;
 mod v2;
 mod v3;
 
-pub use document::Document;
+pub use document::{Document, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
 pub use service::OpenApi;
 pub use spec::{CustomResource, ResourceSpec};

@@ -39,7 +39,8 @@ struct State {
 #[derive(Default)]
 struct Cache {
     index: Option<Document>,
-    v2: Option<Document>,
+    /// JSON and protobuf, built together from one document.
+    v2: Option<(Document, Document)>,
     /// By group-version path ("apis/apps/v1").
     v3: BTreeMap<String, Document>,
     schemas: BTreeMap<Gvk, Arc<Value>>,
@@ -156,12 +157,23 @@ impl OpenApi {
         Some(document)
     }
 
-    /// `/openapi/v2`: one Swagger 2.0 document of everything served.
+    /// `/openapi/v2`: one Swagger 2.0 document of everything served, as JSON.
     pub fn v2(&self) -> Document {
-        let (document, generation) = {
+        self.v2_both().0
+    }
+
+    /// `/openapi/v2` as protobuf (gnostic's openapi_v2.Document), for a request accepting
+    /// `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (client-go and kubectl
+    /// ask for nothing else). Its hash differs from the JSON form's.
+    pub fn v2_protobuf(&self) -> Document {
+        self.v2_both().1
+    }
+
+    fn v2_both(&self) -> (Document, Document) {
+        let (documents, generation) = {
             let state = self.read();
-            if let Some(document) = &state.cache.v2 {
-                return document.clone();
+            if let Some(documents) = &state.cache.v2 {
+                return documents.clone();
             }
             let group_versions: BTreeSet<_> = state.group_versions().into_iter().collect();
             let paths: Vec<PathItem> = group_versions
@@ -174,10 +186,11 @@ impl OpenApi {
                 &group_versions,
                 &self.info_version,
             );
-            (Document::new(&value), state.generation)
+            let protobuf = Document::from_bytes(v2::protobuf::document(&value));
+            ((Document::new(&value), protobuf), state.generation)
         };
-        self.store(generation, |cache| cache.v2 = Some(document.clone()));
-        document
+        self.store(generation, |cache| cache.v2 = Some(documents.clone()));
+        documents
     }
 
     /// The schema of a kind (built-in, served or not, or a described custom resource) with

@@ -70,3 +70,108 @@ fn collect(value: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// A field of a protobuf message: its number and, for length-delimited fields, its bytes.
+type Field<'a> = (u64, Option<&'a [u8]>);
+
+/// Reads the fields of a protobuf message (varints, fixed64 and length-delimited only).
+fn fields(mut buf: &[u8]) -> Vec<Field<'_>> {
+    fn varint(buf: &mut &[u8]) -> u64 {
+        let mut value = 0;
+        for shift in (0..64).step_by(7) {
+            let (byte, rest) = buf.split_first().expect("varint continues");
+            *buf = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        value
+    }
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let key = varint(&mut buf);
+        match key & 7 {
+            0 => {
+                varint(&mut buf);
+                out.push((key >> 3, None));
+            }
+            1 => {
+                buf = &buf[8..];
+                out.push((key >> 3, None));
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut buf)).expect("length");
+                let (value, rest) = buf.split_at(len);
+                buf = rest;
+                out.push((key >> 3, Some(value)));
+            }
+            other => panic!("wire type {other}"),
+        }
+    }
+    out
+}
+
+fn field(buf: &[u8], number: u64) -> Vec<&[u8]> {
+    fields(buf)
+        .into_iter()
+        .filter(|(n, _)| *n == number)
+        .filter_map(|(_, v)| v)
+        .collect()
+}
+
+/// The value of the Named* entry called `name` among a message's `number` fields.
+fn entry<'a>(buf: &'a [u8], number: u64, name: &str) -> &'a [u8] {
+    field(buf, number)
+        .into_iter()
+        .find(|named| field(named, 1).first() == Some(&name.as_bytes()))
+        .and_then(|named| field(named, 2).first().copied())
+        .unwrap_or_else(|| panic!("{name} is present"))
+}
+
+fn text(buf: &[u8], number: u64) -> String {
+    String::from_utf8(field(buf, number)[0].to_vec()).expect("UTF-8")
+}
+
+#[test]
+fn protobuf_form_carries_the_same_document() {
+    let api = openapi();
+    let doc = api.v2_protobuf();
+    assert_ne!(doc.hash(), api.v2().hash());
+    let buf = doc.bytes().as_ref();
+    assert_eq!(text(buf, 1), "2.0");
+    let info = field(buf, 2)[0];
+    assert_eq!(text(info, 1), "Kubernetes");
+
+    let paths = field(buf, 8)[0];
+    let item = entry(paths, 2, "/api/v1/namespaces/{namespace}/pods/{name}");
+    let patch = field(item, 8)[0];
+    assert_eq!(text(patch, 5), "patchCoreV1NamespacedPod");
+    // Parameters: the body, then query parameters with fieldValidation among them.
+    let names: Vec<String> = field(patch, 8)
+        .into_iter()
+        .map(|item| {
+            let parameter = field(item, 1)[0];
+            match field(parameter, 1).first() {
+                Some(body) => text(body, 2),
+                None => {
+                    let non_body = field(parameter, 2)[0];
+                    text(field(non_body, 3)[0], 4)
+                }
+            }
+        })
+        .collect();
+    assert_eq!(names[0], "body");
+    assert!(names.contains(&"fieldValidation".to_string()));
+    let gvk = entry(patch, 13, "x-kubernetes-group-version-kind");
+    let gvk: Value = serde_json::from_str(&text(gvk, 2)).expect("YAML that is JSON");
+    assert_eq!(gvk, json!({"group": "", "kind": "Pod", "version": "v1"}));
+
+    let definitions = field(buf, 9)[0];
+    let spec = entry(definitions, 1, "io.k8s.api.core.v1.PodSpec");
+    let containers = entry(field(spec, 25)[0], 1, "containers");
+    let key = entry(containers, 31, "x-kubernetes-patch-merge-key");
+    assert_eq!(text(key, 2), "\"name\"");
+    let items = field(field(containers, 23)[0], 1)[0];
+    assert_eq!(text(items, 1), "#/definitions/io.k8s.api.core.v1.Container");
+}

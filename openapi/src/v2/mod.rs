@@ -1,5 +1,8 @@
 //! The Swagger 2.0 document of every served group-version, as `/openapi/v2` serves it.
 
+pub(crate) mod protobuf;
+mod wire;
+
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
