@@ -1,16 +1,25 @@
-//! Generates two tables from the sources of our Kubernetes API dependencies, so the library
-//! knows every built-in kind and the x-kubernetes-* extensions without a hand-kept list:
+//! Generates the definitions of every built-in kind at build time, into `builtin.json`, which
+//! the library embeds: k8s-openapi and schemars run here only, compiled unoptimized as build
+//! dependencies are, and the server parses a ready document instead of linking them.
 //!
-//! - `kinds.rs`: every type k8s-openapi marks as a Resource, with whether it has a list kind;
-//! - `markers.rs`: the +patchStrategy / +listType / ... markers and the List kinds' comments,
-//!   read from the `.proto` definitions k8s-rs-pb ships (k8s-openapi's schemas drop them).
+//! The schemas come from k8s-openapi; the x-kubernetes-* extensions they lack
+//! (+patchStrategy, +listType, ... markers) and the List kinds' descriptions come from the
+//! comments of the `.proto` definitions k8s-rs-pb ships.
 
+#[path = "build/discover.rs"]
+mod discover;
 #[path = "build/kinds.rs"]
 mod kinds;
+#[path = "build/lists.rs"]
+mod lists;
 #[path = "build/locate.rs"]
 mod locate;
+#[path = "build/markers.rs"]
+mod markers;
 #[path = "build/protos.rs"]
 mod protos;
+#[path = "build/schemas.rs"]
+mod schemas;
 
 use std::path::PathBuf;
 
@@ -24,11 +33,9 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dirs = locate::package_dirs(&["k8s-openapi", "k8s-rs-pb"]);
 
-    let types = dirs[0].join("src").join(API_RELEASE);
-    let kinds = kinds::generate(&types);
-    std::fs::write(out.join("kinds.rs"), kinds).expect("write kinds.rs");
-
-    let protos = dirs[1].join("src").join(API_RELEASE);
-    let markers = protos::generate(&protos);
-    std::fs::write(out.join("markers.rs"), markers).expect("write markers.rs");
+    discover::check(&dirs[0].join("src").join(API_RELEASE));
+    let tables = protos::read(&dirs[1].join("src").join(API_RELEASE));
+    let builtin = schemas::generate(&tables);
+    let json = serde_json::to_vec(&builtin).expect("a Value serializes");
+    std::fs::write(out.join("builtin.json"), json).expect("write builtin.json");
 }

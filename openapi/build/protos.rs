@@ -3,7 +3,7 @@
 //! `+structType=atomic`) from which upstream's generator emits the x-kubernetes-* extensions,
 //! and the doc comments of the List kinds, which k8s-openapi has no schema for.
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The markers that become schema extensions; others (+optional, +k8s:...) are not ours.
@@ -17,17 +17,17 @@ const MARKERS: &[&str] = &[
 ];
 
 /// (definition, field or "" for the type itself, [(marker, value)])
-type Marked = (String, String, Vec<(String, String)>);
+pub type Marked = (String, String, Vec<(String, String)>);
 
 #[derive(Default)]
-struct Tables {
-    markers: Vec<Marked>,
-    /// (list definition, its description, its items' description)
-    lists: Vec<(String, String, String)>,
+pub struct Tables {
+    pub markers: Vec<Marked>,
+    /// list definition -> (its description, its items' description)
+    pub lists: BTreeMap<String, (String, String)>,
 }
 
-/// Rust items: `MARKERS` and `LIST_DOCS` statics.
-pub fn generate(root: &Path) -> String {
+/// The markers and List docs of every `.proto` under `root`.
+pub fn read(root: &Path) -> Tables {
     let mut files = Vec::new();
     collect(root, &mut files);
     files.sort();
@@ -41,28 +41,7 @@ pub fn generate(root: &Path) -> String {
         "no markers under {}",
         root.display()
     );
-    tables.markers.sort();
-    tables.lists.sort();
-
-    let mut out = String::new();
-    out.push_str("/// (definition, field or \"\" for the type itself, [(marker, value)])\n");
-    out.push_str("#[allow(clippy::type_complexity)]\n");
-    out.push_str("pub(crate) static MARKERS: &[(&str, &str, &[(&str, &str)])] = &[\n");
-    for (definition, field, pairs) in &tables.markers {
-        let _ = write!(out, "    ({definition:?}, {field:?}, &[");
-        for (k, v) in pairs {
-            let _ = write!(out, "({k:?}, {v:?}), ");
-        }
-        out.push_str("]),\n");
-    }
-    out.push_str("];\n\n");
-    out.push_str("/// (list definition, its description, its items' description)\n");
-    out.push_str("pub(crate) static LIST_DOCS: &[(&str, &str, &str)] = &[\n");
-    for (definition, doc, items) in &tables.lists {
-        let _ = writeln!(out, "    ({definition:?}, {doc:?}, {items:?}),");
-    }
-    out.push_str("];\n");
-    out
+    tables
 }
 
 fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
@@ -107,7 +86,7 @@ fn parse(text: &str, tables: &mut Tables) {
                 if let Some(doc) = list_doc.take() {
                     tables
                         .lists
-                        .push((definition.clone(), doc, description(&comment)));
+                        .insert(definition.clone(), (doc, description(&comment)));
                 }
             }
         }

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::markers::list_docs;
-use super::LIST_META;
-use crate::refs::definition_ref;
+use crate::protos::Tables;
+
+const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
 /// The definition of `list_kind`, listing items of the definition `item`; named as upstream
 /// names it: the item's package and the list kind ("io.k8s.api.core.v1.PodList").
-pub(crate) fn list_definition(
+pub fn list_definition(
+    tables: &Tables,
     definitions: &BTreeMap<String, Value>,
     item: &str,
     list_kind: &str,
@@ -19,8 +20,8 @@ pub(crate) fn list_definition(
     let package = item.rsplit_once('.').map_or("", |(package, _)| package);
     let name = format!("{package}.{list_kind}");
     let item_kind = item.rsplit('.').next().unwrap_or(item);
-    let (description, items_description) = match list_docs(&name) {
-        Some((doc, items)) => (doc.to_string(), items.to_string()),
+    let (description, items_description) = match tables.lists.get(&name) {
+        Some((doc, items)) => (doc.clone(), items.clone()),
         None => (
             format!("{list_kind} is a list of {item_kind}."),
             format!("List of {item_kind}."),
@@ -42,11 +43,11 @@ pub(crate) fn list_definition(
             "items": {
                 "description": items_description,
                 "type": "array",
-                "items": definition_ref(item),
+                "items": {"$ref": format!("#/definitions/{item}")},
             },
             "kind": type_meta("kind"),
             "metadata": {
-                "$ref": definition_ref(LIST_META)["$ref"],
+                "$ref": format!("#/definitions/{LIST_META}"),
                 "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
             },
         },

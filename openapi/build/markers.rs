@@ -1,16 +1,16 @@
-//! The x-kubernetes-* extensions of the built-in kinds, from the markers build.rs read out of
-//! the Kubernetes `.proto` comments.
+//! The x-kubernetes-* extensions of the built-in kinds, from the markers protos.rs read out
+//! of the Kubernetes `.proto` comments.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-include!(concat!(env!("OUT_DIR"), "/markers.rs"));
+use crate::protos::Marked;
 
 /// Adds every marker's extension to the definition (or property) it was written on.
-pub(crate) fn apply(definitions: &mut BTreeMap<String, Value>) {
-    for (definition, field, pairs) in MARKERS {
-        let Some(schema) = definitions.get_mut(*definition) else {
+pub fn apply(definitions: &mut BTreeMap<String, Value>, markers: &[Marked]) {
+    for (definition, field, pairs) in markers {
+        let Some(schema) = definitions.get_mut(definition) else {
             continue;
         };
         let target = if field.is_empty() {
@@ -21,7 +21,7 @@ pub(crate) fn apply(definitions: &mut BTreeMap<String, Value>) {
                 .and_then(Value::as_object_mut)
         };
         if let Some(target) = target {
-            for (marker, value) in *pairs {
+            for (marker, value) in pairs {
                 extend(target, marker, value);
             }
         }
@@ -54,12 +54,4 @@ fn extend(schema: &mut Map<String, Value>, marker: &str, value: &str) {
         }
         _ => {}
     }
-}
-
-/// The doc comments of the List kinds: (description, items' description).
-pub(crate) fn list_docs(definition: &str) -> Option<(&'static str, &'static str)> {
-    LIST_DOCS
-        .binary_search_by(|(name, _, _)| (*name).cmp(definition))
-        .ok()
-        .map(|i| (LIST_DOCS[i].1, LIST_DOCS[i].2))
 }
