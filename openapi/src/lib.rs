@@ -5,7 +5,21 @@
 //!
 //! Built-in schemas come from k8s-openapi (upstream's definitions and descriptions); the
 //! x-kubernetes-* extensions it lacks come from the markers in the Kubernetes `.proto`
-//! definitions (see build.rs).
+//! definitions. Both are read at build time and embedded (see build.rs).
+//!
+//! Serving them as kube-apiserver does:
+//! - `GET /openapi/v3`: [`OpenApi::v3_index`], `application/json`, `ETag` from
+//!   [`Document::etag`]; an `If-None-Match` that [`Document::matches`] gets 304.
+//! - `GET /openapi/v3/<path>`: [`OpenApi::v3_group_version`], 404 when `None`. A `hash`
+//!   query parameter other than [`Document::hash`] is answered 301 to
+//!   `/openapi/v3/<path>?hash=<hash>`; an equal one lets the response say
+//!   `Cache-Control: public, immutable` (clients cache by it).
+//! - `GET /openapi/v2`: [`OpenApi::v2_protobuf`] when the Accept header names one of
+//!   [`V2_PROTOBUF_ACCEPTED`] (answered as [`V2_PROTOBUF`]; kubectl asks for nothing else),
+//!   otherwise [`OpenApi::v2`] as JSON.
+//!
+//! A document's first build is CPU work (the first of all also parses the embedded
+//! definitions): call from a blocking task, or warm the cache at startup with `v3_index()`.
 
 mod builtin;
 mod custom;
