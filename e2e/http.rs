@@ -391,3 +391,62 @@ fn field_validation_and_warning_headers() {
         "{warnings:?}"
     );
 }
+
+#[test]
+fn openapi_documents_with_etags_and_hashes() {
+    let s = start();
+    let index = s.get("/openapi/v3");
+    assert_eq!(index.status, 200);
+    let etag = index
+        .headers
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("etag: "))
+        .map(|l| l["etag: ".len()..].trim().to_string())
+        .expect("ETag");
+    let index = index.json();
+    let apps = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("apps/v1 listed")
+        .to_string();
+    assert!(index["paths"]["api/v1"].is_object());
+    let r = s.request("GET", "/openapi/v3", &[("If-None-Match", &etag)], b"");
+    assert_eq!(r.status, 304);
+
+    // The document at its hash is immutable; a stale hash is redirected to the current one.
+    let doc = s.get(&apps);
+    assert_eq!(doc.status, 200);
+    assert!(doc
+        .headers
+        .to_ascii_lowercase()
+        .contains("cache-control: public, immutable"));
+    let doc = doc.json();
+    let deployment = &doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
+    assert_eq!(
+        deployment["x-kubernetes-group-version-kind"][0]["kind"],
+        "Deployment"
+    );
+    let stale = s.get("/openapi/v3/apis/apps/v1?hash=0123");
+    assert_eq!(stale.status, 301);
+    assert!(stale.headers.contains(&apps), "{}", stale.headers);
+    assert_eq!(s.get("/openapi/v3/apis/nope/v1").status, 404);
+
+    // v2: JSON by default, protobuf for kubectl.
+    let v2 = s.get("/openapi/v2").json();
+    assert!(v2["definitions"]["io.k8s.api.core.v1.Pod"].is_object());
+    let pb = s.request(
+        "GET",
+        "/openapi/v2",
+        &[(
+            "Accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )],
+        b"",
+    );
+    assert_eq!(pb.status, 200);
+    assert!(
+        pb.headers
+            .contains("application/com.github.proto-openapi.spec.v2"),
+        "{}",
+        pb.headers
+    );
+}

@@ -39,6 +39,11 @@ fn everyday_verbs(s: &Server) {
         "{resources}"
     );
 
+    // explain reads the server's OpenAPI.
+    let explained = s.kubectl(&["explain", "deployment.spec.strategy"]);
+    assert!(explained.contains("KIND:       Deployment"), "{explained}");
+    assert!(explained.contains("rollingUpdate"), "{explained}");
+
     // Table output with upstream's columns.
     let namespaces = s.kubectl(&["get", "namespaces"]);
     let header: Vec<&str> = namespaces
@@ -155,7 +160,7 @@ fn everyday_verbs(s: &Server) {
     assert_eq!(cm["metadata"]["annotations"]["owner"], "team-a");
     assert_eq!(cm["data"]["size"], "L");
     assert_eq!(cm["data"]["color"], "red");
-    // edit, with a script as the editor (--validate=false until OpenAPI is served).
+    // edit, with a script as the editor.
     let editor = s.dir.path().join("editor.sh");
     std::fs::write(
         &editor,
@@ -165,14 +170,7 @@ fn everyday_verbs(s: &Server) {
     std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let edited = s
-        .command(&[
-            "edit",
-            "configmap",
-            "settings",
-            "-n",
-            "demo",
-            "--validate=false",
-        ])
+        .command(&["edit", "configmap", "settings", "-n", "demo"])
         .env("KUBE_EDITOR", &editor)
         .output()
         .expect("kubectl edit");

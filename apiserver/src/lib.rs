@@ -6,6 +6,7 @@ pub mod controllers;
 pub mod discovery;
 pub mod health;
 pub mod kubeconfig;
+pub mod openapi;
 pub mod options;
 pub mod server;
 mod start;

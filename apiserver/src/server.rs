@@ -15,7 +15,12 @@ use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
 use crate::version;
 
-pub fn router(health: Health, api: Api, controllers: Arc<Controllers>) -> Router {
+pub fn router(
+    health: Health,
+    api: Api,
+    controllers: Arc<Controllers>,
+    openapi: Arc<openapi::OpenApi>,
+) -> Router {
     let mut router = Router::new().route("/version", get(version::handler));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
         let path = format!("/{}", endpoint.name());
@@ -42,6 +47,7 @@ pub fn router(health: Health, api: Api, controllers: Arc<Controllers>) -> Router
     router
         .with_state(health)
         .merge(debug)
+        .merge(crate::openapi::router(openapi))
         .merge(api::router(api))
         .fallback(not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
@@ -81,7 +87,7 @@ struct GraphQuery {
 }
 
 /// What kube-apiserver answers for a path it does not serve.
-async fn not_found() -> Response {
+pub async fn not_found() -> Response {
     let status = serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",

@@ -76,6 +76,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         },
         shutdown_rx.clone(),
     );
+    let openapi = crate::openapi::for_catalogue(registry.catalogue());
     let api = api::Api {
         registry,
         shutdown: shutdown_rx,
@@ -112,16 +113,19 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
         let _ = stream.set_nodelay(true);
     });
-    let served = axum::serve(listener, server::router(health, api, controllers.clone()))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            shutting_down.store(true, Ordering::Relaxed);
-            // Ends open watches and the controllers so graceful shutdown does not wait on them.
-            let _ = shutdown_tx.send(true);
-            info!("shutting down");
-        })
-        .await
-        .map_err(StartError::Serve);
+    let served = axum::serve(
+        listener,
+        server::router(health, api, controllers.clone(), openapi),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        shutting_down.store(true, Ordering::Relaxed);
+        // Ends open watches and the controllers so graceful shutdown does not wait on them.
+        let _ = shutdown_tx.send(true);
+        info!("shutting down");
+    })
+    .await
+    .map_err(StartError::Serve);
     controllers.stopped(Duration::from_secs(5)).await;
     served
 }

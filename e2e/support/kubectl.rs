@@ -46,7 +46,7 @@ impl Kubectl for Server {
     fn with_manifest(&self, verb: &str, manifest: &str) -> String {
         use std::io::Write;
         let mut child = self
-            .command(&[verb, "-f", "-", "--validate=false"])
+            .command(&[verb, "-f", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -77,7 +77,12 @@ pub async fn start() -> Server {
     let serving = tokio::spawn(async move {
         axum::serve(
             listener,
-            apiserver::server::router(health, api, Default::default()),
+            apiserver::server::router(
+                health,
+                api,
+                Default::default(),
+                Arc::new(openapi::OpenApi::new(Vec::new())),
+            ),
         )
         .with_graceful_shutdown(async move {
             let _ = stop.wait_for(|down| *down).await;

@@ -1,0 +1,168 @@
+//! `/openapi/v2` and `/openapi/v3` as kube-apiserver serves them: documents of the resources
+//! the catalogue holds, with ETags (304 on If-None-Match), v3 documents addressed by content
+//! hash (a stale `?hash=` is redirected; the current one is immutable), and v2 as protobuf for
+//! kubectl, which asks for nothing else.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use openapi::{Document, OpenApi, ResourceSpec, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
+use registry::{Catalogue, ResourceInfo};
+use serde::Deserialize;
+
+/// What the documents describe, from the catalogue.
+pub fn spec(info: &ResourceInfo) -> ResourceSpec {
+    let mut subresources = Vec::new();
+    if info.status_subresource {
+        subresources.push("status".to_string());
+    }
+    if info.scale.is_some() {
+        subresources.push("scale".to_string());
+    }
+    subresources.extend(info.other_subresources.iter().cloned());
+    ResourceSpec {
+        group: info.group.clone(),
+        version: info.version.clone(),
+        kind: info.kind.clone(),
+        plural: info.plural.clone(),
+        namespaced: info.namespaced,
+        verbs: info.verbs.clone(),
+        subresources,
+    }
+}
+
+/// The documents of the catalogue's resources. Building them is CPU work, done once in the
+/// background at start so the first kubectl does not wait.
+pub fn for_catalogue(catalogue: &Catalogue) -> Arc<OpenApi> {
+    let resources = catalogue.all().iter().map(|i| spec(i)).collect();
+    let version = format!(
+        "v{}.{}.0",
+        crate::version::KUBE_MAJOR,
+        crate::version::KUBE_MINOR
+    );
+    let api = Arc::new(OpenApi::new(resources).with_info_version(&version));
+    let warm = api.clone();
+    tokio::task::spawn_blocking(move || {
+        warm.v3_index();
+        warm.v2_protobuf();
+    });
+    api
+}
+
+pub fn router(api: Arc<OpenApi>) -> Router {
+    Router::new()
+        .route("/openapi/v2", get(v2))
+        .route("/openapi/v3", get(v3_index))
+        .route("/openapi/v3/{*path}", get(v3_group_version))
+        .with_state(api)
+}
+
+/// Runs a document build off the async threads (cached after the first).
+async fn build<T: Send + 'static>(
+    api: &Arc<OpenApi>,
+    f: impl FnOnce(&OpenApi) -> T + Send + 'static,
+) -> Option<T> {
+    let api = api.clone();
+    tokio::task::spawn_blocking(move || f(&api)).await.ok()
+}
+
+fn serve(doc: &Document, content_type: &str, headers: &HeaderMap) -> Response {
+    let etag = HeaderValue::from_str(&doc.etag()).ok();
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| doc.matches(v));
+    let mut response = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, content_type.to_string())],
+            doc.bytes().clone(),
+        )
+            .into_response()
+    };
+    if let Some(etag) = etag {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
+
+fn unavailable() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the OpenAPI document could not be built",
+    )
+        .into_response()
+}
+
+async fn v2(State(api): State<Arc<OpenApi>>, headers: HeaderMap) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let protobuf = accept
+        .split(',')
+        .map(|part| part.split(';').next().unwrap_or_default().trim())
+        .any(|media| V2_PROTOBUF_ACCEPTED.contains(&media));
+    if protobuf {
+        match build(&api, OpenApi::v2_protobuf).await {
+            Some(doc) => serve(&doc, V2_PROTOBUF, &headers),
+            None => unavailable(),
+        }
+    } else {
+        match build(&api, OpenApi::v2).await {
+            Some(doc) => serve(&doc, "application/json", &headers),
+            None => unavailable(),
+        }
+    }
+}
+
+async fn v3_index(State(api): State<Arc<OpenApi>>, headers: HeaderMap) -> Response {
+    match build(&api, OpenApi::v3_index).await {
+        Some(doc) => serve(&doc, "application/json", &headers),
+        None => unavailable(),
+    }
+}
+
+#[derive(Deserialize)]
+struct HashQuery {
+    hash: Option<String>,
+}
+
+async fn v3_group_version(
+    State(api): State<Arc<OpenApi>>,
+    Path(path): Path<String>,
+    Query(query): Query<HashQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let wanted = path.clone();
+    let Some(doc) = build(&api, move |a| a.v3_group_version(&wanted))
+        .await
+        .flatten()
+    else {
+        return crate::server::not_found().await;
+    };
+    match query.hash {
+        Some(hash) if hash != doc.hash() => {
+            let location = format!("/openapi/v3/{path}?hash={}", doc.hash());
+            (
+                StatusCode::MOVED_PERMANENTLY,
+                [(header::LOCATION, location)],
+            )
+                .into_response()
+        }
+        Some(_) => {
+            let mut response = serve(&doc, "application/json", &headers);
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+            response
+        }
+        None => serve(&doc, "application/json", &headers),
+    }
+}
