@@ -1,0 +1,244 @@
+//! The garbage collector (upstream's garbagecollector controller), reading the registry's
+//! Stores directly.
+//!
+//! Monitors (one informer per deletable resource) feed every change into graphChanges; the
+//! single-threaded [`GraphBuilder`](graph_builder::GraphBuilder) keeps the dependency graph
+//! (uid → node, with owners and dependents) and queues nodes that may need action:
+//! attemptToDelete for objects whose owners may be gone or that wait for their dependents,
+//! attemptToOrphan for owners deleted with the `orphan` finalizer. Many workers drain those
+//! queues, deciding from live reads of the objects and their owners.
+
+mod absent_owner_cache;
+mod attempt_to_delete;
+mod attempt_to_orphan;
+mod classify;
+mod dump;
+mod errors;
+mod events;
+mod graph;
+mod graph_builder;
+mod monitors;
+mod operations;
+mod progress;
+mod reference;
+mod resolver;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use registry::Registry;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+pub use self::errors::GcError;
+pub use self::progress::GcStats;
+
+use self::absent_owner_cache::AbsentOwnerCache;
+use self::events::EventRecorder;
+use self::graph_builder::{GraphBuilder, GraphEvent};
+use self::monitors::Monitors;
+use self::progress::Progress;
+use self::resolver::Resolver;
+use crate::informer::InformerConfig;
+use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
+
+#[derive(Clone, Debug)]
+pub struct GcConfig {
+    /// attemptToDelete workers, and as many attemptToOrphan workers (upstream's
+    /// ConcurrentGCSyncs, default 20 there).
+    pub workers: usize,
+    /// Dependents patched at once while orphaning one owner.
+    pub orphan_concurrency: usize,
+    /// Owners remembered as absent (upstream: 500).
+    pub absent_owner_cache_size: usize,
+    /// Per-item retry backoff: first wait and cap. There is no overall rate limit: the
+    /// collector calls the Stores in-process, not through a throttled client.
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    /// (group, plural) never monitored; upstream ignores events.
+    pub ignored_resources: Vec<(String, String)>,
+    /// How long `run` waits for the monitors' first lists before starting workers anyway.
+    pub initial_sync_timeout: Duration,
+    /// How long a resync waits for new monitors to list (they keep starting after).
+    pub resync_timeout: Duration,
+    /// How often progress is logged while there is work.
+    pub progress_interval: Duration,
+    pub informer: InformerConfig,
+}
+
+impl Default for GcConfig {
+    fn default() -> Self {
+        Self {
+            workers: 32,
+            orphan_concurrency: 32,
+            absent_owner_cache_size: 500,
+            retry_base: Duration::from_millis(5),
+            retry_max: Duration::from_secs(1000),
+            ignored_resources: vec![
+                (String::new(), "events".into()),
+                ("events.k8s.io".into(), "events".into()),
+            ],
+            initial_sync_timeout: Duration::from_secs(30),
+            resync_timeout: Duration::from_secs(30),
+            progress_interval: progress::DEFAULT_PROGRESS_INTERVAL,
+            informer: InformerConfig::default(),
+        }
+    }
+}
+
+pub struct GarbageCollector {
+    registry: Arc<Registry>,
+    config: GcConfig,
+    builder: Arc<GraphBuilder>,
+    resolver: Resolver,
+    monitors: Monitors,
+    progress: Progress,
+    /// Taken by `run`: graphChanges has one consumer.
+    graph_changes: Mutex<Option<mpsc::UnboundedReceiver<GraphEvent>>>,
+}
+
+impl GarbageCollector {
+    pub fn new(registry: Arc<Registry>, config: GcConfig) -> Arc<Self> {
+        let queue = || {
+            RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+                config.retry_base,
+                config.retry_max,
+            ))
+        };
+        let (builder, graph_changes) = GraphBuilder::new(
+            queue(),
+            queue(),
+            AbsentOwnerCache::new(config.absent_owner_cache_size),
+            EventRecorder::new(registry.clone()),
+        );
+        let builder = Arc::new(builder);
+        Arc::new(Self {
+            resolver: Resolver::new(registry.clone()),
+            monitors: Monitors::new(
+                registry.clone(),
+                builder.clone(),
+                config.ignored_resources.clone(),
+                config.informer.clone(),
+            ),
+            registry,
+            config,
+            builder,
+            progress: Progress::default(),
+            graph_changes: Mutex::new(Some(graph_changes)),
+        })
+    }
+
+    /// Runs until `stop` is cancelled: monitors, the graph builder, the workers, and the
+    /// resync of monitors when the registry's resources change. Returns once all of them
+    /// have stopped. Runs once; a second call returns at once.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let taken = self
+            .graph_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(graph_changes) = taken else {
+            warn!("garbage collector already ran; not starting again");
+            return;
+        };
+        info!(workers = self.config.workers, "starting garbage collector");
+        let mut tasks = JoinSet::new();
+        tasks.spawn(self.builder.clone().run(graph_changes, stop.clone()));
+        // Subscribed before the first sync so no change of resources is missed.
+        let mut changes = self.registry.changes();
+        changes.borrow_and_update();
+        self.monitors.sync().await;
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = self.wait_for_initial_graph() => {}
+        }
+        if !stop.is_cancelled() {
+            info!(
+                graph_nodes = self.builder.read().len(),
+                "garbage collector collecting"
+            );
+            for _ in 0..self.config.workers.max(1) {
+                tasks.spawn(self.clone().run_attempt_to_delete_worker());
+                tasks.spawn(self.clone().run_attempt_to_orphan_worker());
+            }
+            tasks.spawn(self.clone().follow_resources(changes, stop.clone()));
+            tasks.spawn(self.clone().report_progress(stop.clone()));
+        }
+        stop.cancelled().await;
+        info!("stopping garbage collector");
+        self.builder.attempt_to_delete.shut_down();
+        self.builder.attempt_to_orphan.shut_down();
+        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = joined {
+                warn!(error = %e, "garbage collector task failed");
+            }
+        }
+        self.monitors.stop_all().await;
+        info!("garbage collector stopped");
+    }
+
+    /// Waits for the monitors' first lists and for the graph to take them in, so workers do
+    /// not start on a half-built graph (and, say, finish a foreground deletion whose
+    /// dependents are not in it yet). Gives up after the initial sync timeout.
+    async fn wait_for_initial_graph(&self) {
+        let deadline = tokio::time::Instant::now() + self.config.initial_sync_timeout;
+        if !self
+            .monitors
+            .wait_for_sync(self.config.initial_sync_timeout)
+            .await
+        {
+            warn!("not all garbage collector monitors synced; proceeding anyway");
+        }
+        while !self.builder.caught_up() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Starts and stops monitors as resources are installed and removed (upstream's Sync,
+    /// driven by the registry's notifications instead of polling discovery).
+    async fn follow_resources(
+        self: Arc<Self>,
+        mut changes: tokio::sync::watch::Receiver<u64>,
+        stop: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            changes.borrow_and_update();
+            let summary = self.monitors.sync().await;
+            if summary.added > 0
+                && !self
+                    .monitors
+                    .wait_for_sync(self.config.resync_timeout)
+                    .await
+            {
+                warn!("new garbage collector monitors not synced in time; they keep trying");
+            }
+        }
+    }
+
+    /// The dependency graph in DOT (upstream's debug graph endpoint); with `uid`, only the
+    /// objects connected to it.
+    pub fn dot(&self, uid: Option<&str>) -> String {
+        dump::to_dot(&self.builder.read(), uid)
+    }
+
+    /// Whether every monitor has listed its resource.
+    pub fn is_synced(&self) -> bool {
+        self.monitors.is_synced()
+    }
+
+    /// group/version/plural of the monitored resources.
+    pub fn monitored_resources(&self) -> Vec<String> {
+        self.monitors.resources()
+    }
+
+    /// Whether the graph has a node for `uid` (virtual or observed).
+    pub fn graph_has_uid(&self, uid: &str) -> bool {
+        self.builder.read().contains(uid)
+    }
+}
