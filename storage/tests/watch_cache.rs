@@ -379,3 +379,70 @@ async fn multi_key_transactions_reach_every_watcher() {
         .expect("watch");
     assert_eq!(take(&mut after, 1).await[0].key, "/things/t/c");
 }
+
+/// etcd 3.4.23 can report progress while changes are still queued for the watcher. A cache
+/// that believed it would step past those changes and drop them: under concurrent writes and
+/// frequent progress requests, every change must still reach the cache and its watchers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_change_lost_to_early_progress_reports() {
+    const WRITES: usize = 3000;
+    let h = Harness::etcd().await;
+    let c = std::sync::Arc::new(cacher(
+        &h,
+        CacherConfig {
+            progress_interval: Duration::from_millis(5),
+            ..Default::default()
+        },
+    ));
+    let start = h.store.current_revision().await.expect("revision");
+    let mut w = c.watch("/things/", from(start)).await.expect("watch");
+    // Fresh reads during the writes ask for progress too.
+    let reader = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                let now = c.current_revision().await.unwrap_or(0);
+                let _ = c
+                    .get_list(
+                        "/things/",
+                        ListOptions {
+                            revision: ReadRevision::NotOlderThan(now),
+                            recursive: true,
+                            ..Default::default()
+                        },
+                    )
+                    .await;
+            }
+        })
+    };
+    futures::stream::iter(0..WRITES)
+        .for_each_concurrent(64, |i| {
+            let store = h.store.clone();
+            async move {
+                store
+                    .create(&format!("/things/n/{i}"), Bytes::from_static(b"{}"))
+                    .await
+                    .expect("create");
+            }
+        })
+        .await;
+    let _ = reader.await;
+    let seen = take(&mut w, WRITES).await;
+    let mut keys: Vec<&str> = seen.iter().map(|e| e.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), WRITES);
+    let now = h.store.current_revision().await.expect("revision");
+    let listed = c
+        .get_list(
+            "/things/",
+            ListOptions {
+                revision: ReadRevision::NotOlderThan(now),
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(listed.items.len(), WRITES);
+}

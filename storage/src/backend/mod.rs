@@ -163,6 +163,13 @@ pub trait Backend: Send + Sync + 'static {
     async fn check_health(&self) -> Result<()>;
 
     fn name(&self) -> &'static str;
+
+    /// Whether a watch's progress report at revision R means every change at or before R has
+    /// already been delivered on it. etcd before 3.4.26 / 3.5.8 may report progress while
+    /// changes are still queued for the watcher, so by default a report is verified first.
+    fn progress_is_ordered(&self) -> bool {
+        false
+    }
 }
 
 pub type DynBackend = Arc<dyn Backend>;

@@ -127,11 +127,11 @@ impl Feed {
             .watch(KeyRange::prefix(&self.full_prefix), from + 1)
             .await?;
         self.set_ready(true);
-        // etcd before 3.4.26 answers a progress request with its current revision even while
-        // a new watcher is still replaying older events, so progress is trusted only once the
-        // watch has provably caught up (`synced`).
-        let caught_up_at = self.store.backend().current_revision().await?;
-        let mut synced = caught_up_at <= from;
+        // A progress report is believed only when the backend orders it after every change it
+        // covers, or when storage confirms nothing newer than the cache is on its way: etcd
+        // before 3.4.26 can report progress while changes are still queued for this watcher,
+        // and a cache advanced past them would serve stale reads.
+        let ordered = self.store.backend().progress_is_ordered();
         let mut messages = watch.messages;
         let mut ticker = tokio::time::interval(self.progress_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -141,7 +141,6 @@ impl Feed {
                     None => return Err(StorageError::Unavailable("watch stream ended".into())),
                     Some(Err(e)) => return Err(e),
                     Some(Ok(WatchMessage::Events(events))) => {
-                        synced |= events.last().is_some_and(|e| e.kv.mod_revision >= caught_up_at);
                         self.write_state(|s| {
                             for mut event in events {
                                 event.kv = self.relative(event.kv);
@@ -151,10 +150,7 @@ impl Feed {
                         });
                     }
                     Some(Ok(WatchMessage::Progress(revision))) => {
-                        if !synced {
-                            synced = self.unchanged_until(revision).await?;
-                        }
-                        if synced {
+                        if ordered || self.unchanged_until(revision).await? {
                             self.write_state(|s| s.progress(revision));
                         }
                     }

@@ -44,6 +44,10 @@ pub struct CacheState {
     next_seq: u64,
     /// The cache reflects the store up to this revision.
     pub revision: i64,
+    /// The newest change applied (or the list's revision): a resumed watch repeats nothing
+    /// older. Kept apart from `revision`, which progress also advances, so that a change
+    /// arriving after a progress report past it is still applied, never dropped.
+    applied: i64,
     pub ready: bool,
     capacity: usize,
     pub tx: broadcast::Sender<CacheMessage>,
@@ -58,6 +62,7 @@ impl CacheState {
             evicted_seq: 0,
             next_seq: 1,
             revision: 0,
+            applied: 0,
             ready: false,
             capacity,
             tx: broadcast::channel(fanout).0,
@@ -74,6 +79,7 @@ impl CacheState {
         self.evicted_seq = self.next_seq;
         self.next_seq += 1;
         self.revision = revision;
+        self.applied = revision;
         self.ready = true;
         if had_data {
             let _ = self.tx.send(CacheMessage::Reset);
@@ -83,7 +89,7 @@ impl CacheState {
     /// Applies one change (keys already relative to the storage prefix) and fans it out.
     pub fn apply(&mut self, event: RawEvent) {
         // A resumed watch never repeats a revision, but several changes may share one.
-        if event.kv.mod_revision < self.revision {
+        if event.kv.mod_revision < self.applied {
             return;
         }
         match event.kind {
@@ -94,7 +100,8 @@ impl CacheState {
                 self.objects.remove(&event.kv.key);
             }
         }
-        self.revision = event.kv.mod_revision;
+        self.applied = event.kv.mod_revision;
+        self.revision = self.revision.max(event.kv.mod_revision);
         let event = Arc::new(CachedEvent {
             seq: self.next_seq,
             event,

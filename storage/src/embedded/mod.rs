@@ -168,4 +168,9 @@ impl Backend for EmbeddedBackend {
     fn name(&self) -> &'static str {
         "embedded"
     }
+
+    /// A watch reports progress at the revision it has delivered up to, in the same stream.
+    fn progress_is_ordered(&self) -> bool {
+        true
+    }
 }
