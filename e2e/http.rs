@@ -393,6 +393,85 @@ fn field_validation_and_warning_headers() {
 }
 
 #[test]
+fn unknown_fields_and_wrong_types_against_the_schema() {
+    let s = start();
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let json = [("Content-Type", "application/json")];
+    let deployment = |name: &str, extra: &str| {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"{name}"}},"spec":{{"replicas":1,{extra}"selector":{{"matchLabels":{{"app":"a"}}}},"template":{{"metadata":{{"labels":{{"app":"a"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}}}}}"#
+        )
+    };
+    let warnings = |r: &support::Response| -> Vec<String> {
+        r.headers
+            .lines()
+            .filter_map(|l| l.strip_prefix("warning: ").or(l.strip_prefix("Warning: ")))
+            .map(str::to_string)
+            .collect()
+    };
+
+    // A wrong type is 422 Invalid naming the field, whatever the directive.
+    let body =
+        deployment("typed", r#""paused":"yes","#).replace(r#""replicas":1"#, r#""replicas":"one""#);
+    for query in ["", "?fieldValidation=Ignore"] {
+        let r = s.request("POST", &format!("{path}{query}"), &json, body.as_bytes());
+        assert_eq!(r.status, 422, "{}", r.body);
+        let status = r.json();
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(status["details"]["kind"], "Deployment");
+        let causes = &status["details"]["causes"];
+        assert_eq!(causes[0]["field"], "spec.paused");
+        assert_eq!(causes[1]["field"], "spec.replicas");
+        assert_eq!(causes[1]["type"], "FieldValueTypeInvalid");
+        assert_eq!(
+            status["message"],
+            r#"Deployment.apps "typed" is invalid: [spec.paused: Invalid value: "string": spec.paused in body must be of type boolean: "string", spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"]"#
+        );
+    }
+
+    // Strict: duplicates first, then unknown fields, in one 400.
+    let body = deployment("strict", r#""bogus":1,"replicas":2,"#);
+    let r = s.request(
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        &json,
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        r#"Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: duplicate field "spec.replicas", unknown field "spec.bogus""#
+    );
+    assert_eq!(s.get(&format!("{path}/strict")).status, 404);
+
+    // Warn (the default): stored without the field, one Warning each.
+    let body = deployment("warned", r#""bogus":1,"#);
+    let r = s.request("POST", path, &json, body.as_bytes());
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(warnings(&r), [r#"299 - "unknown field \"spec.bogus\"""#]);
+    let stored = s.get(&format!("{path}/warned")).json();
+    assert!(stored["spec"].get("bogus").is_none(), "{stored}");
+
+    // A patch is judged on its result: Strict refuses it as an invalid patch.
+    let r = s.request(
+        "PATCH",
+        &format!("{path}/warned?fieldValidation=Strict"),
+        &[("Content-Type", "application/merge-patch+json")],
+        br#"{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx","imagePullPolicyy":"Never"}]}}}}"#,
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    let cause = &r.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "patch");
+    assert!(
+        cause["message"].as_str().is_some_and(|m| m.ends_with(
+            r#"strict decoding error: unknown field "spec.template.spec.containers[0].imagePullPolicyy""#
+        )),
+        "{}",
+        r.body
+    );
+}
+
+#[test]
 fn openapi_documents_with_etags_and_hashes() {
     let s = start();
     let index = s.get("/openapi/v3");

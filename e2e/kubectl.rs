@@ -235,6 +235,55 @@ spec:
         image: busybox
 ";
 
+/// kubectl validates strictly by default, and the server does it: an unknown field in a
+/// manifest is refused with the server's words; `--validate=false` stores it without.
+#[test]
+fn kubectl_unknown_fields_are_refused_unless_validation_is_off() {
+    let s = start();
+    let manifest = DEPLOYMENT.replace("  replicas: 2\n", "  replicas: 2\n  bogus: 1\n");
+    let create = |validate: &[&str]| {
+        use std::io::Write;
+        let mut args = vec!["create", "-f", "-"];
+        args.extend(validate);
+        let mut child = s
+            .command(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(manifest.as_bytes())
+            .expect("write manifest");
+        child.wait_with_output().expect("kubectl output")
+    };
+
+    let refused = create(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(r#"strict decoding error: unknown field "spec.bogus""#),
+        "{stderr}"
+    );
+    assert!(!s
+        .kubectl_raw(&["get", "deployment", "web"])
+        .status
+        .success());
+
+    let created = create(&["--validate=false"]);
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let stored = s.json(&["get", "deployment", "web"]);
+    assert_eq!(stored["spec"]["replicas"], 2);
+    assert!(stored["spec"].get("bogus").is_none(), "{stored}");
+}
+
 #[test]
 fn kubectl_deployments_apply_scale_watch_delete() {
     deployment_flows(&start());

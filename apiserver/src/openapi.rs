@@ -53,6 +53,13 @@ pub fn for_catalogue(catalogue: &Catalogue) -> Arc<OpenApi> {
     api
 }
 
+/// The schemas writes are checked against (server-side field validation). Its own instance:
+/// the served one holds its state while it builds a document (seconds in a debug build),
+/// and a write must not wait for that. Every built-in kind has a schema, served or not.
+pub fn for_validation() -> Arc<OpenApi> {
+    Arc::new(OpenApi::new(Vec::new()))
+}
+
 pub fn router(api: Arc<OpenApi>) -> Router {
     Router::new()
         .route("/openapi/v2", get(v2))

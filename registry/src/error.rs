@@ -69,6 +69,17 @@ impl Cause {
         )
     }
 
+    /// A value of the wrong JSON type, worded as upstream's schema validation words it.
+    pub fn type_invalid(field: &str, actual: &str, expected: &str) -> Self {
+        Self::new(
+            "FieldValueTypeInvalid",
+            field,
+            format!(
+                "{field}: Invalid value: \"{actual}\": {field} in body must be of type {expected}: \"{actual}\""
+            ),
+        )
+    }
+
     pub fn forbidden(field: &str, why: &str) -> Self {
         Self::new(
             "FieldValueForbidden",
@@ -286,10 +297,12 @@ impl RegistryError {
                 kind: Some(resource.name.clone()),
                 ..Default::default()
             }),
+            // Empty ones are left out, as Go's omitempty leaves them (a patch refused for
+            // its strict decoding errors names no kind).
             Self::Invalid { kind, name, causes } => Some(Details {
-                name: Some(name.clone()),
+                name: Some(name.clone()).filter(|n| !n.is_empty()),
                 group: Some(kind.group.clone()).filter(|g| !g.is_empty()),
-                kind: Some(kind.name.clone()),
+                kind: Some(kind.name.clone()).filter(|k| !k.is_empty()),
                 causes: causes.clone(),
                 ..Default::default()
             }),

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod catalogue;
 pub mod error;
+pub mod fields;
 pub mod object;
 pub mod options;
 pub mod patch;

@@ -127,6 +127,9 @@ pub struct WriteOptions {
     pub dry_run: Vec<String>,
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
+    /// Strict decoding errors the body's decoder found (`duplicate field "spec.replicas"`):
+    /// the registry judges them with the unknown fields it finds, listing them first.
+    pub decode_errors: Vec<String>,
 }
 
 impl WriteOptions {

@@ -11,6 +11,7 @@ use tracing::info;
 use crate::admission::{NamespaceLifecycle, SYSTEM_NAMESPACES};
 use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::error::{RegistryError, Result};
+use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
 use crate::store::Store;
 use crate::strategy;
@@ -27,6 +28,8 @@ pub struct Registry {
     /// Bumped whenever the set of Stores changes, so controllers that act on every resource
     /// (the garbage collector, the namespace controller) can follow resources added later.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The schemas writes are checked against (server-side field validation).
+    fields: Arc<FieldSchemas>,
 }
 
 impl Registry {
@@ -54,11 +57,23 @@ impl Registry {
             caches: RwLock::new(HashMap::from([(namespaces_path, namespaces)])),
             stores: RwLock::new(Vec::new()),
             changes: tokio::sync::watch::Sender::new(0),
+            fields: Arc::default(),
         });
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
         }
         registry
+    }
+
+    /// Checks every write against the kinds' schemas in `api` from now on (upstream's
+    /// fieldValidation); until then nothing is checked.
+    pub fn set_schemas(&self, api: Arc<openapi::OpenApi>) {
+        self.fields.set_source(api);
+    }
+
+    /// The compiled schemas writes are checked against.
+    pub fn field_schemas(&self) -> &Arc<FieldSchemas> {
+        &self.fields
     }
 
     pub fn catalogue(&self) -> &Arc<Catalogue> {
@@ -90,12 +105,15 @@ impl Registry {
     /// Creates (or replaces) the Store of a resource.
     pub fn install(&self, info: Arc<ResourceInfo>) -> Arc<Store> {
         let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
-        let store = Arc::new(Store::new(
-            info.clone(),
-            strategy::for_resource(&info),
-            cache,
-            self.admission.clone(),
-        ));
+        let store = Arc::new(
+            Store::new(
+                info.clone(),
+                strategy::for_resource(&info),
+                cache,
+                self.admission.clone(),
+            )
+            .with_field_schemas(self.fields.clone()),
+        );
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
         stores.push(store.clone());

@@ -1,12 +1,12 @@
-//! Request bodies: JSON, YAML or protobuf into the object the registry works on, with
-//! upstream's handling of duplicate fields (fieldValidation: Strict refuses, Warn warns,
-//! Ignore keeps the last silently).
+//! Request bodies: JSON, YAML or protobuf into the object the registry works on. Duplicate
+//! fields keep the last value, as upstream; they are noted as strict decoding errors for the
+//! registry to judge under the request's fieldValidation, with the unknown fields it finds.
 
 use std::fmt;
 
 use axum::http::HeaderMap;
-use registry::options::FieldValidation;
-use registry::{warning, RegistryError, ResourceInfo};
+use registry::validation::quote;
+use registry::RegistryError;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
@@ -39,72 +39,49 @@ pub fn check_body_type(headers: &HeaderMap, body: &[u8]) -> Result<(), RegistryE
     )))
 }
 
-/// What a body is decoded for: the resource (for error messages) and the directive.
-pub struct Body<'a> {
-    pub info: &'a ResourceInfo,
-    pub validation: FieldValidation,
+/// A decoded body: the object, and a strict decoding error (`duplicate field "a.b"`) for
+/// each field it named twice.
+pub struct Parsed {
+    pub value: Value,
+    pub duplicates: Vec<String>,
 }
 
-impl Body<'_> {
-    /// The request body as an object.
-    pub fn parse(&self, headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
-        let ct = content_type(headers);
-        let mut duplicates = Vec::new();
-        let value = if ct.starts_with(protobuf::MEDIA_TYPE) {
-            protobuf::decode(body)?
-        } else if ct.starts_with("application/yaml") {
-            let de = serde_yaml_ng::Deserializer::from_slice(body);
-            Checked::root(&mut duplicates)
-                .deserialize(de)
-                .map_err(|e| {
-                    RegistryError::BadRequest(format!(
-                        "the body of the request could not be decoded as YAML: {e}"
-                    ))
-                })?
-        } else {
-            let mut de = serde_json::Deserializer::from_slice(body);
-            let value = Checked::root(&mut duplicates)
-                .deserialize(&mut de)
-                .and_then(|v| de.end().map(|()| v))
-                .map_err(|e| {
-                    RegistryError::BadRequest(format!(
-                        "the body of the request could not be decoded as JSON: {e}"
-                    ))
-                })?;
-            value
-        };
-        if !value.is_object() {
-            return Err(RegistryError::BadRequest(
-                "the body of the request must be a JSON object".into(),
-            ));
-        }
-        self.judge_duplicates(duplicates)?;
-        Ok(value)
+/// The request body as an object.
+pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, RegistryError> {
+    let ct = content_type(headers);
+    let mut duplicates = Vec::new();
+    let value = if ct.starts_with(protobuf::MEDIA_TYPE) {
+        protobuf::decode(body)?
+    } else if ct.starts_with("application/yaml") {
+        let de = serde_yaml_ng::Deserializer::from_slice(body);
+        Checked::root(&mut duplicates)
+            .deserialize(de)
+            .map_err(|e| {
+                RegistryError::BadRequest(format!(
+                    "the body of the request could not be decoded as YAML: {e}"
+                ))
+            })?
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        Checked::root(&mut duplicates)
+            .deserialize(&mut de)
+            .and_then(|v| de.end().map(|()| v))
+            .map_err(|e| {
+                RegistryError::BadRequest(format!(
+                    "the body of the request could not be decoded as JSON: {e}"
+                ))
+            })?
+    };
+    if !value.is_object() {
+        return Err(RegistryError::BadRequest(
+            "the body of the request must be a JSON object".into(),
+        ));
     }
-
-    fn judge_duplicates(&self, duplicates: Vec<String>) -> Result<(), RegistryError> {
-        if duplicates.is_empty() {
-            return Ok(());
-        }
-        let messages = duplicates
-            .iter()
-            .map(|path| format!("duplicate field {path:?}"));
-        match self.validation {
-            FieldValidation::Ignore => Ok(()),
-            FieldValidation::Warn => {
-                messages.for_each(warning::add);
-                Ok(())
-            }
-            FieldValidation::Strict => {
-                let kind = &self.info.kind;
-                Err(RegistryError::BadRequest(format!(
-                    "{kind} in version {:?} cannot be handled as a {kind}: strict decoding error: {}",
-                    self.info.version,
-                    messages.collect::<Vec<_>>().join(", ")
-                )))
-            }
-        }
-    }
+    let duplicates = duplicates
+        .iter()
+        .map(|path| format!("duplicate field {}", quote(path)))
+        .collect();
+    Ok(Parsed { value, duplicates })
 }
 
 /// A body that may be absent (DELETE): whitespace counts as none. Duplicates are ignored, as

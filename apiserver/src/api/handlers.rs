@@ -12,7 +12,7 @@ use registry::store::subresources::ScaleChange;
 use registry::{warning, RegistryError, ResourceInfo, Store, Subresource};
 use serde_json::Value;
 
-use super::body::{check_body_type, optional_body, Body};
+use super::body::{check_body_type, optional_body};
 use super::params::Params;
 use super::request_info::RequestInfo;
 use super::response::{self, Format};
@@ -46,11 +46,12 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     response
 }
 
-fn body<'a>(info: &'a ResourceInfo, write: &WriteOptions) -> Body<'a> {
-    Body {
-        info,
-        validation: write.field_validation,
-    }
+/// The request body as an object; its strict decoding errors ride in `write` to the
+/// registry, which judges them with the unknown fields it finds.
+fn body(req: &Request, write: &mut WriteOptions) -> Result<Value, RegistryError> {
+    let parsed = super::body::parse(&req.headers, &req.body)?;
+    write.decode_errors = parsed.duplicates;
+    Ok(parsed.value)
 }
 
 async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryError> {
@@ -111,19 +112,14 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             ))
         }
         "create" => {
-            let write = req.params.write()?;
-            let obj = store
-                .create(
-                    ns,
-                    body(&info, &write).parse(&req.headers, &req.body)?,
-                    &write,
-                )
-                .await?;
+            let mut write = req.params.write()?;
+            let obj = body(&req, &mut write)?;
+            let obj = store.create(ns, obj, &write).await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
         "update" => {
-            let write = req.params.write()?;
-            let obj = body(&info, &write).parse(&req.headers, &req.body)?;
+            let mut write = req.params.write()?;
+            let obj = body(&req, &mut write)?;
             let (obj, created) = store
                 .update(ns, name, obj, Subresource::Main, &write)
                 .await?;
@@ -203,7 +199,7 @@ async fn subresource(
     let ns = req.info.namespace.as_deref();
     let name = req.info.name.as_deref().unwrap_or_default();
     let verb = req.info.verb;
-    let write = req.params.write()?;
+    let mut write = req.params.write()?;
     let part = match sub {
         "status" => Subresource::Status,
         "finalize" => Subresource::Finalize,
@@ -211,15 +207,9 @@ async fn subresource(
             let scale = match verb {
                 "get" => store.get_scale(ns, name).await?,
                 "update" => {
+                    let scale = body(req, &mut write)?;
                     store
-                        .update_scale(
-                            ns,
-                            name,
-                            ScaleChange::Replace(
-                                body(info, &write).parse(&req.headers, &req.body)?,
-                            ),
-                            &write,
-                        )
+                        .update_scale(ns, name, ScaleChange::Replace(scale), &write)
                         .await?
                 }
                 "patch" => {
@@ -237,16 +227,8 @@ async fn subresource(
     let obj = match (verb, part) {
         ("get", Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
         ("update", _) => {
-            store
-                .update(
-                    ns,
-                    name,
-                    body(info, &write).parse(&req.headers, &req.body)?,
-                    part,
-                    &write,
-                )
-                .await?
-                .0
+            let obj = body(req, &mut write)?;
+            store.update(ns, name, obj, part, &write).await?.0
         }
         ("patch", Subresource::Status) => {
             let kind = patch_type(&req.headers)?;

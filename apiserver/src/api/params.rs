@@ -71,6 +71,7 @@ impl Params {
             dry_run: self.all("dryRun"),
             field_manager: self.get("fieldManager").map(str::to_string),
             field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
+            decode_errors: Vec::new(),
         })
     }
 

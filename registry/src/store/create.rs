@@ -24,6 +24,7 @@ impl Store {
         let dry_run = opts.validate()?;
         let namespace = self.scope(namespace)?;
         self.check_kind(&mut obj)?;
+        self.check_fields(&mut obj, opts, false)?;
         self.check_namespace(&mut obj, namespace)?;
         let generate = object::str_field(&obj, "generateName")
             .filter(|g| !g.is_empty())

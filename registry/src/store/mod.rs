@@ -3,6 +3,7 @@
 
 mod create;
 mod delete;
+mod fields;
 mod graceful;
 mod meta;
 mod raw;
@@ -20,6 +21,7 @@ use storage::{Interface, KeyValue};
 use crate::admission::NamespaceLifecycle;
 use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
+use crate::fields::FieldSchemas;
 use crate::object::{self, Object};
 use crate::strategy::Strategy;
 
@@ -31,6 +33,7 @@ pub struct Store {
     strategy: Box<dyn Strategy>,
     storage: Arc<dyn Interface>,
     admission: Arc<NamespaceLifecycle>,
+    fields: Arc<FieldSchemas>,
 }
 
 impl Store {
@@ -45,7 +48,15 @@ impl Store {
             strategy,
             storage,
             admission,
+            fields: Arc::default(),
         }
+    }
+
+    /// Checks written objects against the schemas `fields` compiles (the registry's own,
+    /// shared by every Store).
+    pub fn with_field_schemas(mut self, fields: Arc<FieldSchemas>) -> Self {
+        self.fields = fields;
+        self
     }
 
     /// The storage this Store writes to (the resource's watch cache).

@@ -88,10 +88,13 @@ impl Store {
         &self,
         namespace: Option<&str>,
         name: &str,
-        change: ScaleChange<'_>,
+        mut change: ScaleChange<'_>,
         opts: &WriteOptions,
     ) -> Result<Object> {
         let spec_path = self.scale_spec()?.spec_replicas_path.clone();
+        if let ScaleChange::Replace(scale) = &mut change {
+            self.check_scale_fields(scale, opts, false)?;
+        }
         let (obj, _) = self
             .write(namespace, name, Subresource::Main, opts, |current| {
                 let Some(current) = current else {
@@ -104,7 +107,9 @@ impl Store {
                 let wanted = match &change {
                     ScaleChange::Replace(scale) => scale.clone(),
                     ScaleChange::Patch(kind, body) => {
-                        patch::apply_patch(*kind, &scale, body, None)?
+                        let mut patched = patch::apply_patch(*kind, &scale, body, None)?;
+                        self.check_scale_fields(&mut patched, opts, true)?;
+                        patched
                     }
                 };
                 let replicas = wanted

@@ -43,10 +43,12 @@ impl Store {
         &self,
         namespace: Option<&str>,
         name: &str,
-        obj: Object,
+        mut obj: Object,
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<(Object, bool)> {
+        self.check_kind(&mut obj)?;
+        self.check_fields(&mut obj, opts, false)?;
         self.write(namespace, name, sub, opts, move |_| Ok(obj.clone()))
             .await
     }
@@ -64,7 +66,11 @@ impl Store {
         let resource = self.info.qualified_resource();
         let (obj, _) = self
             .write(namespace, name, sub, opts, move |current| match current {
-                Some(current) => patch::apply_patch(kind, current, body, schema),
+                Some(current) => {
+                    let mut patched = patch::apply_patch(kind, current, body, schema)?;
+                    self.check_fields(&mut patched, opts, true)?;
+                    Ok(patched)
+                }
                 None => Err(RegistryError::not_found(&resource, name)),
             })
             .await?;
