@@ -4,7 +4,8 @@
 //! - the namespace controller emptying a namespace of 10,000 objects over 5 resources.
 //!
 //! Targets: each ≤ 10 s on etcd, and a collection rate ≥ 50% of the raw delete rate.
-//! Run: `cargo bench -p controllers --bench deletion` (`DELETION_OBJECTS=n` to change 10,000).
+//! Run: `cargo bench -p controllers --bench deletion` (`DELETION_OBJECTS=n` to change 10,000,
+//! `DELETION_BACKENDS=embedded` or `=etcd` for one backend).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,21 +51,26 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    let wanted = std::env::var("DELETION_BACKENDS").unwrap_or_else(|_| "etcd,embedded".into());
     let rows = runtime.block_on(async {
-        let etcd = storage::testing::EtcdServer::start().await;
-        let etcd_backend: DynBackend = Arc::new(etcd.backend().await);
-        let dir = tempfile::tempdir().expect("temp dir");
-        let embedded: DynBackend =
-            Arc::new(storage::embedded::EmbeddedBackend::open(dir.path()).expect("embedded"));
         let mut rows = Vec::new();
-        for (name, backend) in [("etcd", etcd_backend), ("embedded", embedded)] {
-            rows.push(measure(name, backend, objects).await);
+        if wanted.contains("etcd") {
+            let etcd = storage::testing::EtcdServer::start().await;
+            let backend: DynBackend = Arc::new(etcd.backend().await);
+            rows.push(measure("etcd", backend, objects).await);
         }
-        drop(etcd);
+        if wanted.contains("embedded") {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let backend: DynBackend =
+                Arc::new(storage::embedded::EmbeddedBackend::open(dir.path()).expect("embedded"));
+            rows.push(measure("embedded", backend, objects).await);
+        }
         rows
     });
     println!();
-    println!("{objects} objects per run (release build; 2-core machine figures in the issue notes)");
+    println!(
+        "{objects} objects per run (release build; 2-core machine figures in the issue notes)"
+    );
     println!(
         "{:<9} {:>14} | {:>10} {:>12} {:>8} | {:>10} {:>12} {:>8}",
         "backend", "raw delete/s", "GC s", "GC del/s", "GC/raw", "ns s", "ns del/s", "ns/raw"
@@ -158,9 +164,16 @@ async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bo
 async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
     let registry = registry_at(backend, "/bench-gc").await;
     let stop = CancellationToken::new();
-    let gc = GarbageCollector::new(registry.clone(), GcConfig::default());
+    let mut config = GcConfig::default();
+    if let Some(workers) = std::env::var("GC_WORKERS").ok().and_then(|w| w.parse().ok()) {
+        config.workers = workers;
+    }
+    let gc = GarbageCollector::new(registry.clone(), config);
     let running = tokio::spawn(gc.clone().run(stop.clone()));
-    wait_for("gc synced", Duration::from_secs(60), async || gc.is_synced()).await;
+    wait_for("gc synced", Duration::from_secs(60), async || {
+        gc.is_synced()
+    })
+    .await;
     let cms = registry.store("", "v1", "configmaps").expect("configmaps");
     let owner = cms
         .create(
@@ -176,21 +189,27 @@ async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
         .map(|i| {
             let (cms, reference) = (&cms, reference.clone());
             async move {
-                let obj = json!({"metadata": {"name": format!("dep-{i}"), "ownerReferences": reference}});
+                let obj =
+                    json!({"metadata": {"name": format!("dep-{i}"), "ownerReferences": reference}});
                 let created = cms
                     .create(Some("default"), obj, &WriteOptions::default())
                     .await
                     .expect("dependent");
-                created["metadata"]["uid"].as_str().unwrap_or_default().to_string()
+                created["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
             }
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
         .await;
     // Time the collection, not the informers catching up with the creations.
-    wait_for("graph has every dependent", Duration::from_secs(120), async || {
-        uids.iter().all(|u| gc.graph_has_uid(u))
-    })
+    wait_for(
+        "graph has every dependent",
+        Duration::from_secs(120),
+        async || uids.iter().all(|u| gc.graph_has_uid(u)),
+    )
     .await;
     let started = Instant::now();
     cms.delete(
@@ -204,9 +223,11 @@ async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
     .await
     .expect("delete owner");
     let root = registry.root().clone();
-    wait_for("dependents collected", Duration::from_secs(600), async || {
-        root.count("/configmaps/default/").await.unwrap_or(1) == 0
-    })
+    wait_for(
+        "dependents collected",
+        Duration::from_secs(600),
+        async || root.count("/configmaps/default/").await.unwrap_or(1) == 0,
+    )
     .await;
     let secs = started.elapsed().as_secs_f64();
     stop.cancel();
