@@ -165,7 +165,10 @@ async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
     let registry = registry_at(backend, "/bench-gc").await;
     let stop = CancellationToken::new();
     let mut config = GcConfig::default();
-    if let Some(workers) = std::env::var("GC_WORKERS").ok().and_then(|w| w.parse().ok()) {
+    if let Some(workers) = std::env::var("GC_WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
         config.workers = workers;
     }
     let gc = GarbageCollector::new(registry.clone(), config);

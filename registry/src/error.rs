@@ -45,6 +45,16 @@ pub struct Cause {
 }
 
 impl Cause {
+    /// The message with its field, as in a Status message (a cause's own message leaves the
+    /// field out, as upstream's ErrorBody does, since clients print `field: message`).
+    pub fn full_message(&self) -> String {
+        if self.field.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.field, self.message)
+        }
+    }
+
     fn new(kind: &str, field: &str, message: String) -> Self {
         Self {
             kind: kind.into(),
@@ -54,18 +64,14 @@ impl Cause {
     }
 
     pub fn required(field: &str) -> Self {
-        Self::new(
-            "FieldValueRequired",
-            field,
-            format!("{field}: Required value"),
-        )
+        Self::new("FieldValueRequired", field, "Required value".to_string())
     }
 
     pub fn invalid(field: &str, value: impl std::fmt::Display, why: &str) -> Self {
         Self::new(
             "FieldValueInvalid",
             field,
-            format!("{field}: Invalid value: {value}: {why}"),
+            format!("Invalid value: {value}: {why}"),
         )
     }
 
@@ -75,17 +81,13 @@ impl Cause {
             "FieldValueTypeInvalid",
             field,
             format!(
-                "{field}: Invalid value: \"{actual}\": {field} in body must be of type {expected}: \"{actual}\""
+                "Invalid value: \"{actual}\": {field} in body must be of type {expected}: \"{actual}\""
             ),
         )
     }
 
     pub fn forbidden(field: &str, why: &str) -> Self {
-        Self::new(
-            "FieldValueForbidden",
-            field,
-            format!("{field}: Forbidden: {why}"),
-        )
+        Self::new("FieldValueForbidden", field, format!("Forbidden: {why}"))
     }
 
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
@@ -94,7 +96,7 @@ impl Cause {
             "FieldValueNotSupported",
             field,
             format!(
-                "{field}: Unsupported value: \"{value}\": supported values: {}",
+                "Unsupported value: \"{value}\": supported values: {}",
                 list.join(", ")
             ),
         )
@@ -104,7 +106,7 @@ impl Cause {
         Self::new(
             "FieldValueDuplicate",
             field,
-            format!("{field}: Duplicate value: {value}"),
+            format!("Duplicate value: {value}"),
         )
     }
 }
@@ -181,10 +183,11 @@ pub enum RegistryError {
     Unprocessable,
 }
 
+/// The causes as upstream's aggregate prints them: `field: message`, bracketed when several.
 fn summary(causes: &[Cause]) -> String {
-    let messages: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+    let messages: Vec<String> = causes.iter().map(Cause::full_message).collect();
     match messages.len() {
-        1 => messages[0].to_string(),
+        1 => messages[0].clone(),
         _ => format!("[{}]", messages.join(", ")),
     }
 }

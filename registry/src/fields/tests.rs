@@ -168,32 +168,32 @@ fn wrong_types_are_causes_with_paths() {
             (
                 "metadata.labels.n",
                 "FieldValueTypeInvalid",
-                r#"metadata.labels.n: Invalid value: "integer": metadata.labels.n in body must be of type string: "integer""#
+                r#"Invalid value: "integer": metadata.labels.n in body must be of type string: "integer""#
             ),
             (
                 "spec.paused",
                 "FieldValueTypeInvalid",
-                r#"spec.paused: Invalid value: "string": spec.paused in body must be of type boolean: "string""#
+                r#"Invalid value: "string": spec.paused in body must be of type boolean: "string""#
             ),
             (
                 "spec.replicas",
                 "FieldValueTypeInvalid",
-                r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+                r#"Invalid value: "string": spec.replicas in body must be of type integer: "string""#
             ),
             (
                 "spec.selector",
                 "FieldValueTypeInvalid",
-                r#"spec.selector: Invalid value: "array": spec.selector in body must be of type object: "array""#
+                r#"Invalid value: "array": spec.selector in body must be of type object: "array""#
             ),
             (
                 "spec.template.spec.containers[0].args",
                 "FieldValueTypeInvalid",
-                r#"spec.template.spec.containers[0].args: Invalid value: "object": spec.template.spec.containers[0].args in body must be of type array: "object""#
+                r#"Invalid value: "object": spec.template.spec.containers[0].args in body must be of type array: "object""#
             ),
             (
                 "spec.template.spec.containers[0].ports[0].containerPort",
                 "FieldValueTypeInvalid",
-                r#"spec.template.spec.containers[0].ports[0].containerPort: Invalid value: "number": spec.template.spec.containers[0].ports[0].containerPort in body must be of type integer: "number""#
+                r#"Invalid value: "number": spec.template.spec.containers[0].ports[0].containerPort in body must be of type integer: "number""#
             ),
         ]
     );
@@ -212,11 +212,11 @@ fn integers_keep_to_their_go_type() {
         causes(&findings),
         [
             ("spec.replicas", "FieldValueInvalid",
-             "spec.replicas: Invalid value: 3000000000: spec.replicas in body should be less than or equal to 2147483647"),
+             "Invalid value: 3000000000: spec.replicas in body should be less than or equal to 2147483647"),
             ("spec.revisionHistoryLimit", "FieldValueInvalid",
-             "spec.revisionHistoryLimit: Invalid value: -3000000000: spec.revisionHistoryLimit in body should be greater than or equal to -2147483648"),
+             "Invalid value: -3000000000: spec.revisionHistoryLimit in body should be greater than or equal to -2147483648"),
             ("spec.template.spec.terminationGracePeriodSeconds", "FieldValueInvalid",
-             "spec.template.spec.terminationGracePeriodSeconds: Invalid value: 18446744073709551615: spec.template.spec.terminationGracePeriodSeconds in body should be less than or equal to 9223372036854775807"),
+             "Invalid value: 18446744073709551615: spec.template.spec.terminationGracePeriodSeconds in body should be less than or equal to 9223372036854775807"),
         ]
     );
     // An integral float (YAML's 5.0) is the integer Go would have decoded.

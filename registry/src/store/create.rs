@@ -41,9 +41,7 @@ impl Store {
                         "",
                         vec![Cause {
                             kind: "FieldValueRequired".into(),
-                            message:
-                                "metadata.name: Required value: name or generateName is required"
-                                    .into(),
+                            message: "Required value: name or generateName is required".into(),
                             field: "metadata.name".into(),
                         }],
                     ))

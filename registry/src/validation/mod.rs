@@ -123,9 +123,7 @@ pub fn validate_annotations(annotations: &Value, field: &str) -> Vec<Cause> {
         // error.rs has no TooLong constructor; this is upstream's field.TooLong text.
         causes.push(Cause {
             kind: "FieldValueTooLong".into(),
-            message: format!(
-                "{field}: Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"
-            ),
+            message: format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"),
             field: field.into(),
         });
     }

@@ -248,7 +248,7 @@ fn labels_are_validated() {
     assert_eq!(causes[0].kind, "FieldValueInvalid");
     assert_eq!(
         causes[1].message,
-        format!("metadata.labels: Invalid value: \"bad value\": {VALUE_RULE}")
+        format!("Invalid value: \"bad value\": {VALUE_RULE}")
     );
     let typed = validate_labels(&json!({"n": 1}), "metadata.labels");
     assert_eq!(typed.len(), 1);
@@ -284,6 +284,6 @@ fn annotations_are_validated() {
     assert_eq!(causes[0].field, "metadata.annotations");
     assert_eq!(
         causes[0].message,
-        "metadata.annotations: Too long: must have at most 262144 bytes"
+        "Too long: must have at most 262144 bytes"
     );
 }
