@@ -74,7 +74,7 @@ impl GarbageCollector {
         if item.being_deleted && !item.deleting_dependents {
             return Ok(Outcome::Done);
         }
-        let latest = match self.get_object(&item.identity).await {
+        let latest = match self.get_object(&item.identity, !item.is_virtual).await {
             Err(e) if e.is_not_found() => return Ok(self.virtual_delete(&item.identity)),
             other => other?,
         };
@@ -82,7 +82,9 @@ impl GarbageCollector {
             return Ok(self.virtual_delete(&item.identity));
         }
         if item.deleting_dependents {
-            self.process_deleting_dependents(&item.identity).await?;
+            let revision = object::resource_version(&latest).parse().unwrap_or(0);
+            self.process_deleting_dependents(&item.identity, revision)
+                .await?;
             return Ok(Outcome::Done);
         }
         let references = owner_references(&latest);
@@ -164,8 +166,19 @@ impl GarbageCollector {
 
     /// An owner deleting in the foreground: done when no blocking dependent is left (its
     /// finalizer goes, and with it the owner); else make sure those dependents are on their way.
-    async fn process_deleting_dependents(&self, id: &ObjectReference) -> Result<(), GcError> {
+    ///
+    /// "No blocking dependent" is only believed once every monitor has seen the changes up to
+    /// the owner's deletion, and again a moment later: each resource has its own watch, so a
+    /// dependent created just before the owner's deletion can reach the graph after it.
+    async fn process_deleting_dependents(
+        &self,
+        id: &ObjectReference,
+        revision: i64,
+    ) -> Result<(), GcError> {
         let blocking = self.builder.blocking_dependents(&id.uid);
+        if blocking.is_empty() && !self.dependents_settled(&id.uid, revision) {
+            return Ok(());
+        }
         if blocking.is_empty() {
             debug!(item = %id, "no blocking dependents left; removing the foregroundDeletion finalizer");
             self.remove_finalizer(id, FINALIZER_FOREGROUND).await?;
@@ -173,6 +186,9 @@ impl GarbageCollector {
                 .finalizers_removed
                 .fetch_add(1, Ordering::Relaxed);
             return Ok(());
+        }
+        if let Ok(mut confirming) = self.confirming_no_dependents.lock() {
+            confirming.remove(&id.uid);
         }
         trace!(item = %id, blocking = blocking.len(), "waiting for blocking dependents");
         for (dependent, deleting_dependents) in blocking {
@@ -182,4 +198,28 @@ impl GarbageCollector {
         }
         Ok(())
     }
+
+    /// Whether the graph can be trusted to know every dependent of an owner deleted at
+    /// `revision`; if not yet, the owner is queued again.
+    fn dependents_settled(&self, uid: &Uid, revision: i64) -> bool {
+        let queue = &self.builder.attempt_to_delete;
+        if !self.monitors.observed(revision) {
+            queue.add_after(uid.clone(), SETTLE_RETRY);
+            return false;
+        }
+        let mut confirming = self
+            .confirming_no_dependents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if confirming.remove(uid) {
+            return true;
+        }
+        confirming.insert(uid.clone());
+        queue.add_after(uid.clone(), SETTLE_RETRY);
+        false
+    }
 }
+
+/// How soon an owner whose dependents may still be on their way into the graph is looked at
+/// again.
+const SETTLE_RETRY: std::time::Duration = std::time::Duration::from_millis(50);

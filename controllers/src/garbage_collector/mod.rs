@@ -40,6 +40,7 @@ use self::events::EventRecorder;
 use self::graph_builder::{GraphBuilder, GraphEvent};
 use self::monitors::Monitors;
 use self::progress::Progress;
+use self::reference::Uid;
 use self::resolver::Resolver;
 use crate::informer::InformerConfig;
 use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
@@ -95,6 +96,8 @@ pub struct GarbageCollector {
     resolver: Resolver,
     monitors: Monitors,
     progress: Progress,
+    /// Foreground owners seen once with no blocking dependent, awaiting a second look.
+    confirming_no_dependents: Mutex<std::collections::HashSet<Uid>>,
     /// Taken by `run`: graphChanges has one consumer.
     graph_changes: Mutex<Option<mpsc::UnboundedReceiver<GraphEvent>>>,
 }
@@ -126,6 +129,7 @@ impl GarbageCollector {
             config,
             builder,
             progress: Progress::default(),
+            confirming_no_dependents: Mutex::new(Default::default()),
             graph_changes: Mutex::new(Some(graph_changes)),
         })
     }

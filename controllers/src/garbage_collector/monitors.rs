@@ -187,6 +187,17 @@ impl Monitors {
         Monitor { store, informer }
     }
 
+    /// Whether every monitor has received the changes up to `revision` (revisions are global
+    /// across resources, so a monitor past it has seen every object created before it).
+    pub fn observed(&self, revision: i64) -> bool {
+        self.running().values().all(|m| {
+            m.informer
+                .last_sync_resource_version()
+                .parse::<i64>()
+                .is_ok_and(|rv| rv >= revision)
+        })
+    }
+
     /// Whether there are monitors and all of them have listed their resource.
     pub fn is_synced(&self) -> bool {
         let running = self.running();

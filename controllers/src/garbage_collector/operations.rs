@@ -51,18 +51,23 @@ impl GarbageCollector {
     }
 
     /// The object as stored now (a quorum read, not a cache).
-    /// The item as the watch cache holds it. The graph learnt of the item from that same cache,
-    /// so the cache is never behind what the graph knows; and every write the collector makes
-    /// from it carries the uid and resourceVersion read, so a newer object only costs a retry
-    /// on a live read. This saves a storage round trip per item of a large cascade. (Owners,
-    /// whose absence decides deletions, are always read live.)
-    pub(super) async fn get_object(&self, id: &ObjectReference) -> Result<Value, GcError> {
+    /// The item as storage holds it. An item a monitor observed is read from the watch cache:
+    /// the graph learnt of it from that same cache, so the cache is never behind what the
+    /// graph knows, and every write made from the read carries its uid and resourceVersion (a
+    /// newer object only costs a retry). That saves a storage round trip per item of a large
+    /// cascade. A virtual node (an owner only named by references) is read live: another
+    /// resource's cache may not have seen it yet, and "absent" condemns its dependents.
+    pub(super) async fn get_object(
+        &self,
+        id: &ObjectReference,
+        observed: bool,
+    ) -> Result<Value, GcError> {
         let (store, namespace) = self.locate(id)?;
-        let cached = ListOptions {
-            resource_version: Some("0".into()),
+        let options = ListOptions {
+            resource_version: observed.then(|| "0".to_string()),
             ..Default::default()
         };
-        Ok(store.get(namespace, &id.name, &cached).await?)
+        Ok(store.get(namespace, &id.name, &options).await?)
     }
 
     /// Deletes the object if it is still the one seen at `resource_version`, or at least still
