@@ -45,6 +45,8 @@ pub async fn start() -> Server {
         Arc::new(Catalogue::builtin()),
         CacherConfig::default(),
     );
+    // Writes are validated against the schemas, as in the server.
+    registry.set_schemas(apiserver::openapi::for_validation());
     registry.bootstrap().await.expect("bootstrap");
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}});
