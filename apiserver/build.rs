@@ -4,7 +4,7 @@
 //! The definitions ship inside the `k8s-rs-pb` package (a build dependency); cargo metadata
 //! says where cargo unpacked it, and the protoc of `protoc-bin-vendored` compiles them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The Kubernetes release whose API definitions we decode.
@@ -36,7 +36,9 @@ const PROTOS: &[&str] = &[
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    let root = package_dir("k8s-rs-pb").join("src").join(API_RELEASE);
+    let root = package_dirs::package_dir("k8s-rs-pb")
+        .join("src")
+        .join(API_RELEASE);
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let protoc = protoc_bin_vendored::protoc_bin_path().expect("protoc-bin-vendored has a protoc");
     let include = protoc_bin_vendored::include_path().expect("protoc-bin-vendored has includes");
@@ -55,43 +57,4 @@ fn main() {
         status.success(),
         "protoc failed on the Kubernetes API definitions"
     );
-}
-
-/// Where cargo unpacked a dependency's sources.
-fn package_dir(name: &str) -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"))
-        .join("Cargo.toml");
-    // Only this platform's packages: the others were never downloaded.
-    let target = std::env::var("TARGET").expect("cargo sets TARGET");
-    let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--filter-platform",
-        ])
-        .arg(target)
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .output()
-        .expect("run cargo metadata");
-    assert!(
-        output.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
-    let packages = metadata["packages"].as_array().expect("packages");
-    let package = packages
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not a dependency"));
-    let path = package["manifest_path"].as_str().expect("manifest_path");
-    Path::new(path)
-        .parent()
-        .expect("a manifest lives in a directory")
-        .to_path_buf()
 }

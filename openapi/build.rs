@@ -12,8 +12,6 @@ mod discover;
 mod kinds;
 #[path = "build/lists.rs"]
 mod lists;
-#[path = "build/locate.rs"]
-mod locate;
 #[path = "build/markers.rs"]
 mod markers;
 #[path = "build/protos.rs"]
@@ -31,7 +29,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let dirs = locate::package_dirs(&["k8s-openapi", "k8s-rs-pb"]);
+    let dirs = package_dirs::package_dirs(&["k8s-openapi", "k8s-rs-pb"]);
 
     discover::check(&dirs[0].join("src").join(API_RELEASE));
     let tables = protos::read(&dirs[1].join("src").join(API_RELEASE));

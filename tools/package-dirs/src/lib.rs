@@ -1,4 +1,5 @@
-//! Where cargo unpacked our dependencies' sources (their data is read, not their code).
+//! For build scripts: where cargo unpacked the sources of dependencies whose data files
+//! (not their code) a build reads, such as the Kubernetes API `.proto` definitions.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,4 +41,9 @@ pub fn package_dirs(names: &[&str]) -> Vec<PathBuf> {
                 .to_path_buf()
         })
         .collect()
+}
+
+/// The source directory of one package.
+pub fn package_dir(name: &str) -> PathBuf {
+    package_dirs(&[name]).remove(0)
 }
