@@ -242,23 +242,9 @@ fn kubectl_unknown_fields_are_refused_unless_validation_is_off() {
     let s = start();
     let manifest = DEPLOYMENT.replace("  replicas: 2\n", "  replicas: 2\n  bogus: 1\n");
     let create = |validate: &[&str]| {
-        use std::io::Write;
         let mut args = vec!["create", "-f", "-"];
         args.extend(validate);
-        let mut child = s
-            .command(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kubectl");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(manifest.as_bytes())
-            .expect("write manifest");
-        child.wait_with_output().expect("kubectl output")
+        s.manifest_output(&args, &manifest)
     };
 
     let refused = create(&[]);

@@ -11,6 +11,7 @@ pub trait Kubectl {
     fn kubectl(&self, args: &[&str]) -> String;
     fn kubectl_raw(&self, args: &[&str]) -> std::process::Output;
     fn with_manifest(&self, verb: &str, manifest: &str) -> String;
+    fn manifest_output(&self, args: &[&str], manifest: &str) -> std::process::Output;
     fn json(&self, args: &[&str]) -> serde_json::Value;
 }
 
@@ -44,9 +45,20 @@ impl Kubectl for Server {
 
     /// `kubectl <verb> -f -` with the manifest on stdin.
     fn with_manifest(&self, verb: &str, manifest: &str) -> String {
+        let out = self.manifest_output(&[verb, "-f", "-"], manifest);
+        assert!(
+            out.status.success(),
+            "kubectl {verb} -f failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl with these arguments and the manifest on stdin, whatever the outcome.
+    fn manifest_output(&self, args: &[&str], manifest: &str) -> std::process::Output {
         use std::io::Write;
         let mut child = self
-            .command(&[verb, "-f", "-"])
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -58,13 +70,7 @@ impl Kubectl for Server {
             .expect("stdin")
             .write_all(manifest.as_bytes())
             .expect("write manifest");
-        let out = child.wait_with_output().expect("kubectl output");
-        assert!(
-            out.status.success(),
-            "kubectl {verb} -f failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        child.wait_with_output().expect("kubectl output")
     }
 
     fn json(&self, args: &[&str]) -> serde_json::Value {

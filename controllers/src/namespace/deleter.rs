@@ -195,11 +195,15 @@ impl NamespacedResourcesDeleter {
             }
             None => return Ok(namespace),
         }
+        self.write_status(&name, namespace).await
+    }
+
+    async fn write_status(&self, name: &str, namespace: Value) -> Result<Value, RegistryError> {
         let (updated, _) = self
             .namespaces
             .update(
                 None,
-                &name,
+                name,
                 namespace,
                 Subresource::Status,
                 &WriteOptions::default(),
@@ -217,17 +221,7 @@ impl NamespacedResourcesDeleter {
             return Ok(namespace);
         }
         let name = object::name(&namespace).to_string();
-        let (updated, _) = self
-            .namespaces
-            .update(
-                None,
-                &name,
-                namespace,
-                Subresource::Status,
-                &WriteOptions::default(),
-            )
-            .await?;
-        Ok(updated)
+        self.write_status(&name, namespace).await
     }
 
     /// Takes this controller's token out of spec.finalizers (the rest kept, sorted and without
