@@ -93,44 +93,29 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
 }
 
 /// Warnings as upstream sends them: `Warning: 299 - "<text>"`, one header each, the text
-/// quoted as Go's strconv.Quote does so any message survives as a header value.
+/// quoted as Go's strconv.Quote does (non-ASCII text goes out as UTF-8 bytes, as Go's does).
 pub fn add_warnings(response: &mut Response, warnings: &[String]) {
     for text in warnings {
-        let value = format!("299 - {}", go_quote(text));
-        if let Ok(value) = header::HeaderValue::from_str(&value) {
+        if let Ok(value) = header::HeaderValue::from_bytes(warning_value(text).as_bytes()) {
             response.headers_mut().append(header::WARNING, value);
         }
     }
 }
 
-fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            ' '..='~' => out.push(c),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
+fn warning_value(text: &str) -> String {
+    format!("299 - {}", registry::validation::quote(text))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::go_quote;
+    use super::warning_value;
 
     #[test]
     fn warnings_are_quoted_as_go_does() {
         assert_eq!(
-            go_quote(r#"duplicate field "spec.replicas""#),
-            r#""duplicate field \"spec.replicas\"""#
+            warning_value(r#"duplicate field "spec.replicas""#),
+            r#"299 - "duplicate field \"spec.replicas\"""#
         );
-        assert_eq!(go_quote("a\\b\né"), r#""a\\b\n\u00e9""#);
+        assert_eq!(warning_value("a\\b\né"), r#"299 - "a\\b\né""#);
     }
 }

@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::fmt::Write;
 
+use registry::validation::quote;
+
 use super::graph::{Graph, Node};
 use super::reference::{split_api_version, OwnerReference};
 
@@ -153,27 +155,6 @@ fn connected<'a>(graph: &'a Graph, uid: &str) -> Vec<&'a Node> {
         queue.extend(node.owners.iter().map(|o| &*o.uid));
         queue.extend(node.dependents.iter().map(|d| &**d));
     }
-    out
-}
-
-/// A double-quoted DOT string with Go's escapes (what upstream's %q produces).
-fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 
