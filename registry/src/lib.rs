@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod catalogue;
+pub mod custom;
 pub mod error;
 pub mod fields;
 pub mod object;
