@@ -1,1 +1,397 @@
-//! (being written)
+//! CEL validation rules of CustomResourceDefinitions (`x-kubernetes-validations`), as
+//! upstream's apiextensions-apiserver evaluates them (pkg/apiserver/schema/cel): compiled once
+//! per version's schema, refused when written if they use anything this server's CEL (the
+//! cel crate) does not provide, evaluated on every create and update of a custom resource.
+//!
+//! Rules see `self`, the value of their schema node typed by the schema, and in transition
+//! rules `oldSelf`, the old value where one correlates. They have the standard library and
+//! macros, the strings extension (`lowerAscii`, `split`, `join`, `format`, ...), optionals,
+//! durations and timestamps, and the sets library; Kubernetes' own libraries (quantity, URLs,
+//! IPs, CIDRs, semver, format, the lists and regex libraries, authorizer) are refused.
+
+mod check;
+mod env;
+mod rules;
+mod schema;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use cel::common::types::CelOptional;
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
+use cel::{Context, ExecutionError, Program, ResolveResult, Value};
+use serde_json::Value as Json;
+
+use crate::error::Cause;
+use crate::validation::quote;
+use rules::Reason;
+use schema::{Kind, Node};
+
+/// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.
+pub struct Rules {
+    /// The root of the schema, `None` when no rule is anywhere in it.
+    root: Option<Node>,
+}
+
+/// What compiling collects.
+struct Build {
+    causes: Vec<Cause>,
+    /// How many of the causes are problems of the schema rather than of compilation: rules
+    /// are not compiled where the schema at or below them has one.
+    schema_errors: usize,
+}
+
+/// The longest messageExpression result upstream accepts.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+impl Rules {
+    /// Compiles every rule in the schema (walking properties, items, additionalProperties).
+    /// Problems are returned as causes for the CRD's own validation, with upstream's field
+    /// paths under `path` (e.g. "spec.versions[0].schema.openAPIV3Schema").
+    pub fn compile(schema: &Json, path: &str) -> Result<Rules, Vec<Cause>> {
+        let mut build = Build {
+            causes: Vec::new(),
+            schema_errors: 0,
+        };
+        let root = schema::build(schema, path, true, None, &mut build);
+        if !build.causes.is_empty() {
+            return Err(build.causes);
+        }
+        Ok(Rules {
+            root: root.has_rules.then_some(root),
+        })
+    }
+
+    /// True when the schema has no rules: validation then costs nothing.
+    pub fn is_empty(&self) -> bool {
+        self.root.is_none()
+    }
+
+    /// Evaluates the rules against `obj`, the whole custom resource, and on update `old`, the
+    /// object it replaces. Returns a cause per failed rule, as upstream: the field is the
+    /// node's path (`spec.items[1]`, plus the rule's fieldPath; `<nil>` at the root, upstream's
+    /// nil path), the type the rule's reason, the message its evaluated messageExpression, else
+    /// its message, else `failed rule: <rule>`. Rules evaluate where the value is not null;
+    /// transition rules (oldSelf) where an old value correlates (through objects and maps, and
+    /// list-type=map lists by key) or oldSelf is optional. On update, a rule without oldSelf
+    /// that fails on a value equal to its old value (or, below uncorrelated list items, whose
+    /// nearest correlated ancestor is unchanged) is ratcheted: not reported. Rules that cannot
+    /// be evaluated are reported as invalid, `... evaluating rule: <rule>`.
+    pub fn validate(&self, obj: &Json, old: Option<&Json>) -> Vec<Cause> {
+        let Some(root) = &self.root else {
+            return Vec::new();
+        };
+        let mut walk = Walk {
+            causes: Vec::new(),
+            path: String::new(),
+        };
+        walk.node(root, obj, old, None);
+        walk.causes
+    }
+}
+
+/// A value and the old value it is compared with, for ratcheting.
+type Pair<'v> = (&'v Json, &'v Json);
+
+struct Walk {
+    causes: Vec<Cause>,
+    /// The path of the node being validated, upstream's field path (empty at the root).
+    path: String,
+}
+
+impl Walk {
+    /// Validates `new` against `node`. `old` is the old value correlated with it, if any;
+    /// `ratchet` the nearest correlated pair at or above it.
+    fn node<'v>(
+        &mut self,
+        node: &'v Node,
+        new: &'v Json,
+        old: Option<&'v Json>,
+        ratchet: Option<Pair<'v>>,
+    ) {
+        // Rules never see null: a rule of the schema around checks for it.
+        if !node.has_rules || new.is_null() {
+            return;
+        }
+        let old = old.filter(|o| !o.is_null());
+        let ratchet = match old {
+            Some(old) => Some((new, old)),
+            None => ratchet,
+        };
+        if !node.rules.is_empty() {
+            self.rules(node, new, old, ratchet);
+        }
+        let len = self.path.len();
+        match (&node.kind, new) {
+            (Kind::Object(fields), Json::Object(map)) => {
+                for (name, value) in map {
+                    let Some(field) = fields.get(name).filter(|f| f.node.has_rules) else {
+                        continue;
+                    };
+                    if !self.path.is_empty() {
+                        self.path.push('.');
+                    }
+                    self.path.push_str(name);
+                    let old = old.and_then(|o| o.get(name));
+                    self.node(&field.node, value, old, ratchet);
+                    self.path.truncate(len);
+                }
+            }
+            (Kind::Map(values), Json::Object(map)) if values.has_rules => {
+                for (key, value) in map {
+                    self.path.push('[');
+                    self.path.push_str(key);
+                    self.path.push(']');
+                    let old = old.and_then(|o| o.get(key));
+                    self.node(values, value, old, ratchet);
+                    self.path.truncate(len);
+                }
+            }
+            (Kind::List { items, map_keys }, Json::Array(list)) if items.has_rules => {
+                // Only the items of list-type=map lists correlate, by their keys.
+                let olds = match (map_keys, old) {
+                    (Some(keys), Some(Json::Array(olds))) => Some(
+                        olds.iter()
+                            .map(|item| (list_key(keys, item), item))
+                            .collect::<HashMap<_, _>>(),
+                    ),
+                    _ => None,
+                };
+                for (i, value) in list.iter().enumerate() {
+                    use std::fmt::Write;
+                    let _ = write!(self.path, "[{i}]");
+                    let old = match (&olds, map_keys) {
+                        (Some(olds), Some(keys)) => olds.get(&list_key(keys, value)).copied(),
+                        _ => None,
+                    };
+                    self.node(items, value, old, ratchet);
+                    self.path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Evaluates the rules of `node` on `new`.
+    fn rules<'v>(
+        &mut self,
+        node: &'v Node,
+        new: &'v Json,
+        old: Option<&'v Json>,
+        ratchet: Option<Pair<'v>>,
+    ) {
+        let this = value::to_val(node, new);
+        let mut old_val: Option<Box<dyn Val + 'v>> = None;
+        for rule in &node.rules {
+            if rule.uses_old_self {
+                // Transition rules only run where an old value correlates, unless oldSelf
+                // is optional.
+                if old.is_none() && !rule.optional_old_self {
+                    continue;
+                }
+                if old_val.is_none() {
+                    old_val = old.map(|o| value::to_val(node, o));
+                }
+            }
+            let optional;
+            let old_self: Option<&dyn Val> = if rule.optional_old_self {
+                optional = match &old_val {
+                    Some(v) => CelOptional::of(v.clone_as_boxed()),
+                    None => CelOptional::none(),
+                };
+                Some(&optional)
+            } else {
+                old_val.as_deref()
+            };
+            let vars = Vars {
+                this: &*this,
+                old: old_self,
+            };
+            match run(&rule.program, &vars) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => {
+                    // Ratcheting: a value that did not change keeps passing, unless the rule
+                    // is about the change.
+                    if !rule.uses_old_self && ratchet.is_some_and(|(n, o)| n == o) {
+                        continue;
+                    }
+                    let plain = Vars {
+                        this: &*this,
+                        old: old_val.as_deref(),
+                    };
+                    let detail = rule
+                        .message_expression
+                        .as_ref()
+                        .and_then(|m| message(m, &plain))
+                        .or_else(|| rule.message.clone())
+                        .unwrap_or_else(|| format!("failed rule: {}", rule.rule));
+                    let field = match &rule.field_path {
+                        None => self.field(),
+                        Some(below) if self.path.is_empty() => below.clone(),
+                        Some(below) => format!("{}.{below}", self.path),
+                    };
+                    self.causes
+                        .push(failure(rule.reason, field, &node.type_name, detail));
+                }
+                Ok(other) => {
+                    let got = other.type_of();
+                    self.invalid(
+                        node,
+                        format!(
+                            "cel expression must evaluate to a bool, got {got} evaluating rule: {}",
+                            rule.error_string()
+                        ),
+                    );
+                }
+                Err(ExecutionError::NoSuchOverload(overload)) => {
+                    let types = overload.argument_types();
+                    let call = match (overload.is_member_function(), types.split_first()) {
+                        (true, Some((receiver, rest))) => {
+                            format!("{receiver}.{}({})", overload.function(), rest.join(", "))
+                        }
+                        _ => format!("{}({})", overload.function(), types.join(", ")),
+                    };
+                    self.invalid(
+                        node,
+                        format!(
+                            "'no such overload: {call}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                            rule.error_string()
+                        ),
+                    );
+                }
+                Err(error) => {
+                    let detail = format!(
+                        "{} evaluating rule: {}",
+                        describe(&error),
+                        rule.error_string()
+                    );
+                    self.invalid(node, detail);
+                }
+            }
+        }
+    }
+
+    /// The field of the node: upstream's nil path prints as `<nil>` at the root.
+    fn field(&self) -> String {
+        if self.path.is_empty() {
+            "<nil>".to_string()
+        } else {
+            self.path.clone()
+        }
+    }
+
+    fn invalid(&mut self, node: &Node, detail: String) {
+        let field = self.field();
+        self.causes
+            .push(Cause::invalid(&field, quote(&node.type_name), &detail));
+    }
+}
+
+/// The cause of a failed rule, by its reason.
+fn failure(reason: Reason, field: String, type_name: &str, detail: String) -> Cause {
+    let (kind, message) = match reason {
+        Reason::Invalid => (
+            "FieldValueInvalid",
+            format!("Invalid value: {}: {detail}", quote(type_name)),
+        ),
+        Reason::Forbidden => ("FieldValueForbidden", format!("Forbidden: {detail}")),
+        Reason::Required => ("FieldValueRequired", format!("Required value: {detail}")),
+        // upstream's field.Duplicate takes the value, not the detail
+        Reason::Duplicate => (
+            "FieldValueDuplicate",
+            format!("Duplicate value: {}", quote(type_name)),
+        ),
+    };
+    Cause {
+        kind: kind.to_string(),
+        message,
+        field,
+    }
+}
+
+/// The evaluated messageExpression, `None` when it fails or gives no usable message (the
+/// rule's message or the default is used then, as upstream).
+fn message(program: &Program, vars: &Vars) -> Option<String> {
+    match run(program, vars) {
+        Ok(Value::String(s)) => {
+            let trimmed = s.trim();
+            (!trimmed.is_empty()
+                && trimmed.len() <= MAX_MESSAGE_BYTES
+                && !trimmed.contains(['\n', '\r']))
+            .then(|| trimmed.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// An evaluation error, worded as cel-go words it where the two differ.
+fn describe(error: &ExecutionError) -> String {
+    match error {
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        ExecutionError::Overflow(..) => "integer overflow".to_string(),
+        ExecutionError::InternalError(message) => message.clone(),
+        ExecutionError::IndexOutOfBounds(index) => match Value::clone(index) {
+            Value::Int(i) => format!("index out of bounds: {i}"),
+            Value::UInt(i) => format!("index out of bounds: {i}"),
+            other => format!("index out of bounds: {other:?}"),
+        },
+        other => lower_first(&other.to_string()),
+    }
+}
+
+fn lower_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The key of a list-type=map item: its key fields' values.
+fn list_key(keys: &[String], item: &Json) -> String {
+    let mut key = String::new();
+    for name in keys {
+        match item.get(name) {
+            Some(value) => key.push_str(&value.to_string()),
+            None => key.push_str("null"),
+        }
+        key.push('\u{0}');
+    }
+    key
+}
+
+/// `self` and `oldSelf`.
+struct Vars<'a, 'v> {
+    this: &'a (dyn Val + 'v),
+    old: Option<&'a (dyn Val + 'v)>,
+}
+
+impl VariableResolver for Vars<'_, '_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match variable {
+            "self" => Some(CowVal::Borrowed(self.this)),
+            "oldSelf" => self.old.map(CowVal::Borrowed),
+            _ => None,
+        }
+    }
+}
+
+/// Runs a program. A panic of the interpreter is an evaluation error, not a crashed request.
+fn run(program: &Program, vars: &Vars) -> ResolveResult {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut context = Context::with_env(env::env().clone());
+        context.set_variable_resolver(vars);
+        program.execute(&context)
+    }))
+    .unwrap_or_else(|_| {
+        Err(ExecutionError::InternalError(
+            "the rule could not be evaluated".to_string(),
+        ))
+    })
+}
