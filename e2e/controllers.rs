@@ -5,10 +5,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start, start_on_etcd, start_with_args, Kubectl, Server};
+use support::{start, start_on_etcd, start_with_args, wait_until, Kubectl, Server};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -22,14 +22,6 @@ fn exists(s: &Server, path: &str) -> bool {
     let r = s.get(path);
     assert!(matches!(r.status, 200 | 404), "{path}: {}", r.body);
     r.status == 200
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn reference(owner: &Value, block: bool) -> Value {

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod controllers;
+pub mod custom_resources;
 pub mod discovery;
 pub mod health;
 pub mod kubeconfig;

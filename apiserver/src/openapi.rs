@@ -10,35 +10,14 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use openapi::{Document, OpenApi, ResourceSpec, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
-use registry::{Catalogue, ResourceInfo};
+use openapi::{Document, OpenApi, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
+use registry::Catalogue;
 use serde::Deserialize;
-
-/// What the documents describe, from the catalogue.
-pub fn spec(info: &ResourceInfo) -> ResourceSpec {
-    let mut subresources = Vec::new();
-    if info.status_subresource {
-        subresources.push("status".to_string());
-    }
-    if info.scale.is_some() {
-        subresources.push("scale".to_string());
-    }
-    subresources.extend(info.other_subresources.iter().cloned());
-    ResourceSpec {
-        group: info.group.clone(),
-        version: info.version.clone(),
-        kind: info.kind.clone(),
-        plural: info.plural.clone(),
-        namespaced: info.namespaced,
-        verbs: info.verbs.clone(),
-        subresources,
-    }
-}
 
 /// The documents of the catalogue's resources. Building them is CPU work, done once in the
 /// background at start so the first kubectl does not wait.
 pub fn for_catalogue(catalogue: &Catalogue) -> Arc<OpenApi> {
-    let resources = catalogue.all().iter().map(|i| spec(i)).collect();
+    let resources = catalogue.all().iter().map(|i| i.openapi_spec()).collect();
     let version = format!(
         "v{}.{}.0",
         crate::version::KUBE_MAJOR,

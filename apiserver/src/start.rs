@@ -78,6 +78,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         shutdown_rx.clone(),
     );
     let openapi = crate::openapi::for_catalogue(registry.catalogue());
+    crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown_rx.clone());
     let api = api::Api {
         registry,
         shutdown: shutdown_rx,

@@ -1,5 +1,6 @@
 //! Controllers running inside the server: they consume the registry's watch streams directly
 //! (no HTTP loopback) through the same informer machinery a client would use.
+pub mod apiextensions;
 pub mod garbage_collector;
 pub mod informer;
 pub mod leader_election;

@@ -55,7 +55,7 @@ impl Cause {
         }
     }
 
-    fn new(kind: &str, field: &str, message: String) -> Self {
+    pub fn new(kind: &str, field: &str, message: String) -> Self {
         Self {
             kind: kind.into(),
             message,

@@ -14,7 +14,7 @@ use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
 use crate::store::Store;
-use crate::strategy;
+use crate::strategy::{self, Strategy};
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
@@ -71,6 +71,22 @@ impl Registry {
         self.fields.set_source(api);
     }
 
+    /// Checks writes of a custom resource's version against its schema from now on.
+    pub fn describe_custom(&self, custom: openapi::CustomResource) {
+        if let Some(source) = self.fields.source() {
+            source.set_custom(custom);
+        }
+        self.fields.invalidate();
+    }
+
+    /// Forgets a custom resource version's schema.
+    pub fn forget_custom(&self, group: &str, version: &str, plural: &str) {
+        if let Some(source) = self.fields.source() {
+            source.remove_custom(group, version, plural);
+        }
+        self.fields.invalidate();
+    }
+
     /// The compiled schemas writes are checked against.
     pub fn field_schemas(&self) -> &Arc<FieldSchemas> {
         &self.fields
@@ -104,15 +120,16 @@ impl Registry {
 
     /// Creates (or replaces) the Store of a resource.
     pub fn install(&self, info: Arc<ResourceInfo>) -> Arc<Store> {
+        let strategy = strategy::for_resource(&info);
+        self.install_with(info, strategy)
+    }
+
+    /// Creates (or replaces) the Store of a resource whose Strategy is not a built-in one.
+    pub fn install_with(&self, info: Arc<ResourceInfo>, strategy: Box<dyn Strategy>) -> Arc<Store> {
         let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
         let store = Arc::new(
-            Store::new(
-                info.clone(),
-                strategy::for_resource(&info),
-                cache,
-                self.admission.clone(),
-            )
-            .with_field_schemas(self.fields.clone()),
+            Store::new(info.clone(), strategy, cache, self.admission.clone())
+                .with_field_schemas(self.fields.clone()),
         );
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));

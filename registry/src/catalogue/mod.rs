@@ -131,6 +131,27 @@ impl ResourceInfo {
         self.verbs.iter().any(|v| v == verb)
     }
 
+    /// How the OpenAPI documents describe the resource.
+    pub fn openapi_spec(&self) -> openapi::ResourceSpec {
+        let mut subresources = Vec::new();
+        if self.status_subresource {
+            subresources.push("status".to_string());
+        }
+        if self.scale.is_some() {
+            subresources.push("scale".to_string());
+        }
+        subresources.extend(self.other_subresources.iter().cloned());
+        openapi::ResourceSpec {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+            namespaced: self.namespaced,
+            verbs: self.verbs.clone(),
+            subresources,
+        }
+    }
+
     pub fn has_subresource(&self, name: &str) -> bool {
         match name {
             "status" => self.status_subresource,
@@ -186,6 +207,13 @@ impl Catalogue {
                 !(r.group == info.group && r.version == info.version && r.plural == info.plural)
             });
             list.push(Arc::new(info));
+        });
+    }
+
+    /// Removes one version of group/plural.
+    pub fn remove_version(&self, group: &str, version: &str, plural: &str) {
+        self.update(|list| {
+            list.retain(|r| !(r.group == group && r.version == version && r.plural == plural))
         });
     }
 

@@ -53,6 +53,14 @@ impl FieldSchemas {
         self.invalidate();
     }
 
+    /// Where schemas come from, once set.
+    pub fn source(&self) -> Option<Arc<OpenApi>> {
+        self.source
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Forgets every compiled schema, e.g. after the source learnt a custom kind's change.
     pub fn invalidate(&self) {
         let mut compiled = self

@@ -23,6 +23,9 @@ impl Store {
     ) -> Result<Object> {
         let dry_run = opts.validate()?;
         let namespace = self.scope(namespace)?;
+        if let Some(why) = self.strategy.refuses_create() {
+            return Err(RegistryError::MethodNotAllowed(why));
+        }
         self.check_kind(&mut obj)?;
         self.check_fields(&mut obj, opts, false)?;
         self.check_namespace(&mut obj, namespace)?;

@@ -7,7 +7,7 @@ use storage::{KeyValue, Preconditions, ReadRevision, StorageError, UpdateOptions
 use tracing::debug;
 
 use super::graceful::{mark_as_deleting, Graceful};
-use super::{decode_at, encode, stamp, Store};
+use super::{encode, stamp, Store};
 use crate::error::{Details, RegistryError, Result, Status};
 use crate::object::{self, Object};
 use crate::options::{parse_resource_version, DeleteOptions, ListOptions};
@@ -182,7 +182,7 @@ impl Store {
         let mut signal = None;
         let mut compute = |kv: &KeyValue| -> Result<Option<Object>> {
             signal = None;
-            let mut obj = decode_at(&kv.value, kv.mod_revision)?;
+            let mut obj = self.decode_bytes(&kv.value, kv.mod_revision)?;
             let mut opts = opts.clone();
             let graceful = self.before_delete(&mut obj, &mut opts)?;
             if graceful == Graceful::Pending {
@@ -306,7 +306,8 @@ impl Store {
                         let Some(kv) = kv else {
                             return Err(StorageError::not_found(key));
                         };
-                        let mut obj = decode_at(&kv.value, kv.mod_revision)
+                        let mut obj = self
+                            .decode_bytes(&kv.value, kv.mod_revision)
                             .map_err(RegistryError::into_storage)?;
                         terminating(&mut obj).map_err(RegistryError::into_storage)?;
                         let bytes = encode(&mut obj).map_err(RegistryError::into_storage);

@@ -34,6 +34,8 @@ pub struct Store {
     storage: Arc<dyn Interface>,
     admission: Arc<NamespaceLifecycle>,
     fields: Arc<FieldSchemas>,
+    /// The apiVersion read objects are shown in, when several versions share the storage.
+    convert_to: Option<String>,
 }
 
 impl Store {
@@ -43,7 +45,9 @@ impl Store {
         storage: Arc<dyn Interface>,
         admission: Arc<NamespaceLifecycle>,
     ) -> Self {
+        let convert_to = strategy.converts_versions().then(|| info.api_version());
         Self {
+            convert_to,
             info,
             strategy,
             storage,
@@ -102,7 +106,17 @@ impl Store {
 
     /// A stored object as clients see it: resourceVersion is the revision that wrote it.
     fn decode(&self, kv: &KeyValue) -> Result<Object> {
-        decode_at(&kv.value, kv.mod_revision)
+        self.decode_bytes(&kv.value, kv.mod_revision)
+    }
+
+    /// A stored object in this Store's version: with conversion strategy None only
+    /// apiVersion differs between versions.
+    pub(crate) fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
+        let mut obj = decode_at(value, revision)?;
+        if let (Some(version), Some(map)) = (&self.convert_to, obj.as_object_mut()) {
+            map.insert("apiVersion".into(), Value::from(version.as_str()));
+        }
+        Ok(obj)
     }
 }
 

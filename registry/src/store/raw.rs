@@ -94,9 +94,14 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<Bytes> {
         let kv = self.read_one(namespace, name, opts).await?;
-        match with_resource_version(&kv.value, kv.mod_revision) {
+        let spliced = match self.convert_to {
+            None => with_resource_version(&kv.value, kv.mod_revision),
+            Some(_) => None,
+        };
+        match spliced {
             Some(bytes) => Ok(Bytes::from(bytes)),
-            // Not our own serialization (written by another client): the slow, sure way.
+            // Not our own serialization (written by another client), or in another version: the
+            // slow, sure way.
             None => {
                 let obj = self.decode(&kv)?;
                 Ok(Bytes::from(serde_json::to_vec(&obj).map_err(|e| {

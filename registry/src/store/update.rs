@@ -5,7 +5,7 @@
 use serde_json::Value;
 use storage::{Preconditions, ReadRevision, StorageError, UpdateOptions};
 
-use super::{decode_at, encode, stamp, Store};
+use super::{encode, stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::{parse_resource_version, WriteOptions};
@@ -123,7 +123,7 @@ impl Store {
                 &mut |current| {
                     let mut attempt = || -> Result<Next> {
                         let current = current
-                            .map(|kv| decode_at(&kv.value, kv.mod_revision))
+                            .map(|kv| self.decode_bytes(&kv.value, kv.mod_revision))
                             .transpose()?;
                         let new = produce(current.as_ref())?;
                         self.next_state(namespace, name, sub, current, new)

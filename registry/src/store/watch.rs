@@ -85,6 +85,7 @@ impl Store {
         let api_version = self.info.api_version();
         let kind = self.info.kind.clone();
         let resource = self.info.qualified_resource();
+        let convert_to = self.convert_to.clone();
         let events = stream.map(move |event| match event {
             Err(e) => WatchEvent {
                 kind: WatchEventType::Error,
@@ -110,7 +111,12 @@ impl Store {
                     _ => WatchEventType::Deleted,
                 };
                 match decode_at(&e.value, e.revision) {
-                    Ok(object) => WatchEvent { kind, object },
+                    Ok(mut object) => {
+                        if let (Some(version), Some(map)) = (&convert_to, object.as_object_mut()) {
+                            map.insert("apiVersion".into(), Value::from(version.as_str()));
+                        }
+                        WatchEvent { kind, object }
+                    }
                     Err(err) => WatchEvent {
                         kind: WatchEventType::Error,
                         object: serde_json::to_value(err.status()).unwrap_or(Value::Null),

@@ -54,6 +54,18 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// Several versions share the resource's storage: objects read through this one are
+    /// shown in its apiVersion (custom resources with conversion strategy None).
+    fn converts_versions(&self) -> bool {
+        false
+    }
+
+    /// Why creates are refused at the moment, if they are (a custom resource whose definition
+    /// is being deleted).
+    fn refuses_create(&self) -> Option<String> {
+        None
+    }
+
     /// Namespace-style deletion: the first DELETE only marks the object terminating; it goes
     /// once `spec.finalizers` is empty (emptied through the `finalize` subresource).
     fn finalizes_through_spec(&self) -> bool {
@@ -83,6 +95,9 @@ pub fn for_resource(info: &ResourceInfo) -> Box<dyn Strategy> {
         ("apps", "DaemonSet") => Box::new(workloads::DaemonSetStrategy),
         ("batch", "Job") => Box::new(workloads::JobStrategy),
         ("batch", "CronJob") => Box::new(workloads::CronJobStrategy),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            Box::new(crate::custom::DefinitionStrategy)
+        }
         ("coordination.k8s.io", "Lease")
         | ("", "Endpoints")
         | ("", "Event")

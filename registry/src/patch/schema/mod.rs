@@ -171,6 +171,7 @@ pub fn schema_for(group: &str, kind: &str) -> Option<&'static PatchSchema> {
         ("policy", "PodDisruptionBudget") => &WITH_CONDITIONS,
         ("policy", "Eviction") => &METADATA_ONLY,
         ("coordination.k8s.io", "Lease") => &METADATA_ONLY,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => &METADATA_ONLY,
         ("events.k8s.io", "Event") => &METADATA_ONLY,
         ("autoscaling", "Scale") => &METADATA_ONLY,
         (

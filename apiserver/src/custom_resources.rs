@@ -1,0 +1,36 @@
+//! Serving custom resources: the definitions' controller runs on every server from start (as
+//! upstream's apiextensions controllers do inside kube-apiserver), whether or not this server
+//! runs the other controllers.
+
+use std::sync::Arc;
+
+use controllers::apiextensions::DefinitionController;
+use openapi::OpenApi;
+use registry::custom::Installer;
+use registry::Registry;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::error;
+
+/// Starts following CustomResourceDefinitions; stops when `shutdown` turns true.
+pub fn start(
+    registry: Arc<Registry>,
+    documents: Arc<OpenApi>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Option<Arc<DefinitionController>> {
+    let installer = Arc::new(Installer::new(registry.clone(), Some(documents)));
+    let controller = match DefinitionController::new(registry, installer) {
+        Ok(controller) => controller,
+        Err(e) => {
+            error!(error = %e, "custom resources will not be served");
+            return None;
+        }
+    };
+    let stop = CancellationToken::new();
+    tokio::spawn(controller.clone().run(stop.clone()));
+    tokio::spawn(async move {
+        let _ = shutdown.wait_for(|stopping| *stopping).await;
+        stop.cancel();
+    });
+    Some(controller)
+}

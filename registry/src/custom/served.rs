@@ -1,0 +1,119 @@
+//! What a CustomResourceDefinition serves: one catalogue entry per served version, named by
+//! the names the definition had accepted, with its subresources and Table columns.
+
+use serde_json::Value;
+
+use super::definition::{Definition, Names, Version};
+use crate::catalogue::{Cell, GcPolicy, ResourceInfo, ScaleSubresource, TableColumn};
+
+const ALL_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+/// A served version: its catalogue entry and its schema.
+pub struct ServedVersion {
+    pub info: ResourceInfo,
+    pub schema: Option<Value>,
+}
+
+/// The served versions of a definition, by the names it had accepted (spec names until the
+/// naming controller accepted some).
+pub fn served_versions(crd: &Definition) -> Vec<ServedVersion> {
+    let names = if crd.status.accepted_names.kind.is_empty() {
+        &crd.spec.names
+    } else {
+        &crd.status.accepted_names
+    };
+    crd.spec
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| ServedVersion {
+            info: info(crd, names, v),
+            schema: v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()),
+        })
+        .collect()
+}
+
+fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
+    let subresources = version.subresources.as_ref();
+    let list_kind = if names.list_kind.is_empty() {
+        format!("{}List", names.kind)
+    } else {
+        names.list_kind.clone()
+    };
+    ResourceInfo {
+        group: crd.spec.group.clone(),
+        version: version.name.clone(),
+        kind: names.kind.clone(),
+        list_kind,
+        plural: names.plural.clone(),
+        singular: if names.singular.is_empty() {
+            names.kind.to_lowercase()
+        } else {
+            names.singular.clone()
+        },
+        short_names: names.short_names.clone(),
+        categories: names.categories.clone(),
+        namespaced: crd.namespaced(),
+        verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+        status_subresource: subresources.is_some_and(|s| s.status.is_some()),
+        scale: subresources
+            .and_then(|s| s.scale.as_ref())
+            .map(|s| ScaleSubresource {
+                spec_replicas_path: s.spec_replicas_path.clone(),
+                status_replicas_path: s.status_replicas_path.clone(),
+                label_selector_path: s.label_selector_path.clone(),
+            }),
+        other_subresources: Vec::new(),
+        default_gc_policy: GcPolicy::DeleteDependents,
+        columns: columns(version),
+        field_selectors: Vec::new(),
+        has_generation: true,
+        storage_path: format!("/{}/{}", crd.spec.group, names.plural),
+    }
+}
+
+/// NAME, then the declared columns; with none declared, AGE from the creation time, as
+/// upstream's table convertor for custom resources.
+fn columns(version: &Version) -> Vec<TableColumn> {
+    let mut out = vec![TableColumn {
+        name: "Name".into(),
+        kind: "string".into(),
+        format: "name".into(),
+        description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
+        priority: 0,
+        cell: Cell::Name,
+    }];
+    if version.additional_printer_columns.is_empty() {
+        out.push(TableColumn {
+            name: "Age".into(),
+            kind: "date".into(),
+            format: String::new(),
+            description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata".into(),
+            priority: 0,
+            cell: Cell::Path(".metadata.creationTimestamp".into()),
+        });
+    }
+    out.extend(
+        version
+            .additional_printer_columns
+            .iter()
+            .map(|c| TableColumn {
+                name: c.name.clone(),
+                kind: c.kind.clone(),
+                format: c.format.clone(),
+                description: c.description.clone(),
+                priority: c.priority,
+                cell: Cell::Path(c.json_path.clone()),
+            }),
+    );
+    out
+}

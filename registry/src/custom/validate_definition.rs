@@ -1,0 +1,311 @@
+//! Validation of a CustomResourceDefinition itself (upstream's
+//! ValidateCustomResourceDefinition): names, group, scope, versions with exactly one storage
+//! version, conversion, subresources, printer columns, and each version's schema (structural,
+//! with its CEL rules compiled).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::cel::Rules;
+use super::definition::{Definition, Names, PrinterColumn, Scale, Version};
+use super::schema::check_structural;
+use crate::error::Cause;
+use crate::validation::names::{is_dns1035_label, is_dns1123_subdomain};
+use crate::validation::quote;
+
+const PRINTER_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date"];
+const PRINTER_FORMATS: [&str; 8] = [
+    "int32",
+    "int64",
+    "float",
+    "double",
+    "byte",
+    "date",
+    "date-time",
+    "password",
+];
+
+/// Every problem of a definition about to be stored.
+pub fn validate(obj: &Value) -> Vec<Cause> {
+    let crd = Definition::parse(obj);
+    let spec = &crd.spec;
+    let mut causes = Vec::new();
+    let expected = format!("{}.{}", spec.names.plural, spec.group);
+    if crd.metadata.name != expected {
+        causes.push(Cause::invalid(
+            "metadata.name",
+            quote(&crd.metadata.name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if spec.group.is_empty() {
+        causes.push(Cause::required("spec.group"));
+    } else {
+        for why in is_dns1123_subdomain(&spec.group) {
+            causes.push(Cause::invalid("spec.group", quote(&spec.group), &why));
+        }
+        if !spec.group.contains('.') {
+            causes.push(Cause::invalid(
+                "spec.group",
+                quote(&spec.group),
+                "should be a domain with at least one dot",
+            ));
+        }
+    }
+    match spec.scope.as_str() {
+        "Cluster" | "Namespaced" => {}
+        "" => causes.push(Cause::required("spec.scope")),
+        other => causes.push(Cause::not_supported(
+            "spec.scope",
+            other,
+            &["Cluster", "Namespaced"],
+        )),
+    }
+    causes.extend(names(&spec.names, "spec.names"));
+    if let Some(conversion) = &spec.conversion {
+        match conversion.strategy.as_str() {
+            "" | "None" => {}
+            "Webhook" => causes.push(Cause::forbidden(
+                "spec.conversion.strategy",
+                "conversion webhooks are not supported by this server; use strategy None",
+            )),
+            other => causes.push(Cause::not_supported(
+                "spec.conversion.strategy",
+                other,
+                &["None", "Webhook"],
+            )),
+        }
+    }
+    if spec.preserve_unknown_fields == Some(true) {
+        causes.push(Cause::invalid(
+            "spec.preserveUnknownFields",
+            "true",
+            "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+        ));
+    }
+    causes.extend(versions(&spec.versions));
+    causes
+}
+
+/// What an update may not change, on top of `validate`.
+pub fn validate_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = validate(new);
+    let (new, old) = (Definition::parse(new), Definition::parse(old));
+    if new.spec.group != old.spec.group {
+        causes.push(Cause::invalid(
+            "spec.group",
+            quote(&new.spec.group),
+            "field is immutable",
+        ));
+    }
+    if new.spec.scope != old.spec.scope {
+        causes.push(Cause::invalid(
+            "spec.scope",
+            quote(&new.spec.scope),
+            "field is immutable",
+        ));
+    }
+    causes
+}
+
+fn names(names: &Names, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let mut label = |field: &str, value: &str, required: bool| {
+        let at = format!("{path}.{field}");
+        if value.is_empty() {
+            if required {
+                causes.push(Cause::required(&at));
+            }
+            return;
+        }
+        for why in is_dns1035_label(value) {
+            causes.push(Cause::invalid(&at, quote(value), &why));
+        }
+    };
+    label("plural", &names.plural, true);
+    label("singular", &names.singular, false);
+    for (i, short) in names.short_names.iter().enumerate() {
+        label(&format!("shortNames[{i}]"), short, true);
+    }
+    for (i, category) in names.categories.iter().enumerate() {
+        label(&format!("categories[{i}]"), category, true);
+    }
+    let mut kind = |field: &str, value: &str| {
+        let at = format!("{path}.{field}");
+        if value.is_empty() {
+            causes.push(Cause::required(&at));
+        } else if !is_dns1035_label(&value.to_lowercase()).is_empty() {
+            causes.push(Cause::invalid(
+                &at,
+                quote(value),
+                "may have mixed case, but should otherwise match: [a-z]([-a-z0-9]*[a-z0-9])?",
+            ));
+        }
+    };
+    kind("kind", &names.kind);
+    if !names.list_kind.is_empty() {
+        kind("listKind", &names.list_kind);
+        if names.list_kind == names.kind {
+            causes.push(Cause::invalid(
+                &format!("{path}.listKind"),
+                quote(&names.list_kind),
+                "kind and listKind may not be the same",
+            ));
+        }
+    }
+    causes
+}
+
+fn versions(versions: &[Version]) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if versions.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version".into(),
+        ));
+        return causes;
+    }
+    let storage = versions.iter().filter(|v| v.storage).count();
+    if storage != 1 {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            format!("{storage} storage versions"),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !versions.iter().any(|v| v.served) {
+        causes.push(Cause::invalid(
+            "spec.versions",
+            "no served versions",
+            "must have at least one version served",
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (i, version) in versions.iter().enumerate() {
+        let at = format!("spec.versions[{i}]");
+        if version.name.is_empty() {
+            causes.push(Cause::required(&format!("{at}.name")));
+        } else {
+            for why in is_dns1035_label(&version.name) {
+                causes.push(Cause::invalid(
+                    &format!("{at}.name"),
+                    quote(&version.name),
+                    &why,
+                ));
+            }
+        }
+        if !seen.insert(version.name.as_str()) {
+            causes.push(Cause::duplicate(
+                &format!("{at}.name"),
+                quote(&version.name),
+            ));
+        }
+        causes.extend(schema(version, &at));
+        if let Some(scale) = version.subresources.as_ref().and_then(|s| s.scale.as_ref()) {
+            causes.extend(scale_paths(scale, &format!("{at}.subresources.scale")));
+        }
+        for (j, column) in version.additional_printer_columns.iter().enumerate() {
+            causes.extend(printer_column(
+                column,
+                &format!("{at}.additionalPrinterColumns[{j}]"),
+            ));
+        }
+    }
+    causes
+}
+
+fn schema(version: &Version, at: &str) -> Vec<Cause> {
+    let path = format!("{at}.schema.openAPIV3Schema");
+    let Some(schema) = version
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+    else {
+        return vec![Cause::new(
+            "FieldValueRequired",
+            &path,
+            "Required value: schemas are required".into(),
+        )];
+    };
+    let mut causes = check_structural(schema, &path);
+    if let Err(rules) = Rules::compile(schema, &path) {
+        causes.extend(rules);
+    }
+    causes
+}
+
+fn scale_paths(scale: &Scale, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let mut path = |field: &str, value: &str, under: &[&str], required: bool| {
+        let at = format!("{at}.{field}");
+        if value.is_empty() {
+            if required {
+                causes.push(Cause::required(&at));
+            }
+            return;
+        }
+        let ok = under
+            .iter()
+            .any(|root| value.strip_prefix(root).is_some_and(|r| r.starts_with('.')))
+            && !value.contains('[')
+            && !value.ends_with('.');
+        if !ok {
+            let roots: Vec<String> = under.iter().map(|r| r.to_string()).collect();
+            causes.push(Cause::invalid(
+                &at,
+                quote(value),
+                &format!("should be a json path under {}", roots.join(" or ")),
+            ));
+        }
+    };
+    path(
+        "specReplicasPath",
+        &scale.spec_replicas_path,
+        &[".spec"],
+        true,
+    );
+    path(
+        "statusReplicasPath",
+        &scale.status_replicas_path,
+        &[".status"],
+        true,
+    );
+    if let Some(selector) = &scale.label_selector_path {
+        path("labelSelectorPath", selector, &[".spec", ".status"], false);
+    }
+    causes
+}
+
+fn printer_column(column: &PrinterColumn, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if column.name.is_empty() {
+        causes.push(Cause::required(&format!("{at}.name")));
+    }
+    if !PRINTER_TYPES.contains(&column.kind.as_str()) {
+        causes.push(Cause::not_supported(
+            &format!("{at}.type"),
+            &column.kind,
+            &PRINTER_TYPES,
+        ));
+    }
+    if !column.format.is_empty() && !PRINTER_FORMATS.contains(&column.format.as_str()) {
+        causes.push(Cause::not_supported(
+            &format!("{at}.format"),
+            &column.format,
+            &PRINTER_FORMATS,
+        ));
+    }
+    if column.json_path.is_empty() {
+        causes.push(Cause::required(&format!("{at}.jsonPath")));
+    }
+    if column.priority < 0 {
+        causes.push(Cause::invalid(
+            &format!("{at}.priority"),
+            column.priority,
+            "must be greater than or equal to 0",
+        ));
+    }
+    causes
+}
