@@ -35,6 +35,10 @@ fn embedded_server_starts_fast_and_answers_health_and_version() {
     let (status, body) = get(server.port, "/readyz?verbose");
     assert_eq!(status, 200);
     assert!(body.contains("[+]storage ok"), "{body}");
+    assert!(
+        body.contains("[+]poststarthook/crd-informer-synced ok"),
+        "{body}"
+    );
     assert!(body.trim_end().ends_with("readyz check passed"), "{body}");
     assert_eq!(get(server.port, "/readyz/storage").0, 200);
     assert_eq!(get(server.port, "/readyz/nonexistent").0, 404);

@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start, start_on_etcd, wait_until, Kubectl, Server};
+use support::{start, start_on_etcd, start_with_args, wait_until, Kubectl, Server};
 
 const CRD: &str = "crontabs.stable.example.com";
 const CRONTABS: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
@@ -446,5 +446,104 @@ fn several_versions_share_objects() {
     assert_eq!(
         discovery["preferredVersion"]["version"], "v1",
         "{discovery}"
+    );
+}
+
+/// CEL rules: evaluated on writes (transition rules on updates only); a rule using a
+/// function this server lacks is refused when the definition is written.
+#[test]
+fn validation_rules() {
+    let s = start();
+    let definition = |rules: Value| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "ranges.cel.example.com"},
+            "spec": {
+                "group": "cel.example.com", "scope": "Namespaced",
+                "names": {"plural": "ranges", "kind": "Range"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object",
+                        "x-kubernetes-validations": rules,
+                        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"},
+                                       "owner": {"type": "string"}}}}}}}],
+            },
+        })
+    };
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let r = s.send_json(
+        "POST",
+        crds,
+        &definition(json!([{"rule": "quantity(self.owner).isGreaterThan(quantity('1'))"}])),
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body.contains("quantity") && r.body.contains("not supported"),
+        "{}",
+        r.body
+    );
+
+    let rules = json!([
+        {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+        {"rule": "self.owner == oldSelf.owner", "message": "owner is immutable"},
+    ]);
+    let r = s.send_json("POST", crds, &definition(rules));
+    assert_eq!(r.status, 201, "{}", r.body);
+    let ranges = "/apis/cel.example.com/v1/namespaces/default/ranges";
+    wait_until("served", Duration::from_secs(10), || {
+        s.get(ranges).status == 200
+    });
+    let range = |min: i64, max: i64, owner: &str| {
+        json!({"apiVersion": "cel.example.com/v1", "kind": "Range", "metadata": {"name": "r"},
+               "spec": {"min": min, "max": max, "owner": owner}})
+    };
+    let r = s.send_json("POST", ranges, &range(5, 1, "a"));
+    assert_eq!(r.status, 422, "{}", r.body);
+    let status = r.json();
+    assert_eq!(status["details"]["causes"][0]["field"], "spec", "{status}");
+    assert!(r.body.contains("min must not exceed max"), "{}", r.body);
+    let r = s.send_json("POST", ranges, &range(1, 5, "a"));
+    assert_eq!(
+        r.status, 201,
+        "oldSelf rules wait for an update: {}",
+        r.body
+    );
+    let mut changed = r.json();
+    changed["spec"]["owner"] = json!("b");
+    let r = s.send_json("PUT", &format!("{ranges}/r"), &changed);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.body.contains("owner is immutable"), "{}", r.body);
+}
+
+/// A second server on the same etcd serves the custom resources from its first request (its
+/// readiness waits for the stored definitions), and both see each other's writes.
+#[test]
+fn another_server_serves_stored_definitions() {
+    let etcd = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(storage::testing::EtcdServer::start());
+    let endpoint = etcd.endpoint();
+    let a = start_with_args(Some(etcd), Some(endpoint.clone()), &[]);
+    established(&a);
+    a.with_manifest("apply", &crontab("first", ""));
+    let b = start_with_args(None, Some(endpoint), &[]);
+    let verbose = b.get("/readyz?verbose");
+    assert_eq!(verbose.status, 200, "{}", verbose.body);
+    assert!(
+        verbose
+            .body
+            .contains("[+]poststarthook/crd-informer-synced ok"),
+        "{}",
+        verbose.body
+    );
+    let r = b.get(&format!("{CRONTABS}/first"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["spec"]["replicas"], 1);
+    let table = b.kubectl(&["get", "crontabs"]);
+    assert!(
+        table.starts_with("NAME") && table.contains("REPLICAS"),
+        "{table}"
     );
 }

@@ -16,6 +16,10 @@ pub struct Health {
     pub backend: DynBackend,
     /// Set when shutdown begins, so load balancers stop sending traffic first.
     pub shutting_down: Arc<AtomicBool>,
+    /// Ready only once the definitions stored at start are served (upstream's
+    /// `poststarthook/crd-informer-synced`): a client must not see a 404 for a custom
+    /// resource that exists.
+    pub definitions: Option<Arc<controllers::apiextensions::DefinitionController>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -41,6 +45,8 @@ impl Endpoint {
     }
 }
 
+const CRD_SYNCED: &str = "poststarthook/crd-informer-synced";
+
 impl Health {
     fn storage_check_name(&self) -> &'static str {
         // Upstream calls its storage check "etcd"; keep that name where it is true.
@@ -57,6 +63,9 @@ impl Health {
         only: Option<&str>,
     ) -> Vec<(&'static str, Option<String>)> {
         let mut names = vec!["ping", "log", self.storage_check_name()];
+        if self.definitions.is_some() {
+            names.push(CRD_SYNCED);
+        }
         if endpoint == Endpoint::Readyz {
             names.push("shutdown");
         }
@@ -68,6 +77,9 @@ impl Health {
             let failure = match name {
                 "shutdown" if self.shutting_down.load(Ordering::Relaxed) => {
                     Some("process is shutting down".to_string())
+                }
+                CRD_SYNCED if !self.definitions.as_ref().is_some_and(|d| d.has_synced()) => {
+                    Some("not finished".to_string())
                 }
                 "etcd" | "storage" => self
                     .backend

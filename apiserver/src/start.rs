@@ -50,6 +50,9 @@ async fn open_storage(options: &Options) -> Result<DynBackend, StartError> {
     }
 }
 
+/// How long start waits for the stored definitions before serving without them.
+const DEFINITIONS_SYNC: Duration = Duration::from_secs(10);
+
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(options: Options) -> Result<(), StartError> {
     let started = Instant::now();
@@ -78,7 +81,15 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         shutdown_rx.clone(),
     );
     let openapi = crate::openapi::for_catalogue(registry.catalogue());
-    crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown_rx.clone());
+    let definitions =
+        crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown_rx.clone());
+    if let Some(definitions) = &definitions {
+        // Serve custom resources from the first request, as upstream's readiness does.
+        let synced = tokio::time::timeout(DEFINITIONS_SYNC, definitions.wait_for_sync()).await;
+        if synced.is_err() {
+            tracing::warn!("custom resource definitions not synced yet; starting without them");
+        }
+    }
     let api = api::Api {
         registry,
         shutdown: shutdown_rx,
@@ -87,6 +98,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let health = Health {
         backend: backend.clone(),
         shutting_down: shutting_down.clone(),
+        definitions,
     };
     let addr = SocketAddr::new(options.bind_address, options.port);
     let listener = tokio::net::TcpListener::bind(addr)

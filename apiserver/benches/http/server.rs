@@ -64,6 +64,7 @@ pub async fn start() -> Server {
     let health = Health {
         backend,
         shutting_down: Arc::new(AtomicBool::new(false)),
+        definitions: None,
     };
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await

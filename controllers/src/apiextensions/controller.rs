@@ -33,6 +33,8 @@ pub struct DefinitionController {
     installer: Arc<Installer>,
     informer: SharedInformer,
     queue: RateLimitingQueue<String>,
+    /// Turns true once every definition stored at start is served.
+    serving: tokio::sync::watch::Sender<bool>,
 }
 
 impl DefinitionController {
@@ -50,12 +52,19 @@ impl DefinitionController {
             installer,
             informer,
             queue: RateLimitingQueue::with_default_rate_limiter(),
+            serving: tokio::sync::watch::Sender::new(false),
         }))
     }
 
-    /// Whether the definitions known at start have been seen (and so are being served).
+    /// Whether the definitions stored at start are served.
     pub fn has_synced(&self) -> bool {
-        self.informer.has_synced()
+        *self.serving.borrow()
+    }
+
+    /// Waits until the definitions stored at start are served.
+    pub async fn wait_for_sync(&self) {
+        let mut serving = self.serving.subscribe();
+        let _ = serving.wait_for(|s| *s).await;
     }
 
     /// Runs until `stop` fires.
@@ -78,6 +87,17 @@ impl DefinitionController {
                 }
             }
         });
+        let synced = tokio::select! {
+            synced = self.informer.wait_for_sync() => synced,
+            () = stop.cancelled() => false,
+        };
+        if synced {
+            // What is already established is served before anything else happens.
+            for obj in self.informer.indexer().list() {
+                self.installer.sync(&obj);
+            }
+            self.serving.send_replace(true);
+        }
         let worker = tokio::spawn(self.clone().worker(stop.clone()));
         stop.cancelled().await;
         self.queue.shut_down();
@@ -219,6 +239,13 @@ impl DefinitionController {
                 "NotAccepted",
                 "not all names are accepted",
             );
+        }
+        if status.get("conditions") != obj.pointer("/status/conditions") {
+            // Served before it says Established, so a client that waited for the condition
+            // finds the resource at once.
+            let mut next = obj.clone();
+            next["status"] = status.clone();
+            self.installer.sync(&next);
         }
         self.write_status(obj, status).await
     }

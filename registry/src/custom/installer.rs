@@ -93,7 +93,7 @@ impl Installer {
         for version in versions {
             self.install(version, &terminating, multi_version);
         }
-        info!(definition = %name, versions = served.len(), "serving custom resources");
+        info!(definition = %name, versions = served.len(), "custom resources installed");
         installed.insert(
             name,
             Installed {
@@ -115,7 +115,7 @@ impl Installer {
             for served in &removed.served {
                 self.uninstall(served);
             }
-            info!(definition = %name, "stopped serving custom resources");
+            info!(definition = %name, "custom resources uninstalled");
         }
     }
 
