@@ -390,6 +390,35 @@ fn field_validation_and_warning_headers() {
         )),
         "{warnings:?}"
     );
+
+    // A merge patch naming a field twice: Strict refuses it as an invalid patch, Warn warns
+    // and applies the last value.
+    let merge = [("Content-Type", "application/merge-patch+json")];
+    let patch = br#"{"data":{"b":"1","b":"2"}}"#;
+    let r = s.request(
+        "PATCH",
+        &format!("{path}/dup?fieldValidation=Strict"),
+        &merge,
+        patch,
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.body
+            .contains(r#"strict decoding error: duplicate field \"data.b\""#),
+        "{}",
+        r.body
+    );
+    assert!(s.get(&format!("{path}/dup")).json()["data"]
+        .get("b")
+        .is_none());
+    let r = s.request("PATCH", &format!("{path}/dup"), &merge, patch);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["data"]["b"], "2");
+    assert!(
+        r.headers.contains(r#"duplicate field \"data.b\""#),
+        "{}",
+        r.headers
+    );
 }
 
 #[test]

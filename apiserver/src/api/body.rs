@@ -77,11 +77,28 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, RegistryError> 
             "the body of the request must be a JSON object".into(),
         ));
     }
-    let duplicates = duplicates
+    Ok(Parsed {
+        value,
+        duplicates: strict_errors(&duplicates),
+    })
+}
+
+/// The fields a JSON document names twice, as strict decoding errors; a document that is not
+/// JSON has none here (whoever reads it refuses it).
+pub fn duplicates(body: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    if Checked::root(&mut found).deserialize(&mut de).is_err() {
+        return Vec::new();
+    }
+    strict_errors(&found)
+}
+
+fn strict_errors(paths: &[String]) -> Vec<String> {
+    paths
         .iter()
         .map(|path| format!("duplicate field {}", quote(path)))
-        .collect();
-    Ok(Parsed { value, duplicates })
+        .collect()
 }
 
 /// A body that may be absent (DELETE): whitespace counts as none. Duplicates are ignored, as

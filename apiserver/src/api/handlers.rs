@@ -131,16 +131,10 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             Ok(out(code, &obj))
         }
         "patch" => {
-            let kind = patch_type(&req.headers)?;
+            let mut write = req.params.write()?;
+            let kind = patch_body(&req, &mut write)?;
             let obj = store
-                .patch(
-                    ns,
-                    name,
-                    kind,
-                    &req.body,
-                    Subresource::Main,
-                    &req.params.write()?,
-                )
+                .patch(ns, name, kind, &req.body, Subresource::Main, &write)
                 .await?;
             Ok(out(StatusCode::OK, &obj))
         }
@@ -172,6 +166,16 @@ fn list_table(info: &ResourceInfo, mut list: Value, include: IncludeObject) -> V
         _ => Vec::new(),
     };
     table::table(info, &items, list.get("metadata"), include)
+}
+
+/// The patch's type; a merge patch's duplicated fields ride in `write` as strict decoding
+/// errors, as a body's do.
+fn patch_body(req: &Request, write: &mut WriteOptions) -> Result<PatchType, RegistryError> {
+    let kind = patch_type(&req.headers)?;
+    if matches!(kind, PatchType::Merge | PatchType::Strategic) {
+        write.decode_errors = super::body::duplicates(&req.body);
+    }
+    Ok(kind)
 }
 
 pub fn patch_type(headers: &HeaderMap) -> Result<PatchType, RegistryError> {
@@ -213,7 +217,7 @@ async fn subresource(
                         .await?
                 }
                 "patch" => {
-                    let kind = patch_type(&req.headers)?;
+                    let kind = patch_body(req, &mut write)?;
                     store
                         .update_scale(ns, name, ScaleChange::Patch(kind, &req.body), &write)
                         .await?
@@ -231,7 +235,7 @@ async fn subresource(
             store.update(ns, name, obj, part, &write).await?.0
         }
         ("patch", Subresource::Status) => {
-            let kind = patch_type(&req.headers)?;
+            let kind = patch_body(req, &mut write)?;
             store.patch(ns, name, kind, &req.body, part, &write).await?
         }
         _ => return Err(method_not_allowed()),

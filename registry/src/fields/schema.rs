@@ -82,6 +82,17 @@ pub(crate) struct Scalar {
     /// Any number, integral or not.
     pub number: bool,
     pub integer: Option<IntFormat>,
+    /// What a string must spell, where Go parses it into a richer type.
+    pub format: Option<StringFormat>,
+}
+
+/// Strings Go decodes into a type of its own, failing on a malformed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StringFormat {
+    /// resource.Quantity
+    Quantity,
+    /// metav1.Time and MicroTime (RFC 3339)
+    DateTime,
 }
 
 /// The Go integer type a field decodes into, which bounds it.
@@ -180,7 +191,12 @@ fn compile(schema: &Value, metadata: &Node) -> Node {
 fn scalar(kind: &str, map: &Map<String, Value>) -> Option<Scalar> {
     let mut out = Scalar::default();
     match kind {
-        "string" => out.string = true,
+        "string" => {
+            out.string = true;
+            if map.get("format").and_then(Value::as_str) == Some("date-time") {
+                out.format = Some(StringFormat::DateTime);
+            }
+        }
         "boolean" => out.boolean = true,
         "number" => out.number = true,
         "integer" => {
@@ -222,10 +238,13 @@ fn alternatives(map: &Map<String, Value>) -> Node {
         out.integer = out.integer.or(one.integer);
     }
     if out == Scalar::default() {
-        Node::Any
-    } else {
-        Node::Scalar(out)
+        return Node::Any;
     }
+    // Quantity is the one definition that is a string or a number.
+    if out.string && out.number && out.integer.is_none() && !out.boolean {
+        out.format = Some(StringFormat::Quantity);
+    }
+    Node::Scalar(out)
 }
 
 fn object(map: &Map<String, Value>, metadata: &Node) -> Node {

@@ -289,3 +289,46 @@ fn kinds_without_a_schema_have_none() {
     let again = SCHEMAS.get("apps", "v1", "Deployment");
     assert!(again.is_some_and(|s| Arc::ptr_eq(&s, &schema("apps", "Deployment"))));
 }
+
+#[test]
+fn quantities_and_times_must_parse() {
+    let mut good = deployment();
+    let limits = &mut good["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"];
+    for (i, q) in ["100m", "1.5Gi", "+5", ".5", "1e3", "2E-2", "7", "12Ei"]
+        .iter()
+        .enumerate()
+    {
+        limits[format!("example.com/q{i}")] = json!(q);
+    }
+    good["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00+02:00");
+    assert!(run(("apps", "Deployment"), &mut good).invalid.is_empty());
+
+    let mut bad = deployment();
+    bad["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = json!("lots");
+    bad["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] =
+        json!({"memory": "1.2.3Gi", "cpu": "5x"});
+    bad["metadata"]["creationTimestamp"] = json!("yesterday");
+    let findings = run(("apps", "Deployment"), &mut bad);
+    let mut fields: Vec<&str> = findings.invalid.iter().map(|c| c.field.as_str()).collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "metadata.creationTimestamp",
+            "spec.template.spec.containers[0].resources.limits.cpu",
+            "spec.template.spec.containers[0].resources.requests.cpu",
+            "spec.template.spec.containers[0].resources.requests.memory",
+        ]
+    );
+    let cpu = findings
+        .invalid
+        .iter()
+        .find(|c| c.field.ends_with("limits.cpu"))
+        .map(|c| c.message.as_str());
+    assert_eq!(
+        cpu,
+        Some(
+            r#"Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"#
+        )
+    );
+}

@@ -6,8 +6,9 @@ use std::fmt;
 
 use serde_json::{Number, Value};
 
-use super::schema::{IntFormat, Node, Scalar, Schema};
+use super::schema::{IntFormat, Node, Scalar, Schema, StringFormat};
 use crate::error::Cause;
+use crate::validation::quote;
 
 /// Upstream stops collecting strict decoding errors at this many; so do we, for both kinds.
 const MAX_FINDINGS: usize = 100;
@@ -99,7 +100,17 @@ impl Walker<'_> {
 
     fn scalar(&mut self, scalar: Scalar, value: &mut Value, at: &Step) {
         let integer = match value {
-            Value::String(_) if scalar.string => return,
+            Value::String(text) if scalar.string => {
+                if let Some(why) = scalar.format.and_then(|f| malformed(f, text)) {
+                    if self.out.invalid.len() < MAX_FINDINGS {
+                        let field = at.to_string();
+                        self.out
+                            .invalid
+                            .push(Cause::invalid(&field, quote(text), why));
+                    }
+                }
+                return;
+            }
             Value::Bool(_) if scalar.boolean => return,
             Value::Number(_) if scalar.number => return,
             Value::Number(n) => scalar.integer.map(|format| (n.clone(), format)),
@@ -151,6 +162,44 @@ impl Walker<'_> {
             format!("{field} in body should be less than or equal to {max}")
         };
         self.out.invalid.push(Cause::invalid(&field, n, &why));
+    }
+}
+
+/// Why a string does not parse as the Go type behind its format.
+fn malformed(format: StringFormat, text: &str) -> Option<&'static str> {
+    match format {
+        StringFormat::Quantity if !is_quantity(text) => Some(
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+        StringFormat::DateTime
+            if chrono::DateTime::parse_from_rfc3339(text).is_err() =>
+        {
+            Some("must be an RFC 3339 date-time, e.g. \"2006-01-02T15:04:05Z\"")
+        }
+        _ => None,
+    }
+}
+
+/// resource.Quantity's grammar: a signed decimal number, then a binary or decimal SI suffix
+/// or a decimal exponent.
+fn is_quantity(text: &str) -> bool {
+    let rest = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_len = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(number_len);
+    let digits = number.chars().filter(char::is_ascii_digit).count();
+    if digits == 0 || number.matches('.').count() > 1 {
+        return false;
+    }
+    match suffix {
+        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "m" | "k" | "M" | "G" | "T" | "P" | "E" => {
+            true
+        }
+        _ => suffix
+            .strip_prefix(['e', 'E'])
+            .map(|exp| exp.strip_prefix(['+', '-']).unwrap_or(exp))
+            .is_some_and(|exp| !exp.is_empty() && exp.chars().all(|c| c.is_ascii_digit())),
     }
 }
 
