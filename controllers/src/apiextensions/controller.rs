@@ -15,7 +15,7 @@ use tracing::{debug, info, warn};
 
 use super::cleanup::{delete_instances, Progress};
 use super::naming::{names, set_condition, Taken};
-use crate::informer::{InformerConfig, Notification, SharedInformer};
+use crate::informer::{dispatch, InformerConfig, Notification, SharedInformer};
 use crate::workqueue::RateLimitingQueue;
 
 /// How soon a deletion waiting on custom resources with finalizers looks again.
@@ -70,23 +70,14 @@ impl DefinitionController {
     /// Runs until `stop` fires.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         info!("starting customresourcedefinition controller");
-        let mut notifications = self.informer.subscribe();
+        let notifications = self.informer.subscribe();
         self.informer.start();
-        let dispatcher = tokio::spawn({
+        let dispatcher = {
             let this = self.clone();
-            let stop = stop.clone();
-            async move {
-                loop {
-                    tokio::select! {
-                        () = stop.cancelled() => break,
-                        n = notifications.recv() => match n {
-                            Some(n) => this.on_notification(n),
-                            None => break,
-                        },
-                    }
-                }
-            }
-        });
+            dispatch(notifications, stop.clone(), move |n| {
+                this.on_notification(n)
+            })
+        };
         let synced = tokio::select! {
             synced = self.informer.wait_for_sync() => synced,
             () = stop.cancelled() => false,

@@ -5,6 +5,7 @@
 mod backoff;
 mod delta;
 mod delta_fifo;
+mod dispatch;
 #[cfg(test)]
 mod fake;
 mod indexer;
@@ -15,6 +16,7 @@ mod shared_informer;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
+pub use dispatch::dispatch;
 pub use indexer::{namespace_index, IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX};
 pub use key::{object_key, split_key, KeyError};
 pub use lister_watcher::ListerWatcher;

@@ -14,7 +14,7 @@ use super::config::NamespaceControllerConfig;
 use super::content::ContentDeleter;
 use super::deleter::{DeletionError, NamespacedResourcesDeleter};
 use super::estimate;
-use crate::informer::{InformerConfig, Notification, ReflectorConfig, SharedInformer};
+use crate::informer::{dispatch, InformerConfig, Notification, ReflectorConfig, SharedInformer};
 use crate::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimitingQueue,
 };
@@ -77,23 +77,14 @@ impl NamespaceController {
             workers = self.config.workers,
             "starting namespace controller"
         );
-        let mut notifications = self.informer.subscribe_with_resync();
+        let notifications = self.informer.subscribe_with_resync();
         self.informer.start();
-        let dispatcher = tokio::spawn({
+        let dispatcher = {
             let this = self.clone();
-            let stop = stop.clone();
-            async move {
-                loop {
-                    tokio::select! {
-                        () = stop.cancelled() => break,
-                        n = notifications.recv() => match n {
-                            Some(n) => this.on_notification(&n),
-                            None => break,
-                        },
-                    }
-                }
-            }
-        });
+            dispatch(notifications, stop.clone(), move |n| {
+                this.on_notification(&n)
+            })
+        };
         let synced = tokio::select! {
             synced = self.informer.wait_for_sync() => synced,
             () = stop.cancelled() => false,

@@ -403,14 +403,10 @@ fn nested_completeness(
     v_path: &str,
     errs: &mut Vec<Cause>,
 ) {
+    completeness(v, s, s_path, v_path, errs);
     let Some(s) = s else {
-        errs.push(required(
-            s_path,
-            &format!("because it is defined in {v_path}"),
-        ));
         return;
     };
-    completeness(v, Some(s), s_path, v_path, errs);
     if let Some(items) = v.get("items").and_then(Value::as_object) {
         let s_items = s.get("items").and_then(Value::as_object);
         nested_completeness(
