@@ -13,6 +13,7 @@ mod check;
 mod env;
 mod rules;
 mod schema;
+mod types;
 mod value;
 
 #[cfg(test)]

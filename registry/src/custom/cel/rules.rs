@@ -4,9 +4,10 @@
 use cel::{ParseErrors, Program};
 use serde_json::Value as Json;
 
-use super::check::{self, Ty};
+use super::check;
 use super::env;
 use super::schema::{join, Kind, Node};
+use super::types::Ty;
 use super::Build;
 use crate::error::Cause;
 use crate::validation::quote;
