@@ -113,7 +113,7 @@ impl DefinitionController {
         // A change of names may free names another definition is waiting for.
         if let Notification::Update { old, new } = &notification {
             if old.pointer("/status/acceptedNames") != new.pointer("/status/acceptedNames")
-                || notification_deleted(new)
+                || object::deletion_timestamp(new).is_some()
             {
                 self.requeue_group(new);
             }
@@ -344,8 +344,4 @@ impl DefinitionController {
             Err(e) => Err(e),
         }
     }
-}
-
-fn notification_deleted(obj: &Value) -> bool {
-    object::deletion_timestamp(obj).is_some()
 }

@@ -5,7 +5,7 @@
 mod builtin;
 mod printers;
 
-pub use printers::human_duration;
+pub use printers::{custom_columns, human_duration};
 #[cfg(test)]
 mod tests;
 

@@ -123,7 +123,7 @@ impl Definition {
     /// Reads a stored or submitted definition; fields of the wrong JSON type count as absent
     /// here (validation reports them).
     pub fn parse(obj: &Value) -> Definition {
-        serde_json::from_value(obj.clone()).unwrap_or_else(|_| lenient(obj))
+        Definition::deserialize(obj).unwrap_or_else(|_| lenient(obj))
     }
 
     pub fn condition(&self, kind: &str) -> bool {
@@ -153,10 +153,8 @@ impl Definition {
 
 /// Part by part, so one malformed part leaves the rest readable.
 fn lenient(obj: &Value) -> Definition {
-    fn part<T: serde::de::DeserializeOwned + Default>(v: Option<&Value>) -> T {
-        v.cloned()
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default()
+    fn part<'a, T: Deserialize<'a> + Default>(v: Option<&'a Value>) -> T {
+        v.and_then(|v| T::deserialize(v).ok()).unwrap_or_default()
     }
     let spec = obj.get("spec");
     Definition {

@@ -4,9 +4,13 @@
 use serde_json::Value;
 
 use super::definition::{Definition, Names, Version};
-use crate::catalogue::{Cell, GcPolicy, ResourceInfo, ScaleSubresource, TableColumn};
+use crate::catalogue::{
+    custom_columns, Cell, GcPolicy, ResourceInfo, ScaleSubresource, TableColumn,
+};
 
-const ALL_VERBS: [&str; 8] = [
+/// The verbs of every custom resource, in the order upstream's discovery lists them for
+/// custom resources (not the built-ins' order).
+const VERBS: [&str; 8] = [
     "delete",
     "deletecollection",
     "get",
@@ -63,7 +67,7 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         short_names: names.short_names.clone(),
         categories: names.categories.clone(),
         namespaced: crd.namespaced(),
-        verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+        verbs: VERBS.iter().map(|v| v.to_string()).collect(),
         status_subresource: subresources.is_some_and(|s| s.status.is_some()),
         scale: subresources
             .and_then(|s| s.scale.as_ref())
@@ -81,28 +85,9 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
     }
 }
 
-/// NAME, then the declared columns; with none declared, AGE from the creation time, as
-/// upstream's table convertor for custom resources.
+/// The declared printer columns, after NAME (and AGE when none are declared).
 fn columns(version: &Version) -> Vec<TableColumn> {
-    let mut out = vec![TableColumn {
-        name: "Name".into(),
-        kind: "string".into(),
-        format: "name".into(),
-        description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names".into(),
-        priority: 0,
-        cell: Cell::Name,
-    }];
-    if version.additional_printer_columns.is_empty() {
-        out.push(TableColumn {
-            name: "Age".into(),
-            kind: "date".into(),
-            format: String::new(),
-            description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata".into(),
-            priority: 0,
-            cell: Cell::Path(".metadata.creationTimestamp".into()),
-        });
-    }
-    out.extend(
+    custom_columns(
         version
             .additional_printer_columns
             .iter()
@@ -113,7 +98,7 @@ fn columns(version: &Version) -> Vec<TableColumn> {
                 description: c.description.clone(),
                 priority: c.priority,
                 cell: Cell::Path(c.json_path.clone()),
-            }),
-    );
-    out
+            })
+            .collect(),
+    )
 }

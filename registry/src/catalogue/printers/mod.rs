@@ -59,6 +59,22 @@ pub(in crate::catalogue) fn default_columns() -> Vec<TableColumn> {
     ]
 }
 
+/// A custom resource's columns: NAME, then the declared ones; with none declared, AGE as a
+/// `date` read from the creation time (upstream's table convertor for custom resources).
+pub fn custom_columns(declared: Vec<TableColumn>) -> Vec<TableColumn> {
+    let mut out = vec![name()];
+    if declared.is_empty() {
+        out.push(column(
+            "Age",
+            "date",
+            CREATED_DOC,
+            Cell::Path(".metadata.creationTimestamp".into()),
+        ));
+    }
+    out.extend(declared);
+    out
+}
+
 fn column(name: &str, kind: &str, description: &str, cell: Cell) -> TableColumn {
     TableColumn {
         name: name.to_string(),
