@@ -133,6 +133,8 @@ fn lifecycle(s: &Server) {
     }
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "CronTab");
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    // The cleanup finalizer comes with the first delete, as upstream.
+    assert!(crd["metadata"].get("finalizers").is_none(), "{crd}");
 
     // Discovery and OpenAPI follow at once.
     let resources = s.kubectl(&["api-resources", "--api-group=stable.example.com"]);

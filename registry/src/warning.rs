@@ -32,13 +32,7 @@ pub fn add(message: impl Into<String>) {
 }
 
 /// Standard finalizers every writer knows; any other should be domain-qualified with a path.
-/// The server puts the definitions' cleanup finalizer there itself: no one to warn.
-const STANDARD_FINALIZERS: &[&str] = &[
-    "kubernetes",
-    "orphan",
-    "foregroundDeletion",
-    crate::custom::CLEANUP_FINALIZER,
-];
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 
 /// Upstream warns, without refusing, on finalizer names another writer could also pick.
 pub fn finalizers<'a>(added: impl IntoIterator<Item = &'a str>) {

@@ -14,6 +14,7 @@ embedded_only!(
     preconditions_and_dry_run,
     namespace_deletion_phases,
     delete_collection_with_selector,
+    definitions_take_their_cleanup_finalizer_when_deleted,
 );
 
 fn grace(seconds: i64) -> DeleteOptions {
@@ -419,4 +420,59 @@ async fn delete_collection_with_selector(h: &Harness) {
         names(&cms.list(Some("default"), &list()).await.expect("list")),
         vec!["c"]
     );
+}
+
+/// As upstream's CRD storage: no finalizer while the definition lives; the first delete adds
+/// `customresourcecleanup.apiextensions.k8s.io` with a Terminating condition, and the
+/// definition stays until that finalizer is taken off.
+async fn definitions_take_their_cleanup_finalizer_when_deleted(h: &Harness) {
+    let crds = h.store("apiextensions.k8s.io", "customresourcedefinitions");
+    let schema = json!({"openAPIV3Schema": {"type": "object"}});
+    let crd = json!({
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}]},
+    });
+    let created = crds.create(None, crd, &write()).await.expect("create");
+    assert!(created["metadata"].get("finalizers").is_none(), "{created}");
+    let outcome = crds
+        .delete(None, "widgets.example.com", delete())
+        .await
+        .expect("delete");
+    assert!(!outcome.deleted);
+    let held = outcome.object;
+    assert_eq!(
+        held["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    let terminating = held["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Terminating"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(terminating["status"], "True", "{held}");
+    assert_eq!(terminating["reason"], "InstanceDeletionPending", "{held}");
+    // A second delete changes nothing; emptying the finalizers removes it.
+    let again = crds
+        .delete(None, "widgets.example.com", delete())
+        .await
+        .expect("delete again");
+    assert!(!again.deleted);
+    let mut released = again.object;
+    released["metadata"]["finalizers"] = json!([]);
+    crds.update(
+        None,
+        "widgets.example.com",
+        released,
+        Subresource::Main,
+        &write(),
+    )
+    .await
+    .expect("release");
+    let gone = crds
+        .get(None, "widgets.example.com", &ListOptions::default())
+        .await;
+    assert!(gone.is_err(), "{gone:?}");
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use registry::custom::conditions::set_condition;
 use registry::custom::{Definition, Installer, CLEANUP_FINALIZER};
 use registry::options::WriteOptions;
 use registry::{object, Registry, RegistryError, Store, Subresource};
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::cleanup::{delete_instances, Progress};
-use super::naming::{names, set_condition, Taken};
+use super::naming::{names, Taken};
 use crate::informer::{dispatch, InformerConfig, Notification, SharedInformer};
 use crate::workqueue::RateLimitingQueue;
 
@@ -300,8 +301,15 @@ impl DefinitionController {
             .filter(|f| f != CLEANUP_FINALIZER)
             .map(Value::from)
             .collect();
+        let last = finalizers.is_empty();
         object::meta_mut(&mut current).insert("finalizers".into(), Value::from(finalizers));
         info!(definition = %crd.metadata.name, "custom resources removed; releasing definition");
+        if last {
+            // Routes and discovery go before the definition does, so whoever sees it gone
+            // (kubectl delete waits for that) finds its resources gone too. Should the write
+            // fail, the retry serves them again until it succeeds.
+            self.installer.remove(&crd.metadata.name);
+        }
         match self
             .definitions
             .update(

@@ -2,6 +2,7 @@
 //! same generic Store as every built-in.
 
 pub mod cel;
+pub mod conditions;
 pub mod definition;
 mod installer;
 pub mod schema;

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::cel::Rules;
+use super::conditions::set_condition;
 use super::definition::{Definition, CLEANUP_FINALIZER};
 use super::schema::CustomSchema;
 use super::validate_definition;
 use crate::error::Cause;
-use crate::object;
 use crate::strategy::{default_at, Strategy};
 
 /// A served version of a custom resource: its schema's defaults and validation, and its CEL
@@ -78,14 +78,6 @@ pub struct DefinitionStrategy;
 impl Strategy for DefinitionStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         defaults(obj);
-        let finalizers = object::meta_mut(obj)
-            .entry("finalizers")
-            .or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut() {
-            if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
-                list.push(json!(CLEANUP_FINALIZER));
-            }
-        }
         let stored: Vec<String> = Definition::parse(obj)
             .storage_version()
             .map(|v| v.name.clone())
@@ -120,6 +112,25 @@ impl Strategy for DefinitionStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         validate_definition::validate(obj)
+    }
+
+    /// As upstream, the cleanup finalizer arrives with the first delete, not before.
+    fn deletion_finalizer(&self) -> Option<&'static str> {
+        Some(CLEANUP_FINALIZER)
+    }
+
+    fn mark_deleting(&self, obj: &mut Value) {
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        set_condition(
+            status,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {

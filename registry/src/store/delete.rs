@@ -90,7 +90,8 @@ impl Store {
         let mut ignore_not_found = false;
         let needs_update = graceful == Graceful::Yes
             || !object::finalizers(&current).is_empty()
-            || self.gc_finalizers(&current, &opts).is_some();
+            || self.gc_finalizers(&current, &opts).is_some()
+            || self.adds_deletion_finalizer(&current);
         if needs_update {
             match self
                 .update_for_deletion(&key, name, &preconditions, &opts)
@@ -153,6 +154,12 @@ impl Store {
         }
     }
 
+    /// The first delete of an object whose kind holds deleting objects with a finalizer of its
+    /// own.
+    fn adds_deletion_finalizer(&self, obj: &Object) -> bool {
+        self.strategy.deletion_finalizer().is_some() && object::deletion_timestamp(obj).is_none()
+    }
+
     /// The body of a delete that removed the object.
     fn deleted_response(&self, obj: Object) -> Value {
         if self.strategy.returns_deleted_object() {
@@ -191,6 +198,16 @@ impl Store {
             }
             if let Some(finalizers) = self.gc_finalizers(&obj, &opts) {
                 object::set_finalizers(&mut obj, &finalizers);
+            }
+            if self.adds_deletion_finalizer(&obj) {
+                if let Some(finalizer) = self.strategy.deletion_finalizer() {
+                    let mut finalizers = object::finalizers(&obj);
+                    if !finalizers.iter().any(|f| f == finalizer) {
+                        finalizers.push(finalizer.to_string());
+                        object::set_finalizers(&mut obj, &finalizers);
+                    }
+                    self.strategy.mark_deleting(&mut obj);
+                }
             }
             pending_finalizers = !object::finalizers(&obj).is_empty();
             if graceful == Graceful::No {

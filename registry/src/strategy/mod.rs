@@ -54,6 +54,15 @@ pub trait Strategy: Send + Sync {
         false
     }
 
+    /// A finalizer the kind itself holds a deleting object with, added by the first delete
+    /// (CustomResourceDefinitions: their custom resources go first).
+    fn deletion_finalizer(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What else that first delete records, e.g. a status condition.
+    fn mark_deleting(&self, _obj: &mut Value) {}
+
     /// Several versions share the resource's storage: objects read through this one are
     /// shown in its apiVersion (custom resources with conversion strategy None).
     fn converts_versions(&self) -> bool {
