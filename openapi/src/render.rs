@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::builtin::{DELETE_OPTIONS, PATCH, WATCH_EVENT};
 use crate::gvk::Gvk;
@@ -32,6 +32,30 @@ pub(crate) fn needed(paths: &[PathItem], definitions: &impl Lookup) -> BTreeSet<
         }
     }
     closure(roots, definitions)
+}
+
+/// What a document holds, in its own dialect: each path rendered by `path_item`, and every
+/// definition the paths use, finished, then converted by `schema`.
+pub(crate) fn parts(
+    paths: &[PathItem],
+    definitions: &impl Lookup,
+    group_versions: &BTreeSet<(String, String)>,
+    path_item: impl Fn(&PathItem) -> Value,
+    schema: impl Fn(&str, Value) -> Value,
+) -> (Map<String, Value>, Map<String, Value>) {
+    let rendered = paths
+        .iter()
+        .map(|item| (item.path.clone(), path_item(item)))
+        .collect();
+    let schemas = needed(paths, definitions)
+        .into_iter()
+        .filter_map(|name| {
+            let finished = finish(&name, definitions.lookup(&name)?, group_versions);
+            let converted = schema(&name, finished);
+            Some((name, converted))
+        })
+        .collect();
+    (rendered, schemas)
 }
 
 /// A definition as served: DeleteOptions and WatchEvent belong to every group-version, and

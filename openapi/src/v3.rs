@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::operations::{Body, In, Operation, Param, PathItem, Payload, PATCH_TYPES};
 use crate::refs::{definition_ref, to_v3, Lookup};
-use crate::render::{finish, needed, TITLE};
+use crate::render::{parts, TITLE};
 
 const PREFIX: &str = "#/components/schemas/";
 
@@ -18,18 +18,13 @@ pub(crate) fn document(
     group_versions: &BTreeSet<(String, String)>,
     info_version: &str,
 ) -> Value {
-    let mut rendered = Map::new();
-    for item in paths {
-        rendered.insert(item.path.clone(), path_item(item));
-    }
-    let schemas: Map<String, Value> = needed(paths, definitions)
-        .into_iter()
-        .filter_map(|name| {
-            let schema = definitions.lookup(&name)?;
-            let schema = finish(&name, schema, group_versions);
-            Some((name, to_v3(&schema, PREFIX)))
-        })
-        .collect();
+    let (rendered, schemas) = parts(
+        paths,
+        definitions,
+        group_versions,
+        path_item,
+        |_, schema| to_v3(&schema, PREFIX),
+    );
     json!({
         "openapi": "3.0.0",
         "info": {"title": TITLE, "version": info_version},

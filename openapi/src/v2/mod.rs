@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::builtin::{INT_OR_STRING, PATCH, QUANTITY};
 use crate::operations::{Body, In, Operation, Param, PathItem, Payload, PATCH_TYPES};
 use crate::refs::{definition_ref, Lookup};
-use crate::render::{finish, needed, TITLE};
+use crate::render::{parts, TITLE};
 
 pub(crate) fn document(
     paths: &[PathItem],
@@ -18,18 +18,13 @@ pub(crate) fn document(
     group_versions: &BTreeSet<(String, String)>,
     info_version: &str,
 ) -> Value {
-    let mut rendered = Map::new();
-    for item in paths {
-        rendered.insert(item.path.clone(), path_item(item));
-    }
-    let schemas: Map<String, Value> = needed(paths, definitions)
-        .into_iter()
-        .filter_map(|name| {
-            let schema = definitions.lookup(&name)?;
-            let schema = v2_schema(&name, &finish(&name, schema, group_versions));
-            Some((name, schema))
-        })
-        .collect();
+    let (rendered, schemas) = parts(
+        paths,
+        definitions,
+        group_versions,
+        path_item,
+        |name, schema| v2_schema(name, &schema),
+    );
     json!({
         "swagger": "2.0",
         "info": {"title": TITLE, "version": info_version},
