@@ -221,20 +221,14 @@ pub(crate) fn paths(target: &Target) -> Vec<PathItem> {
                 path: format!("{root}/{}", r.plural),
                 tag: tag(&r.group, &r.version),
                 params: with_pretty(Vec::new()),
-                operations: vec![Operation {
-                    method: Method::Get,
-                    id: format!(
+                operations: vec![list_operation(
+                    target,
+                    format!(
                         "list{}{kind}ForAllNamespaces",
                         group_version_camel(&r.group, &r.version)
                     ),
-                    description: format!("list or watch objects of kind {kind}"),
-                    action: "list",
-                    gvk: target.gvk(),
-                    params: params::LIST,
-                    body: None,
-                    responses: responses(&["200"], list),
-                    produces: LIST_TYPES,
-                }],
+                    list,
+                )],
             });
         }
     }
@@ -244,21 +238,26 @@ pub(crate) fn paths(target: &Target) -> Vec<PathItem> {
     out
 }
 
+/// GET of a collection (one namespace's, or all namespaces').
+fn list_operation(target: &Target, id: String, list: &str) -> Operation {
+    Operation {
+        method: Method::Get,
+        id,
+        description: format!("list or watch objects of kind {}", target.resource.kind),
+        action: "list",
+        gvk: target.gvk(),
+        params: params::LIST,
+        body: None,
+        responses: responses(&["200"], list),
+        produces: LIST_TYPES,
+    }
+}
+
 fn collection_operations(target: &Target) -> Vec<Operation> {
     let kind = &target.resource.kind;
     let mut ops = Vec::new();
     if let (true, Some(list)) = (target.has("list"), target.list_definition) {
-        ops.push(Operation {
-            method: Method::Get,
-            id: target.id("list", "", ""),
-            description: format!("list or watch objects of kind {kind}"),
-            action: "list",
-            gvk: target.gvk(),
-            params: params::LIST,
-            body: None,
-            responses: responses(&["200"], list),
-            produces: LIST_TYPES,
-        });
+        ops.push(list_operation(target, target.id("list", "", ""), list));
     }
     if target.has("create") {
         ops.push(Operation {
