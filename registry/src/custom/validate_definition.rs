@@ -230,10 +230,39 @@ fn schema(version: &Version, at: &str) -> Vec<Cause> {
         )];
     };
     let mut causes = check_structural(schema, &path);
+    if version
+        .subresources
+        .as_ref()
+        .is_some_and(|s| s.status.is_some())
+    {
+        causes.extend(status_root(schema, &path));
+    }
     if let Err(rules) = Rules::compile(schema, &path) {
         causes.extend(rules);
     }
     causes
+}
+
+/// With the status subresource the status part is written apart from the rest, so the root
+/// may only describe its properties (upstream's rule for such schemas).
+fn status_root(schema: &Value, path: &str) -> Vec<Cause> {
+    const ALLOWED: [&str; 4] = ["description", "type", "properties", "required"];
+    let Some(root) = schema.as_object() else {
+        return Vec::new();
+    };
+    let extra: Vec<&str> = root
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !ALLOWED.contains(k) && !k.starts_with("x-kubernetes-"))
+        .collect();
+    if extra.is_empty() {
+        return Vec::new();
+    }
+    vec![Cause::invalid(
+        path,
+        quote(&extra.join(", ")),
+        "must only have \"properties\", \"required\" or \"description\" at the root if the status subresource is enabled",
+    )]
 }
 
 fn scale_paths(scale: &Scale, at: &str) -> Vec<Cause> {
@@ -308,4 +337,39 @@ fn printer_column(column: &PrinterColumn, at: &str) -> Vec<Cause> {
         ));
     }
     causes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::validate;
+
+    fn definition(root: serde_json::Value, status: bool) -> serde_json::Value {
+        let mut version = json!({"name": "v1", "served": true, "storage": true,
+                                 "schema": {"openAPIV3Schema": root}});
+        if status {
+            version["subresources"] = json!({"status": {}});
+        }
+        json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "kind": "Widget"}, "versions": [version]},
+        })
+    }
+
+    #[test]
+    fn status_subresource_limits_the_root_schema() {
+        let root = json!({"type": "object", "minProperties": 1,
+                          "properties": {"spec": {"type": "object"}}});
+        assert!(validate(&definition(root.clone(), false)).is_empty());
+        let causes = validate(&definition(root, true));
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "spec.versions[0].schema.openAPIV3Schema");
+        assert!(causes[0].message.contains("minProperties"), "{causes:?}");
+        let plain = json!({"type": "object", "description": "d", "required": ["spec"],
+                           "properties": {"spec": {"type": "object"}},
+                           "x-kubernetes-validations": [{"rule": "has(self.spec)"}]});
+        assert_eq!(validate(&definition(plain, true)), vec![]);
+    }
 }
