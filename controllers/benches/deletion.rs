@@ -215,16 +215,9 @@ async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
     )
     .await;
     let started = Instant::now();
-    cms.delete(
-        Some("default"),
-        "owner",
-        DeleteOptions {
-            propagation_policy: Some("Background".into()),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("delete owner");
+    cms.delete(Some("default"), "owner", DeleteOptions::background())
+        .await
+        .expect("delete owner");
     let root = registry.root().clone();
     wait_for(
         "dependents collected",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use futures::StreamExt;
-use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::options::{DeleteOptions, DeleteOptionsWire, ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, ResourceInfo, Store, Subresource, WatchEventType};
 use serde_json::{json, Value};
 use support::Harness;
@@ -145,10 +145,11 @@ async fn delete(store: &Store, name: &str, policy: &str) {
         .delete(
             namespace_of(store),
             name,
-            DeleteOptions {
+            DeleteOptions::parse(DeleteOptionsWire {
                 propagation_policy: Some(policy.to_string()),
                 ..Default::default()
-            },
+            })
+            .expect("valid options"),
         )
         .await
         .unwrap_or_else(|e| panic!("delete {name}: {e}"));

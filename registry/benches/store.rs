@@ -98,7 +98,7 @@ async fn storage_row(
                 let s = store.clone();
                 async move {
                     s.guaranteed_update(&key(i), UpdateOptions::default(), &mut |_| {
-                        Ok(bytes(i, 1))
+                        Ok(bytes(i, 1).into())
                     })
                     .await
                     .expect("storage update");

@@ -50,20 +50,31 @@ impl NamespaceLifecycle {
         }
     }
 
-    /// A namespace delete of this server set the namespace terminating.
-    pub fn terminating(&self, namespace: &str) {
-        self.terminating
+    /// A delete of this server marked `name` of `info` as being deleted: for a namespace,
+    /// that is the start of its termination.
+    pub fn marked_deleting(&self, info: &ResourceInfo, name: &str) {
+        if !is_namespaces(info) {
+            return;
+        }
+        let first = self
+            .terminating
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(namespace.to_string());
+            .insert(name.to_string());
+        if first {
+            tracing::info!(namespace = name, "namespace terminating");
+        }
     }
 
-    /// A namespace of this name was created (again).
-    pub fn created(&self, namespace: &str) {
-        self.terminating
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(namespace);
+    /// `name` of `info` was created: a namespace made again under a name this server saw
+    /// terminating is no longer terminating.
+    pub fn created(&self, info: &ResourceInfo, name: &str) {
+        if is_namespaces(info) {
+            self.terminating
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(name);
+        }
     }
 
     fn known_terminating(&self, namespace: &str) -> bool {
@@ -123,7 +134,7 @@ impl NamespaceLifecycle {
 
     /// Deleting `name` of `info`.
     pub fn admit_delete(&self, info: &ResourceInfo, name: &str) -> Result<()> {
-        if info.group.is_empty() && info.plural == "namespaces" && UNDELETABLE.contains(&name) {
+        if is_namespaces(info) && UNDELETABLE.contains(&name) {
             return Err(RegistryError::forbidden(
                 &info.qualified_resource(),
                 name,
@@ -132,4 +143,8 @@ impl NamespaceLifecycle {
         }
         Ok(())
     }
+}
+
+fn is_namespaces(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "namespaces"
 }

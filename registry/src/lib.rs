@@ -17,8 +17,8 @@ pub mod strategy;
 pub mod validation;
 pub mod warning;
 
-pub use catalogue::{Catalogue, ResourceInfo};
+pub use catalogue::{Catalogue, ResourceInfo, Verb};
 pub use error::{Cause, Qualified, RegistryError, Result, Status};
 pub use registry::Registry;
 pub use store::update::Subresource;
-pub use store::{DeleteOutcome, Store, WatchEvent, WatchEventType};
+pub use store::{DeleteOutcome, DeletePlan, Store, WatchEvent, WatchEventType};

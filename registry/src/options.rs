@@ -10,16 +10,37 @@ fn options_error(kind: &str, causes: Vec<Cause>) -> RegistryError {
     RegistryError::invalid(&Qualified::new("meta.k8s.io", kind), "", causes)
 }
 
-fn validate_dry_run(values: &[String], kind: &str) -> Result<bool> {
-    for v in values {
-        if v != "All" {
+/// The `dryRun` parameter: upstream accepts only `All`, and only once parsed does a write know
+/// whether it persists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DryRun {
+    /// Persist the write.
+    #[default]
+    Off,
+    /// Run every stage of the write but storing it.
+    All,
+}
+
+impl DryRun {
+    /// Parses the parameter's values (it may repeat), refusing any but `All` with upstream's
+    /// error on `kind` (CreateOptions, DeleteOptions...).
+    pub fn parse<S: AsRef<str>>(values: &[S], kind: &str) -> Result<Self> {
+        if let Some(bad) = values.iter().map(AsRef::as_ref).find(|v| *v != "All") {
             return Err(options_error(
                 kind,
-                vec![Cause::not_supported("dryRun", v, &["All"])],
+                vec![Cause::not_supported("dryRun", bad, &["All"])],
             ));
         }
+        Ok(if values.is_empty() {
+            Self::Off
+        } else {
+            Self::All
+        })
     }
-    Ok(!values.is_empty())
+
+    pub fn is_all(self) -> bool {
+        self == Self::All
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -29,10 +50,56 @@ pub struct PreconditionsSpec {
     pub resource_version: Option<String>,
 }
 
-/// metav1.DeleteOptions.
+/// metav1.DeletionPropagation: what becomes of an object's dependents when it is deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropagationPolicy {
+    /// Dependents lose their reference to the owner and stay.
+    Orphan,
+    /// The owner goes at once; the garbage collector deletes the dependents afterwards.
+    Background,
+    /// The owner stays (finalizer `foregroundDeletion`) until its blocking dependents are gone.
+    Foreground,
+}
+
+impl PropagationPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Orphan => "Orphan",
+            Self::Background => "Background",
+            Self::Foreground => "Foreground",
+        }
+    }
+
+    fn parse(value: &str) -> Result<Self, Cause> {
+        match value {
+            "Orphan" => Ok(Self::Orphan),
+            "Background" => Ok(Self::Background),
+            "Foreground" => Ok(Self::Foreground),
+            other => Err(Cause::not_supported(
+                "propagationPolicy",
+                other,
+                &["Foreground", "Background", "Orphan", "nil"],
+            )),
+        }
+    }
+}
+
+/// metav1.DeleteOptions, parsed and validated (see [`DeleteOptions::parse`]).
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// Never negative: upstream reads a negative period as "as soon as possible", 1s.
+    pub grace_period_seconds: Option<i64>,
+    pub preconditions: Option<PreconditionsSpec>,
+    /// The legacy form of a propagation policy; never set together with one.
+    pub orphan_dependents: Option<bool>,
+    pub propagation_policy: Option<PropagationPolicy>,
+    pub dry_run: DryRun,
+}
+
+/// DeleteOptions as a request carries them (a body or query parameters), before validation.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DeleteOptions {
+pub struct DeleteOptionsWire {
     pub grace_period_seconds: Option<i64>,
     pub preconditions: Option<PreconditionsSpec>,
     pub orphan_dependents: Option<bool>,
@@ -41,57 +108,46 @@ pub struct DeleteOptions {
     pub dry_run: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Propagation {
-    Orphan,
-    Background,
-    Foreground,
-}
-
 impl DeleteOptions {
-    /// Upstream's ValidateDeleteOptions, plus its normalisation of negative grace periods.
-    pub fn validate(&mut self) -> Result<()> {
+    /// Upstream's ValidateDeleteOptions, with its normalisation of negative grace periods.
+    pub fn parse(wire: DeleteOptionsWire) -> Result<Self> {
         let mut causes = Vec::new();
-        if self.orphan_dependents.is_some() && self.propagation_policy.is_some() {
+        if let (Some(_), Some(policy)) = (wire.orphan_dependents, &wire.propagation_policy) {
             causes.push(Cause::invalid(
                 "propagationPolicy",
-                format!(
-                    "\"{}\"",
-                    self.propagation_policy.clone().unwrap_or_default()
-                ),
+                format!("\"{policy}\""),
                 "orphanDependents and deletionPropagation cannot be both set",
             ));
         }
-        if let Some(p) = &self.propagation_policy {
-            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-                causes.push(Cause::not_supported(
-                    "propagationPolicy",
-                    p,
-                    &["Foreground", "Background", "Orphan", "nil"],
-                ));
+        let propagation_policy = match wire
+            .propagation_policy
+            .as_deref()
+            .map(PropagationPolicy::parse)
+        {
+            Some(Ok(policy)) => Some(policy),
+            Some(Err(cause)) => {
+                causes.push(cause);
+                None
             }
-        }
+            None => None,
+        };
         if !causes.is_empty() {
             return Err(options_error("DeleteOptions", causes));
         }
-        validate_dry_run(&self.dry_run, "DeleteOptions")?;
-        // Negative grace periods mean "as soon as possible", upstream treats them as 1s.
-        if self.grace_period_seconds.is_some_and(|g| g < 0) {
-            self.grace_period_seconds = Some(1);
-        }
-        Ok(())
+        Ok(Self {
+            grace_period_seconds: wire.grace_period_seconds.map(|g| if g < 0 { 1 } else { g }),
+            preconditions: wire.preconditions,
+            orphan_dependents: wire.orphan_dependents,
+            propagation_policy,
+            dry_run: DryRun::parse(&wire.dry_run, "DeleteOptions")?,
+        })
     }
 
-    pub fn is_dry_run(&self) -> bool {
-        !self.dry_run.is_empty()
-    }
-
-    pub fn propagation(&self) -> Option<Propagation> {
-        match self.propagation_policy.as_deref() {
-            Some("Orphan") => Some(Propagation::Orphan),
-            Some("Background") => Some(Propagation::Background),
-            Some("Foreground") => Some(Propagation::Foreground),
-            _ => None,
+    /// Background propagation: what a controller deleting on its own account asks for.
+    pub fn background() -> Self {
+        Self {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
         }
     }
 }
@@ -124,18 +180,12 @@ impl FieldValidation {
 /// Options of create, update and patch.
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
-    pub dry_run: Vec<String>,
+    pub dry_run: DryRun,
     pub field_manager: Option<String>,
     pub field_validation: FieldValidation,
     /// Strict decoding errors the body's decoder found (`duplicate field "spec.replicas"`):
     /// the registry judges them with the unknown fields it finds, listing them first.
     pub decode_errors: Vec<String>,
-}
-
-impl WriteOptions {
-    pub fn validate(&self) -> Result<bool> {
-        validate_dry_run(&self.dry_run, "CreateOptions")
-    }
 }
 
 /// List, get and watch options (metav1.ListOptions / GetOptions).
@@ -146,9 +196,35 @@ pub struct ListOptions {
     pub limit: i64,
     pub continue_token: Option<String>,
     pub resource_version: Option<String>,
-    pub resource_version_match: Option<String>,
+    pub resource_version_match: Option<ResourceVersionMatch>,
     pub allow_watch_bookmarks: bool,
     pub send_initial_events: Option<bool>,
+}
+
+/// metav1.ResourceVersionMatch: how a list's resourceVersion is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceVersionMatch {
+    NotOlderThan,
+    Exact,
+}
+
+impl ResourceVersionMatch {
+    /// The parameter as given; empty means unset, as upstream reads it.
+    pub fn parse(value: &str) -> Result<Option<Self>> {
+        match value {
+            "" => Ok(None),
+            "NotOlderThan" => Ok(Some(Self::NotOlderThan)),
+            "Exact" => Ok(Some(Self::Exact)),
+            other => Err(options_error(
+                "ListOptions",
+                vec![Cause::not_supported(
+                    "resourceVersionMatch",
+                    other,
+                    &["Exact", "NotOlderThan", ""],
+                )],
+            )),
+        }
+    }
 }
 
 pub fn parse_resource_version(rv: &str) -> Result<i64> {
@@ -162,11 +238,7 @@ impl ListOptions {
     /// The storage read this list asks for (upstream's resourceVersion semantics).
     pub fn read_revision(&self) -> Result<ReadRevision> {
         let rv = self.resource_version.as_deref().filter(|r| !r.is_empty());
-        let matching = self
-            .resource_version_match
-            .as_deref()
-            .filter(|m| !m.is_empty());
-        match (rv, matching) {
+        match (rv, self.resource_version_match) {
             (None, None) => Ok(ReadRevision::Latest),
             (None, Some(_)) => Err(options_error(
                 "ListOptions",
@@ -177,11 +249,13 @@ impl ListOptions {
             )),
             (Some("0"), None) => Ok(ReadRevision::Any),
             (Some(rv), None) => Ok(ReadRevision::NotOlderThan(parse_resource_version(rv)?)),
-            (Some(rv), Some("NotOlderThan")) => match parse_resource_version(rv)? {
-                0 => Ok(ReadRevision::Any),
-                n => Ok(ReadRevision::NotOlderThan(n)),
-            },
-            (Some(rv), Some("Exact")) => match parse_resource_version(rv)? {
+            (Some(rv), Some(ResourceVersionMatch::NotOlderThan)) => {
+                match parse_resource_version(rv)? {
+                    0 => Ok(ReadRevision::Any),
+                    n => Ok(ReadRevision::NotOlderThan(n)),
+                }
+            }
+            (Some(rv), Some(ResourceVersionMatch::Exact)) => match parse_resource_version(rv)? {
                 0 => Err(options_error(
                     "ListOptions",
                     vec![Cause::forbidden(
@@ -191,14 +265,6 @@ impl ListOptions {
                 )),
                 n => Ok(ReadRevision::Exact(n)),
             },
-            (Some(_), Some(other)) => Err(options_error(
-                "ListOptions",
-                vec![Cause::not_supported(
-                    "resourceVersionMatch",
-                    other,
-                    &["Exact", "NotOlderThan", ""],
-                )],
-            )),
         }
     }
 }
@@ -210,7 +276,7 @@ mod tests {
     fn list(rv: Option<&str>, m: Option<&str>) -> ListOptions {
         ListOptions {
             resource_version: rv.map(Into::into),
-            resource_version_match: m.map(Into::into),
+            resource_version_match: m.and_then(|m| ResourceVersionMatch::parse(m).ok().flatten()),
             ..Default::default()
         }
     }
@@ -240,27 +306,37 @@ mod tests {
 
     #[test]
     fn delete_options_validation() {
-        let mut both = DeleteOptions {
+        let both = DeleteOptionsWire {
             orphan_dependents: Some(true),
             propagation_policy: Some("Foreground".into()),
             ..Default::default()
         };
-        assert_eq!(both.validate().map_err(|e| e.code()).err(), Some(422));
-        let mut bad = DeleteOptions {
+        assert_eq!(
+            DeleteOptions::parse(both).map_err(|e| e.code()).err(),
+            Some(422)
+        );
+        let bad = DeleteOptionsWire {
             propagation_policy: Some("Sideways".into()),
             ..Default::default()
         };
-        assert!(bad.validate().is_err());
-        let mut negative = DeleteOptions {
+        assert!(DeleteOptions::parse(bad).is_err());
+        let negative = DeleteOptionsWire {
             grace_period_seconds: Some(-5),
             ..Default::default()
         };
-        negative.validate().expect("valid");
+        let negative = DeleteOptions::parse(negative).expect("valid");
         assert_eq!(negative.grace_period_seconds, Some(1));
-        let mut dry = DeleteOptions {
+        let dry = DeleteOptionsWire {
             dry_run: vec!["Some".into()],
             ..Default::default()
         };
-        assert!(dry.validate().is_err());
+        assert!(DeleteOptions::parse(dry).is_err());
+    }
+
+    #[test]
+    fn unknown_resource_version_match_is_not_supported() {
+        let err = ResourceVersionMatch::parse("Sometimes").map_err(|e| e.code());
+        assert_eq!(err.err(), Some(422));
+        assert_eq!(ResourceVersionMatch::parse("").ok(), Some(None));
     }
 }

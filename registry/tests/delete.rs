@@ -3,7 +3,7 @@
 
 mod support;
 
-use registry::options::{DeleteOptions, ListOptions, PreconditionsSpec};
+use registry::options::{DeleteOptions, DeleteOptionsWire, DryRun, ListOptions, PreconditionsSpec};
 use registry::Subresource;
 use serde_json::{json, Value};
 use support::{delete, list, names, write, Harness};
@@ -183,10 +183,13 @@ async fn propagation_policies_set_finalizers(h: &Harness) {
         json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"a": "b"}},
                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
     };
-    let policy = |p: &str| DeleteOptions {
-        propagation_policy: Some(p.into()),
-        ..Default::default()
+    let parse = |p: &str| {
+        DeleteOptions::parse(DeleteOptionsWire {
+            propagation_policy: Some(p.into()),
+            ..Default::default()
+        })
     };
+    let policy = |p: &str| parse(p).expect("valid options");
     for name in ["orphan", "fore", "back", "legacy"] {
         deploys
             .create(Some("default"), d(name), &write())
@@ -238,10 +241,8 @@ async fn propagation_policies_set_finalizers(h: &Harness) {
         .await
         .expect("delete rc");
     assert_eq!(out.object["metadata"]["finalizers"], json!(["orphan"]));
-    let err = deploys
-        .delete(Some("default"), "back", policy("Sideways"))
-        .await
-        .expect_err("bad policy");
+    // Options are parsed where the request arrives; an unknown policy never reaches a Store.
+    let err = parse("Sideways").expect_err("bad policy");
     assert_eq!(err.code(), 422);
 }
 
@@ -286,7 +287,7 @@ async fn preconditions_and_dry_run(h: &Harness) {
         409
     );
     let dry = DeleteOptions {
-        dry_run: vec!["All".into()],
+        dry_run: DryRun::All,
         ..Default::default()
     };
     let out = cms

@@ -3,7 +3,7 @@
 
 mod support;
 
-use registry::options::{FieldValidation, WriteOptions};
+use registry::options::{DryRun, FieldValidation, WriteOptions};
 use registry::patch::PatchType;
 use registry::store::subresources::ScaleChange;
 use registry::{warning, Subresource};
@@ -95,7 +95,7 @@ async fn create_under_each_directive(h: &Harness) {
 
     // Dry run checks as much as a real write.
     let dry = WriteOptions {
-        dry_run: vec!["All".into()],
+        dry_run: DryRun::All,
         ..opts(FieldValidation::Strict)
     };
     let err = store

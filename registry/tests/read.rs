@@ -2,7 +2,7 @@
 
 mod support;
 
-use registry::options::ListOptions;
+use registry::options::{ListOptions, ResourceVersionMatch};
 use serde_json::json;
 use support::{list, names, write, Harness};
 
@@ -161,7 +161,7 @@ async fn paging_and_resource_versions(h: &Harness) {
             Some("default"),
             &ListOptions {
                 resource_version: Some(first_rv.clone()),
-                resource_version_match: Some("Exact".into()),
+                resource_version_match: Some(ResourceVersionMatch::Exact),
                 ..Default::default()
             },
         )
@@ -185,7 +185,7 @@ async fn paging_and_resource_versions(h: &Harness) {
         .list(
             Some("default"),
             &ListOptions {
-                resource_version_match: Some("Exact".into()),
+                resource_version_match: Some(ResourceVersionMatch::Exact),
                 ..Default::default()
             },
         )

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use registry::options::ListOptions;
+use registry::options::{ListOptions, ResourceVersionMatch};
 use registry::{Subresource, WatchEvent, WatchEventType};
 use serde_json::json;
 use support::{write, Harness};
@@ -88,7 +88,7 @@ async fn selector_transitions_and_initial_events(h: &Harness) {
             &ListOptions {
                 send_initial_events: Some(true),
                 allow_watch_bookmarks: true,
-                resource_version_match: Some("NotOlderThan".into()),
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
                 ..Default::default()
             },
         )

@@ -7,9 +7,30 @@ use bytes::Bytes;
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
 use crate::{WatchOptions, WatchStream};
 
-/// Computes the new value from the current one (None: absent, with `ignore_not_found`).
-/// May be called several times: after a lost compare-and-swap it runs again on fresh state.
-pub type UpdateFn<'a> = dyn FnMut(Option<&KeyValue>) -> Result<Bytes> + Send + 'a;
+/// Decides what becomes of the key from its current value (None: absent, with
+/// `ignore_not_found`). May be called several times: after a lost compare-and-swap it runs
+/// again on fresh state, so the last call's decision is the one that took effect.
+pub type UpdateFn<'a> = dyn FnMut(Option<&KeyValue>) -> Result<Update> + Send + 'a;
+
+/// What an update function decided. Keeping and deleting are decisions, not errors, so the
+/// caller never has to smuggle them out through an error value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// Store this value, compare-and-swap against the value decided from. A value equal to
+    /// the stored one writes nothing.
+    Write(Bytes),
+    /// Leave the key as it is; the stored pair is returned.
+    Keep,
+    /// Remove the key, compare-and-swap against the value decided from; the removed pair is
+    /// returned.
+    Delete,
+}
+
+impl From<Bytes> for Update {
+    fn from(value: Bytes) -> Self {
+        Self::Write(value)
+    }
+}
 
 /// Checked against the current value right before a delete; an error cancels it.
 pub type ValidateDeletion<'a> = dyn Fn(&KeyValue) -> Result<()> + Send + Sync + 'a;
@@ -34,8 +55,8 @@ pub trait Interface: Send + Sync {
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult>;
 
-    /// Read, update, compare-and-swap; retried on conflict until it lands or the update
-    /// function or a precondition refuses. An update that changes nothing writes nothing.
+    /// Read, decide, compare-and-swap; retried on conflict until it lands or the update
+    /// function or a precondition refuses. Returns the pair written, kept or removed.
     async fn guaranteed_update(
         &self,
         key: &str,

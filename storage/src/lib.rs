@@ -24,6 +24,6 @@ mod types;
 pub use cacher::{Cacher, CacherConfig};
 pub use compactor::spawn_compactor;
 pub use error::{Result, StorageError};
-pub use interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
+pub use interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};
 pub use store::{json_metadata_uid, Store, UidExtractor};
 pub use types::*;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use storage::{
     EventKind, Interface, ListOptions, Preconditions, Predicate, ReadRevision, StorageError,
-    UpdateOptions, WatchOptions,
+    Update, UpdateOptions, WatchOptions,
 };
 use support::{data_of, object, take, take_changes, Harness};
 
@@ -21,6 +21,7 @@ conformance!(
     concurrent_writers_lose_no_update,
     stale_cached_value_is_retried,
     delete_from_a_stale_cache,
+    update_may_keep_or_delete,
     list_pages_share_one_snapshot,
     paging_across_concurrent_writes,
     paging_with_predicate_fills_pages,
@@ -61,7 +62,7 @@ async fn create_get_update_delete(h: &Harness) {
         .guaranteed_update("/pods/ns/a", UpdateOptions::default(), &mut |cur| {
             let cur = cur.expect("exists");
             assert_eq!(data_of(&cur.value), "v1");
-            Ok(object("a", "u1", "v2"))
+            Ok(Update::Write(object("a", "u1", "v2")))
         })
         .await
         .expect("update");
@@ -105,7 +106,7 @@ async fn preconditions_guard_update_and_delete(h: &Harness) {
                 preconditions: wrong_uid.clone(),
                 ..Default::default()
             },
-            &mut |_| Ok(object("p", "uid-1", "y")),
+            &mut |_| Ok(Update::Write(object("p", "uid-1", "y"))),
         )
         .await;
     assert!(matches!(r, Err(StorageError::Conflict { .. })), "{r:?}");
@@ -159,7 +160,7 @@ async fn guaranteed_update_semantics(h: &Harness) {
             },
             &mut |cur| {
                 assert!(cur.is_none());
-                Ok(object("l", "u", "first"))
+                Ok(Update::Write(object("l", "u", "first")))
             },
         )
         .await
@@ -176,7 +177,7 @@ async fn guaranteed_update_semantics(h: &Harness) {
     let before = s.current_revision().await.expect("revision");
     let same = s
         .guaranteed_update("/leases/ns/l", UpdateOptions::default(), &mut |cur| {
-            Ok(cur.expect("exists").value.clone())
+            Ok(Update::Write(cur.expect("exists").value.clone()))
         })
         .await
         .expect("no-op update");
@@ -217,7 +218,7 @@ async fn concurrent_writers_lose_no_update(h: &Harness) {
                         .expect("utf8")
                         .parse()
                         .expect("number");
-                    Ok(Bytes::from((n + 1).to_string()))
+                    Ok(Update::Write(Bytes::from((n + 1).to_string())))
                 })
                 .await
                 .expect("update lands");
@@ -247,7 +248,7 @@ async fn stale_cached_value_is_retried(h: &Harness) {
         .await
         .expect("create");
     s.guaranteed_update("/cm/ns/s", UpdateOptions::default(), &mut |_| {
-        Ok(Bytes::from_static(b"2"))
+        Ok(Update::Write(Bytes::from_static(b"2")))
     })
     .await
     .expect("update");
@@ -262,7 +263,10 @@ async fn stale_cached_value_is_retried(h: &Harness) {
             &mut |cur| {
                 let cur = cur.expect("exists").value.clone();
                 seen.push(cur.clone());
-                Ok(Bytes::from(format!("{}+", String::from_utf8_lossy(&cur))))
+                Ok(Update::Write(Bytes::from(format!(
+                    "{}+",
+                    String::from_utf8_lossy(&cur)
+                ))))
             },
         )
         .await
@@ -380,7 +384,7 @@ async fn paging_across_concurrent_writes(h: &Harness) {
                 s.guaranteed_update(
                     &format!("/cm/p/k{i:04}"),
                     UpdateOptions::default(),
-                    &mut |_| Ok(Bytes::from_static(b"changed")),
+                    &mut |_| Ok(Update::Write(Bytes::from_static(b"changed"))),
                 )
                 .await
                 .expect("update");
@@ -465,7 +469,7 @@ async fn continue_tokens_invalid_and_expired(h: &Harness) {
             .guaranteed_update(
                 &format!("/pods/x/p{i:04}"),
                 UpdateOptions::default(),
-                &mut |_| Ok(Bytes::from_static(b"new")),
+                &mut |_| Ok(Update::Write(Bytes::from_static(b"new"))),
             )
             .await
             .expect("update");
@@ -499,7 +503,7 @@ async fn reads_at_revisions(h: &Harness) {
         .expect("create");
     h.store
         .guaranteed_update("/cm/r/a", UpdateOptions::default(), &mut |_| {
-            Ok(Bytes::from_static(b"2"))
+            Ok(Update::Write(Bytes::from_static(b"2")))
         })
         .await
         .expect("update");
@@ -575,7 +579,9 @@ async fn script(h: &Harness) -> Vec<(EventKind, String, String, Option<String>)>
         } else if prev.is_some() {
             let v = object("k", "u", &data);
             h.store
-                .guaranteed_update(&key, UpdateOptions::default(), &mut |_| Ok(v.clone()))
+                .guaranteed_update(&key, UpdateOptions::default(), &mut |_| {
+                    Ok(Update::Write(v.clone()))
+                })
                 .await
                 .expect("update");
             values.insert(key.clone(), data.clone());
@@ -724,7 +730,7 @@ async fn watch_predicate_transitions(h: &Harness) {
                     ignore_not_found: true,
                     ..Default::default()
                 },
-                &mut |_| Ok(object("x", "u", v)),
+                &mut |_| Ok(Update::Write(object("x", "u", v))),
             )
             .await
             .expect("write")
@@ -803,7 +809,7 @@ async fn delete_from_a_stale_cache(h: &Harness) {
         .await
         .expect("create");
     s.guaranteed_update("/cm/ns/d", UpdateOptions::default(), &mut |_| {
-        Ok(object("d", "u1", "2"))
+        Ok(Update::Write(object("d", "u1", "2")))
     })
     .await
     .expect("update");
@@ -824,10 +830,74 @@ async fn delete_from_a_stale_cache(h: &Harness) {
         resource_version: Some(v1.mod_revision),
     };
     s.guaranteed_update("/cm/ns/d", UpdateOptions::default(), &mut |_| {
-        Ok(object("d", "u2", "3"))
+        Ok(Update::Write(object("d", "u2", "3")))
     })
     .await
     .expect("update");
     let r = s.delete_cached("/cm/ns/d", &pinned, v1).await;
     assert!(matches!(r, Err(StorageError::Conflict { .. })), "{r:?}");
+}
+
+/// An update function may decide to keep the key or remove it; a removal decided on a value
+/// that changed meanwhile is decided again on the fresh one.
+async fn update_may_keep_or_delete(h: &Harness) {
+    let s = &h.store;
+    let v1 = s
+        .create("/cm/ns/k", object("k", "u1", "1"))
+        .await
+        .expect("create");
+    let kept = s
+        .guaranteed_update("/cm/ns/k", UpdateOptions::default(), &mut |_| {
+            Ok(Update::Keep)
+        })
+        .await
+        .expect("keep");
+    assert_eq!(kept, v1);
+    let missing = s
+        .guaranteed_update(
+            "/cm/ns/none",
+            UpdateOptions {
+                ignore_not_found: true,
+                ..Default::default()
+            },
+            &mut |_| Ok(Update::Keep),
+        )
+        .await;
+    assert!(
+        matches!(missing, Err(StorageError::NotFound { .. })),
+        "{missing:?}"
+    );
+
+    // Starting from a stale copy, the first decision's compare-and-swap loses; the function
+    // sees the stored value next and its decision lands.
+    let v2 = s
+        .guaranteed_update("/cm/ns/k", UpdateOptions::default(), &mut |_| {
+            Ok(Update::Write(object("k", "u1", "2")))
+        })
+        .await
+        .expect("update");
+    let mut seen = Vec::new();
+    let removed = s
+        .guaranteed_update(
+            "/cm/ns/k",
+            UpdateOptions {
+                cached: Some(v1),
+                ..Default::default()
+            },
+            &mut |cur| {
+                let cur = cur.expect("present");
+                seen.push(data_of(&cur.value));
+                Ok(Update::Delete)
+            },
+        )
+        .await
+        .expect("delete");
+    assert_eq!(seen.last().map(String::as_str), Some("2"));
+    assert_eq!(removed.mod_revision, v2.mod_revision);
+    assert_eq!(data_of(&removed.value), "2");
+    let gone = s.get("/cm/ns/k", ReadRevision::Latest).await;
+    assert!(
+        matches!(gone, Err(StorageError::NotFound { .. })),
+        "{gone:?}"
+    );
 }

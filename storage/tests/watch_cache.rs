@@ -58,7 +58,7 @@ async fn thousand_watchers_see_the_same_sequence(h: &Harness) {
                     ignore_not_found: true,
                     ..Default::default()
                 },
-                &mut |_| Ok(v.clone()),
+                &mut |_| Ok(v.clone().into()),
             )
             .await
             .expect("write");

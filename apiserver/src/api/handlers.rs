@@ -9,7 +9,7 @@ use bytes::Bytes;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::store::subresources::ScaleChange;
-use registry::{warning, RegistryError, ResourceInfo, Store, Subresource};
+use registry::{warning, RegistryError, ResourceInfo, Store, Subresource, Verb};
 use serde_json::Value;
 
 use super::body::{check_body_type, optional_body};
@@ -57,16 +57,18 @@ fn body(req: &Request, write: &mut WriteOptions) -> Result<Value, RegistryError>
 async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryError> {
     let info = store.info.clone();
     let format = response::negotiate(&req.headers)?;
-    let verb = req.info.verb;
-    if verb == "unsupported" || (req.info.subresource.is_none() && !info.has_verb(verb)) {
+    let Some(verb) = req.info.verb else {
+        return Err(method_not_allowed());
+    };
+    if req.info.subresource.is_none() && !info.has_verb(verb) {
         return Err(method_not_allowed());
     }
-    if verb != "patch" {
+    if verb != Verb::Patch {
         check_body_type(&req.headers, &req.body)?;
     }
     let ns = req.info.namespace.as_deref();
     let name = req.info.name.as_deref().unwrap_or_default();
-    if ns.is_none() && info.namespaced && !matches!(verb, "list" | "watch") {
+    if ns.is_none() && info.namespaced && !matches!(verb, Verb::List | Verb::Watch) {
         return Err(method_not_allowed());
     }
     if let Some(sub) = req.info.subresource.as_deref() {
@@ -76,7 +78,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
     let pretty = matches!(req.params.get("pretty"), Some("" | "true" | "1"));
     let out = |code: StatusCode, body: &Value| response::encoded(code, body, format, pretty);
     match verb {
-        "get" => match format {
+        Verb::Get => match format {
             Format::Json if !pretty => Ok(response::raw_json(
                 StatusCode::OK,
                 store.get_json(ns, name, &req.params.list()?).await?,
@@ -92,14 +94,14 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                 Ok(response::json(StatusCode::OK, &table))
             }
         },
-        "list" => {
+        Verb::List => {
             let list = store.list(ns, &req.params.list()?).await?;
             Ok(match format {
                 Format::Table => response::json(StatusCode::OK, &list_table(&info, list, include)),
                 _ => out(StatusCode::OK, &list),
             })
         }
-        "watch" => {
+        Verb::Watch => {
             let name = req.info.name.as_deref();
             let events = store.watch(ns, name, &req.params.list()?).await?;
             let timeout = req.params.timeout_seconds()?;
@@ -111,13 +113,13 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                 info, events, format, include, timeout, shutdown,
             ))
         }
-        "create" => {
+        Verb::Create => {
             let mut write = req.params.write()?;
             let obj = body(&req, &mut write)?;
             let obj = store.create(ns, obj, &write).await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
-        "update" => {
+        Verb::Update => {
             let mut write = req.params.write()?;
             let obj = body(&req, &mut write)?;
             let (obj, created) = store
@@ -130,7 +132,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             };
             Ok(out(code, &obj))
         }
-        "patch" => {
+        Verb::Patch => {
             let mut write = req.params.write()?;
             let kind = patch_body(&req, &mut write)?;
             let obj = store
@@ -138,7 +140,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                 .await?;
             Ok(out(StatusCode::OK, &obj))
         }
-        "delete" => {
+        Verb::Delete => {
             let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
             let orphan_false = opts.orphan_dependents == Some(false);
             let outcome = store.delete(ns, name, opts).await?;
@@ -150,13 +152,12 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             };
             Ok(out(code, &outcome.object))
         }
-        "deletecollection" => {
+        Verb::DeleteCollection => {
             let list = req.params.list()?;
             let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
             let deleted = store.delete_collection(ns, &list, opts).await?;
             Ok(out(StatusCode::OK, &deleted))
         }
-        _ => Err(method_not_allowed()),
     }
 }
 
@@ -209,14 +210,14 @@ async fn subresource(
         "finalize" => Subresource::Finalize,
         "scale" => {
             let scale = match verb {
-                "get" => store.get_scale(ns, name).await?,
-                "update" => {
+                Some(Verb::Get) => store.get_scale(ns, name).await?,
+                Some(Verb::Update) => {
                     let scale = body(req, &mut write)?;
                     store
                         .update_scale(ns, name, ScaleChange::Replace(scale), &write)
                         .await?
                 }
-                "patch" => {
+                Some(Verb::Patch) => {
                     let kind = patch_body(req, &mut write)?;
                     store
                         .update_scale(ns, name, ScaleChange::Patch(kind, &req.body), &write)
@@ -229,12 +230,12 @@ async fn subresource(
         _ => return Err(RegistryError::NoSuchResource),
     };
     let obj = match (verb, part) {
-        ("get", Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
-        ("update", _) => {
+        (Some(Verb::Get), Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
+        (Some(Verb::Update), _) => {
             let obj = body(req, &mut write)?;
             store.update(ns, name, obj, part, &write).await?.0
         }
-        ("patch", Subresource::Status) => {
+        (Some(Verb::Patch), Subresource::Status) => {
             let kind = patch_body(req, &mut write)?;
             store.patch(ns, name, kind, &req.body, part, &write).await?
         }

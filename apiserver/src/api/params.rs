@@ -1,7 +1,8 @@
 //! Query parameters of resource requests, as upstream names them.
 
 use registry::options::{
-    DeleteOptions, FieldValidation, ListOptions, PreconditionsSpec, WriteOptions,
+    DeleteOptions, DeleteOptionsWire, DryRun, FieldValidation, ListOptions, PreconditionsSpec,
+    ResourceVersionMatch, WriteOptions,
 };
 use registry::RegistryError;
 
@@ -56,7 +57,9 @@ impl Params {
             limit: self.int("limit")?.unwrap_or(0),
             continue_token: self.get("continue").map(str::to_string),
             resource_version: self.get("resourceVersion").map(str::to_string),
-            resource_version_match: self.get("resourceVersionMatch").map(str::to_string),
+            resource_version_match: ResourceVersionMatch::parse(
+                self.get("resourceVersionMatch").unwrap_or_default(),
+            )?,
             allow_watch_bookmarks: self.flag("allowWatchBookmarks")?.unwrap_or(false),
             send_initial_events: self.flag("sendInitialEvents")?,
         })
@@ -68,7 +71,7 @@ impl Params {
 
     pub fn write(&self) -> Result<WriteOptions, RegistryError> {
         Ok(WriteOptions {
-            dry_run: self.all("dryRun"),
+            dry_run: DryRun::parse(&self.all("dryRun"), "CreateOptions")?,
             field_manager: self.get("fieldManager").map(str::to_string),
             field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
             decode_errors: Vec::new(),
@@ -76,30 +79,32 @@ impl Params {
     }
 
     /// DeleteOptions from the body when there is one (as kubectl and curl send it), else
-    /// from the query.
+    /// from the query; validated here, so the registry gets them typed.
     pub fn delete(&self, body: Option<serde_json::Value>) -> Result<DeleteOptions, RegistryError> {
-        if let Some(body) = body {
-            return serde_json::from_value(body).map_err(|e| {
+        let wire = match body {
+            Some(body) => serde_json::from_value(body).map_err(|e| {
                 RegistryError::BadRequest(format!(
                     "the body of the request was not valid DeleteOptions: {e}"
                 ))
-            });
-        }
-        let mut opts = DeleteOptions {
+            })?,
+            None => self.delete_query()?,
+        };
+        DeleteOptions::parse(wire)
+    }
+
+    fn delete_query(&self) -> Result<DeleteOptionsWire, RegistryError> {
+        let uid = self.get("preconditions.uid");
+        let rv = self.get("preconditions.resourceVersion");
+        let preconditions = (uid.is_some() || rv.is_some()).then(|| PreconditionsSpec {
+            uid: uid.map(str::to_string),
+            resource_version: rv.map(str::to_string),
+        });
+        Ok(DeleteOptionsWire {
             grace_period_seconds: self.int("gracePeriodSeconds")?,
             orphan_dependents: self.flag("orphanDependents")?,
             propagation_policy: self.get("propagationPolicy").map(str::to_string),
             dry_run: self.all("dryRun"),
-            ..Default::default()
-        };
-        let uid = self.get("preconditions.uid");
-        let rv = self.get("preconditions.resourceVersion");
-        if uid.is_some() || rv.is_some() {
-            opts.preconditions = Some(PreconditionsSpec {
-                uid: uid.map(str::to_string),
-                resource_version: rv.map(str::to_string),
-            });
-        }
-        Ok(opts)
+            preconditions,
+        })
     }
 }

@@ -2,10 +2,12 @@
 //! from the method, the path and the watch parameter.
 
 use axum::http::Method;
+use registry::Verb;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestInfo {
-    pub verb: &'static str,
+    /// None: no verb serves this method on this path (405).
+    pub verb: Option<Verb>,
     pub group: String,
     pub version: String,
     pub namespace: Option<String>,
@@ -47,16 +49,16 @@ pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Op
     let subresource = parts.get(2).map(|s| s.to_string());
     let verb = match (method.as_str(), name.is_some()) {
         // Deeper paths (pods/x/log/...) are not served.
-        _ if parts.len() > 3 => "unsupported",
-        ("GET" | "HEAD", _) if watch => "watch",
-        ("GET" | "HEAD", true) => "get",
-        ("GET" | "HEAD", false) => "list",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", true) => "delete",
-        ("DELETE", false) => "deletecollection",
-        _ => "unsupported",
+        _ if parts.len() > 3 => None,
+        ("GET" | "HEAD", _) if watch => Some(Verb::Watch),
+        ("GET" | "HEAD", true) => Some(Verb::Get),
+        ("GET" | "HEAD", false) => Some(Verb::List),
+        ("POST", _) => Some(Verb::Create),
+        ("PUT", _) => Some(Verb::Update),
+        ("PATCH", _) => Some(Verb::Patch),
+        ("DELETE", true) => Some(Verb::Delete),
+        ("DELETE", false) => Some(Verb::DeleteCollection),
+        _ => None,
     };
     Some(RequestInfo {
         verb,
@@ -87,12 +89,12 @@ mod tests {
                 i.resource.as_str(),
                 i.name.as_deref()
             ),
-            ("get", Some("default"), "pods", Some("web"))
+            (Some(Verb::Get), Some("default"), "pods", Some("web"))
         );
         let i = info(Method::GET, true, "/v1/pods");
         assert_eq!(
             (i.verb, i.namespace, i.resource.as_str()),
-            ("list", None, "pods")
+            (Some(Verb::List), None, "pods")
         );
         let i = info(
             Method::GET,
@@ -111,7 +113,12 @@ mod tests {
                 i.name.as_deref(),
                 i.subresource.as_deref()
             ),
-            ("update", "namespaces", Some("ns"), Some("finalize"))
+            (
+                Some(Verb::Update),
+                "namespaces",
+                Some("ns"),
+                Some("finalize")
+            )
         );
         let i = info(Method::GET, true, "/v1/namespaces/ns");
         assert_eq!(
@@ -119,18 +126,18 @@ mod tests {
             ("namespaces", Some("ns"), None)
         );
         let i = info(Method::GET, true, "/v1/watch/namespaces/ns/pods");
-        assert_eq!(i.verb, "watch");
+        assert_eq!(i.verb, Some(Verb::Watch));
         assert_eq!(
-            parse(&Method::GET, true, "/v1/pods", true).map(|i| i.verb),
-            Some("watch")
+            parse(&Method::GET, true, "/v1/pods", true).and_then(|i| i.verb),
+            Some(Verb::Watch)
         );
         assert_eq!(
             info(Method::DELETE, true, "/v1/namespaces/ns/pods").verb,
-            "deletecollection"
+            Some(Verb::DeleteCollection)
         );
         assert_eq!(
             info(Method::POST, true, "/v1/namespaces/ns/pods").verb,
-            "create"
+            Some(Verb::Create)
         );
         assert!(parse(&Method::GET, true, "/v1", false).is_none());
         assert!(parse(&Method::GET, false, "/apps", false).is_none());

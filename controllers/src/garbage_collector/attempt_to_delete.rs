@@ -6,13 +6,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use registry::object::{self, FINALIZER_FOREGROUND};
-use registry::options::Propagation;
+use registry::options::PropagationPolicy;
 use serde_json::Value;
 use tracing::{debug, trace, warn};
 
 use super::classify::{classify, decide, Decision};
 use super::errors::GcError;
-use super::operations::propagation_name;
 use super::reference::{owner_references, raw_owner_references, ObjectReference, Uid};
 use super::GarbageCollector;
 
@@ -137,7 +136,8 @@ impl GarbageCollector {
                         }
                     }
                 }
-                self.delete_item(id, &latest, Propagation::Foreground).await
+                self.delete_item(id, &latest, PropagationPolicy::Foreground)
+                    .await
             }
             Decision::Delete(policy) => self.delete_item(id, &latest, policy).await,
         }
@@ -147,9 +147,9 @@ impl GarbageCollector {
         &self,
         id: &ObjectReference,
         latest: &Value,
-        policy: Propagation,
+        policy: PropagationPolicy,
     ) -> Result<Outcome, GcError> {
-        debug!(item = %id, policy = propagation_name(policy), "deleting item");
+        debug!(item = %id, policy = policy.as_str(), "deleting item");
         let version = object::resource_version(latest);
         match self
             .delete_object(id, version, raw_owner_references(latest), policy)

@@ -2,7 +2,7 @@
 //! classifyReferences), and what that means for the dependent.
 
 use registry::object;
-use registry::options::{ListOptions, Propagation};
+use registry::options::{ListOptions, PropagationPolicy};
 use registry::RegistryError;
 use tracing::{trace, warn};
 
@@ -55,7 +55,7 @@ pub enum Decision {
     /// a possible cycle broken by making its own references non-blocking.
     DeleteInForeground { unblock_first: bool },
     /// No live owner: delete it, honouring the policy its finalizers already ask for.
-    Delete(Propagation),
+    Delete(PropagationPolicy),
 }
 
 /// `has_dependents` / `dependent_deleting_dependents`: what the graph knows of the item's own
@@ -86,11 +86,11 @@ pub fn decide(
     }
     let has = |f: &str| finalizers.iter().any(|x| x == f);
     Decision::Delete(if has(object::FINALIZER_ORPHAN) {
-        Propagation::Orphan
+        PropagationPolicy::Orphan
     } else if has(object::FINALIZER_FOREGROUND) {
-        Propagation::Foreground
+        PropagationPolicy::Foreground
     } else {
-        Propagation::Background
+        PropagationPolicy::Background
     })
 }
 
@@ -213,7 +213,7 @@ mod tests {
         // Without dependents of its own there is nothing to wait for.
         assert_eq!(
             decide(&waiting, false, false, &[]),
-            Decision::Delete(Propagation::Background)
+            Decision::Delete(PropagationPolicy::Background)
         );
     }
 
@@ -223,7 +223,7 @@ mod tests {
         let f = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             decide(&dangling, true, false, &f(&["orphan"])),
-            Decision::Delete(Propagation::Orphan)
+            Decision::Delete(PropagationPolicy::Orphan)
         );
         assert_eq!(
             decide(
@@ -232,11 +232,11 @@ mod tests {
                 false,
                 &f(&["example.com/x", "foregroundDeletion"])
             ),
-            Decision::Delete(Propagation::Foreground)
+            Decision::Delete(PropagationPolicy::Foreground)
         );
         assert_eq!(
             decide(&dangling, true, false, &f(&["example.com/x"])),
-            Decision::Delete(Propagation::Background)
+            Decision::Delete(PropagationPolicy::Background)
         );
     }
 }

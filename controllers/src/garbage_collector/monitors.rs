@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use registry::{Registry, Store};
+use registry::{Registry, Store, Verb};
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
@@ -107,7 +107,9 @@ impl Monitors {
             .into_iter()
             .filter(|s| {
                 let info = &s.info;
-                ["delete", "list", "watch"].iter().all(|v| info.has_verb(v))
+                [Verb::Delete, Verb::List, Verb::Watch]
+                    .into_iter()
+                    .all(|v| info.has_verb(v))
                     && !self
                         .ignored
                         .iter()

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use registry::options::{DeleteOptions, ListOptions, PreconditionsSpec, Propagation, WriteOptions};
+use registry::options::{
+    DeleteOptions, ListOptions, PreconditionsSpec, PropagationPolicy, WriteOptions,
+};
 use registry::patch::PatchType;
 use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
@@ -23,14 +25,6 @@ const PATCH_ATTEMPTS: usize = 5;
 const FINALIZER_RETRY_BASE: Duration = Duration::from_millis(10);
 const FINALIZER_RETRY_FACTOR: u32 = 5;
 const FINALIZER_ATTEMPTS: usize = 4;
-
-pub(super) fn propagation_name(policy: Propagation) -> &'static str {
-    match policy {
-        Propagation::Orphan => "Orphan",
-        Propagation::Background => "Background",
-        Propagation::Foreground => "Foreground",
-    }
-}
 
 fn gone(store: &Store, name: &str) -> GcError {
     GcError::Registry(RegistryError::not_found(
@@ -77,7 +71,7 @@ impl GarbageCollector {
         id: &ObjectReference,
         resource_version: &str,
         owners_at_version: &Value,
-        policy: Propagation,
+        policy: PropagationPolicy,
     ) -> Result<(), GcError> {
         let (store, namespace) = self.locate(id)?;
         let options = |resource_version: Option<String>| DeleteOptions {
@@ -85,7 +79,7 @@ impl GarbageCollector {
                 uid: Some(id.uid.to_string()),
                 resource_version,
             }),
-            propagation_policy: Some(propagation_name(policy).to_string()),
+            propagation_policy: Some(policy),
             ..Default::default()
         };
         let versioned = (!resource_version.is_empty()).then(|| resource_version.to_string());

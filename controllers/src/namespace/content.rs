@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use registry::options::{DeleteOptions, ListOptions};
-use registry::{object, RegistryError, Store};
+use registry::{object, RegistryError, Store, Verb};
 use serde_json::Value;
 use tracing::{debug, info};
 
@@ -179,7 +179,7 @@ impl ContentDeleter {
         report.estimate = estimate;
         let issued = delete_content(store, namespace).await?;
         report.deleted = issued;
-        if !info.has_verb("list") {
+        if !info.has_verb(Verb::List) {
             return Ok(());
         }
         let left = list(store, namespace).await?;
@@ -209,21 +209,18 @@ impl ContentDeleter {
     }
 }
 
-/// The namespace controller deletes generically and purges everything itself, so the garbage
-/// collector must not orphan (or wait for) dependents on its account.
-fn background() -> DeleteOptions {
-    DeleteOptions {
-        propagation_policy: Some("Background".into()),
-        ..Default::default()
-    }
-}
-
-/// Issues the deletes; returns how many objects they were for.
+/// Issues the deletes; returns how many objects they were for. They propagate in the
+/// background: the namespace controller purges everything itself, so the garbage collector
+/// must not orphan (or wait for) dependents on its account.
 async fn delete_content(store: &Store, namespace: &str) -> Result<usize, String> {
     let info = &store.info;
-    if info.has_verb("deletecollection") {
+    if info.has_verb(Verb::DeleteCollection) {
         match store
-            .delete_collection(Some(namespace), &ListOptions::default(), background())
+            .delete_collection(
+                Some(namespace),
+                &ListOptions::default(),
+                DeleteOptions::background(),
+            )
             .await
         {
             Ok(deleted) => return Ok(items(deleted).len()),
@@ -231,14 +228,18 @@ async fn delete_content(store: &Store, namespace: &str) -> Result<usize, String>
             Err(e) => return Err(e.to_string()),
         }
     }
-    if !info.has_verb("list") {
+    if !info.has_verb(Verb::List) {
         return Ok(0);
     }
     let objects = list(store, namespace).await?;
     futures::stream::iter(objects)
         .map(|obj| async move {
             match store
-                .delete(Some(namespace), object::name(&obj), background())
+                .delete(
+                    Some(namespace),
+                    object::name(&obj),
+                    DeleteOptions::background(),
+                )
                 .await
             {
                 Ok(_) => Ok(1),

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use registry::{ResourceInfo, Store};
+use registry::{ResourceInfo, Store, Verb};
 
 /// Every namespaced resource that can be deleted from, once per group and resource: the
 /// versions of one resource share their objects, and deleting through one is enough.
@@ -13,7 +13,7 @@ pub fn deletable(stores: Vec<Arc<Store>>) -> Vec<Arc<Store>> {
     let mut seen = HashSet::new();
     stores
         .into_iter()
-        .filter(|s| s.info.namespaced && s.info.has_verb("delete"))
+        .filter(|s| s.info.namespaced && s.info.has_verb(Verb::Delete))
         .filter(|s| seen.insert((s.info.group.clone(), s.info.plural.clone())))
         .collect()
 }

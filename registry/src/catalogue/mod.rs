@@ -4,8 +4,10 @@
 
 mod builtin;
 mod printers;
+mod verb;
 
 pub use printers::{custom_columns, human_duration};
+pub use verb::Verb;
 #[cfg(test)]
 mod tests;
 
@@ -127,8 +129,8 @@ impl ResourceInfo {
         Qualified::new(&self.group, &self.kind)
     }
 
-    pub fn has_verb(&self, verb: &str) -> bool {
-        self.verbs.iter().any(|v| v == verb)
+    pub fn has_verb(&self, verb: Verb) -> bool {
+        self.verbs.iter().any(|v| v == verb.as_str())
     }
 
     /// How the OpenAPI documents describe the resource.

@@ -2,7 +2,7 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
-use super::{Catalogue, Cell, GcPolicy};
+use super::{Catalogue, Cell, GcPolicy, Verb};
 
 fn lookup(group: &str, plural: &str) -> std::sync::Arc<super::ResourceInfo> {
     Catalogue::builtin()
@@ -155,10 +155,10 @@ fn all_category_holds_the_workloads() {
 fn subresources_verbs_and_policies() {
     let ns = lookup("", "namespaces");
     assert!(ns.has_subresource("status") && ns.has_subresource("finalize"));
-    assert!(!ns.has_verb("deletecollection"));
+    assert!(!ns.has_verb(Verb::DeleteCollection));
     let pods = lookup("", "pods");
     assert!(pods.has_subresource("status") && !pods.has_subresource("scale"));
-    assert!(pods.has_verb("deletecollection") && pods.has_verb("watch"));
+    assert!(pods.has_verb(Verb::DeleteCollection) && pods.has_verb(Verb::Watch));
     for (group, plural) in [
         ("", "replicationcontrollers"),
         ("apps", "deployments"),

@@ -21,7 +21,7 @@ impl Store {
         mut obj: Object,
         opts: &WriteOptions,
     ) -> Result<Object> {
-        let dry_run = opts.validate()?;
+        let dry_run = opts.dry_run.is_all();
         let namespace = self.scope(namespace)?;
         if let Some(why) = self.strategy.refuses_create() {
             return Err(RegistryError::MethodNotAllowed(why));
@@ -72,10 +72,7 @@ impl Store {
             match self.storage.create(&key, bytes).await {
                 Ok(kv) => {
                     stamp(&mut obj, kv.mod_revision);
-                    // A namespace made again under a name this server saw terminating.
-                    if self.strategy.finalizes_through_spec() {
-                        self.admission.created(&name);
-                    }
+                    self.admission.created(&self.info, &name);
                     debug!(resource = %self.info.qualified_resource(), namespace, name, "created");
                     return Ok(obj);
                 }

@@ -1,19 +1,23 @@
-//! Delete and deletecollection (upstream's Store.Delete, updateForGracefulDeletionAndFinalizers
-//! and the namespace REST's two-phase delete).
+//! Delete (upstream's Store.Delete with rest.BeforeDelete and
+//! updateForGracefulDeletionAndFinalizers), read top to bottom:
+//!
+//! 1. [`Store::delete`] runs one guaranteed update over the stored object;
+//! 2. on every attempt, [`Store::plan`] decides from that object and the options alone what the
+//!    delete does, as a [`DeletePlan`] (or an error when a precondition fails);
+//! 3. the plan becomes the storage decision (remove / write the mark / keep), so the decision
+//!    and the compare-and-swap act on the same revision;
+//! 4. the outcome is reported from the plan that landed.
 
-use futures::{StreamExt, TryStreamExt};
-use serde_json::{json, Value};
-use storage::{KeyValue, Preconditions, ReadRevision, StorageError, UpdateOptions};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+use storage::{Preconditions, ReadRevision, StorageError, Update, UpdateOptions};
 use tracing::debug;
 
-use super::graceful::{mark_as_deleting, Graceful};
 use super::{encode, stamp, Store};
+use crate::catalogue::GcPolicy;
 use crate::error::{Details, RegistryError, Result, Status};
-use crate::object::{self, Object};
-use crate::options::{parse_resource_version, DeleteOptions, ListOptions};
-
-/// Deletes of a deletecollection in flight at once.
-const COLLECTION_CONCURRENCY: usize = 16;
+use crate::object::{self, Object, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+use crate::options::{parse_resource_version, DeleteOptions, PropagationPolicy};
 
 #[derive(Debug)]
 pub struct DeleteOutcome {
@@ -23,381 +27,366 @@ pub struct DeleteOutcome {
     pub deleted: bool,
 }
 
-/// How the update half of a delete ended without writing.
-#[derive(Debug, thiserror::Error)]
-enum Signal {
-    #[error("delete now")]
-    DeleteNow,
-    #[error("already deleting")]
+/// What a delete does to an object as stored. A delete that cannot proceed (a precondition
+/// fails) is an error instead.
+#[derive(Debug)]
+pub enum DeletePlan {
+    /// Nothing keeps the object: remove it.
+    Remove,
+    /// Store the object marked as being deleted (deletion timestamp, grace period,
+    /// finalizers). It stays while its grace period runs or finalizers are pending; with
+    /// `then_remove` (a graceless delete of a kind that deletes gracefully) it is removed
+    /// right after the mark is written, so watchers see the final state first.
+    Mark { object: Object, then_remove: bool },
+    /// A deletion is under way and this delete changes nothing.
     AlreadyDeleting,
 }
 
+/// What upstream's BeforeDelete makes of a kind's graceful deletion.
+enum Grace {
+    /// No grace period: removed now unless finalizers hold it.
+    None,
+    /// Wait until `deadline`, `seconds` after the deletion (re)started; the first graceful
+    /// delete also bumps generation so controllers notice.
+    Until {
+        deadline: DateTime<Utc>,
+        seconds: i64,
+        first: bool,
+    },
+    /// A graceful deletion is running and this delete does not shorten it.
+    Pending,
+}
+
 impl Store {
-    fn preconditions(&self, opts: &DeleteOptions) -> Result<Preconditions> {
-        let pre = opts.preconditions.clone().unwrap_or_default();
-        Ok(Preconditions {
-            uid: pre.uid,
-            resource_version: pre
-                .resource_version
-                .as_deref()
-                .map(parse_resource_version)
-                .transpose()?,
-        })
-    }
-
-    async fn read(&self, key: &str, name: &str) -> Result<(Object, KeyValue)> {
-        let kv = self
-            .storage
-            .get(key, ReadRevision::Latest)
-            .await
-            .map_err(self.storage_err(name))?;
-        Ok((self.decode(&kv)?, kv))
-    }
-
     pub async fn delete(
         &self,
         namespace: Option<&str>,
         name: &str,
-        mut opts: DeleteOptions,
+        opts: DeleteOptions,
     ) -> Result<DeleteOutcome> {
-        opts.validate()?;
         let namespace = self.scope(namespace)?;
         self.admission.admit_delete(&self.info, name)?;
         let key = self.key(namespace, name);
-        let (mut current, current_kv) = self.read(&key, name).await?;
-        if self.strategy.finalizes_through_spec() {
-            if let Some(outcome) = self
-                .begin_termination(&key, name, &mut current, &mut opts)
-                .await?
-            {
-                return Ok(outcome);
-            }
+        if opts.dry_run.is_all() {
+            let kv = self
+                .storage
+                .get(&key, ReadRevision::Latest)
+                .await
+                .map_err(self.storage_err(name))?;
+            let stored = self.decode(&kv)?;
+            let plan = self.plan(&stored, &opts)?;
+            return Ok(self.dry_run_outcome(plan, stored));
         }
-        // Only graceful kinds change the object while deciding; others are checked in place.
-        let graceful = if self.strategy.deletes_gracefully() {
-            self.before_delete(&mut current.clone(), &mut opts.clone())?
-        } else {
-            self.before_delete(&mut current, &mut opts.clone())?
-        };
-        if graceful == Graceful::Pending {
-            return Ok(DeleteOutcome {
-                object: current,
-                deleted: false,
-            });
-        }
-        let mut preconditions = self.preconditions(&opts)?;
-        let mut last = None;
-        let mut ignore_not_found = false;
-        let needs_update = graceful == Graceful::Yes
-            || !object::finalizers(&current).is_empty()
-            || self.gc_finalizers(&current, &opts).is_some()
-            || self.adds_deletion_finalizer(&current);
-        if needs_update {
-            match self
-                .update_for_deletion(&key, name, &preconditions, &opts)
-                .await?
-            {
-                Marked::Stays(obj) => {
-                    return Ok(DeleteOutcome {
-                        object: obj,
-                        deleted: false,
-                    })
-                }
-                Marked::DeleteNow { written } => {
-                    if let Some(obj) = written {
-                        if preconditions.resource_version.is_some() {
-                            preconditions.resource_version =
-                                parse_resource_version(object::resource_version(&obj)).ok();
-                        }
-                        // A graceless delete may race whoever else removes the object.
-                        ignore_not_found = true;
-                        last = Some(obj);
+
+        // The last attempt's plan and the object it was made from are the ones that landed.
+        let mut planned: Option<(DeletePlan, Object)> = None;
+        let kv = self
+            .storage
+            .guaranteed_update(&key, UpdateOptions::default(), &mut |current| {
+                let kv = current.ok_or_else(|| StorageError::not_found(&key))?;
+                let stored = self.decode(kv).map_err(RegistryError::into_storage)?;
+                let mut plan = self
+                    .plan(&stored, &opts)
+                    .map_err(RegistryError::into_storage)?;
+                let update = match &mut plan {
+                    DeletePlan::Remove => Update::Delete,
+                    DeletePlan::Mark { object, .. } => {
+                        Update::Write(encode(object).map_err(RegistryError::into_storage)?)
                     }
-                }
-            }
-        }
-        if opts.is_dry_run() {
-            return Ok(DeleteOutcome {
-                object: self.deleted_response(last.unwrap_or(current)),
-                deleted: true,
-            });
-        }
-        // Straight from what was just read, unless an update since changed it.
-        let removed = match &last {
-            None => {
-                self.storage
-                    .delete_cached(&key, &preconditions, current_kv.clone())
-                    .await
-            }
-            Some(_) => self.storage.delete(&key, &preconditions, None).await,
-        };
-        match removed {
-            Ok(kv) => {
-                debug!(resource = %self.info.qualified_resource(), namespace, name, "deleted");
-                let deleted = if last.is_none() && kv.mod_revision == current_kv.mod_revision {
-                    current
-                } else {
-                    self.decode(&kv)?
+                    DeletePlan::AlreadyDeleting => Update::Keep,
                 };
-                Ok(DeleteOutcome {
-                    object: self.deleted_response(deleted),
-                    deleted: true,
-                })
+                planned = Some((plan, stored));
+                Ok(update)
+            })
+            .await
+            .map_err(self.storage_err(name))?;
+        let Some((plan, stored)) = planned else {
+            return Err(RegistryError::Internal("delete decided nothing".into()));
+        };
+        match plan {
+            DeletePlan::Remove => {
+                debug!(resource = %self.info.qualified_resource(), namespace, name, "deleted");
+                Ok(self.removed(stored))
             }
-            Err(StorageError::NotFound { .. }) if ignore_not_found && last.is_some() => {
-                Ok(DeleteOutcome {
-                    object: self.deleted_response(last.unwrap_or(current)),
-                    deleted: true,
-                })
+            DeletePlan::AlreadyDeleting => Ok(DeleteOutcome {
+                object: stored,
+                deleted: false,
+            }),
+            DeletePlan::Mark {
+                mut object,
+                then_remove,
+            } => {
+                stamp(&mut object, kv.mod_revision);
+                self.admission.marked_deleting(&self.info, name);
+                if !then_remove {
+                    return Ok(DeleteOutcome {
+                        object,
+                        deleted: false,
+                    });
+                }
+                self.remove_marked(&key, name, object, &opts).await
             }
+        }
+    }
+
+    /// The second step of a graceless delete of a graceful kind: the mark is written, now the
+    /// object goes. Guarded by its UID so a re-created object of the same name survives, and
+    /// by the mark's revision when the client asked for a resourceVersion precondition.
+    async fn remove_marked(
+        &self,
+        key: &str,
+        name: &str,
+        marked: Object,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome> {
+        let asked_version = opts
+            .preconditions
+            .as_ref()
+            .is_some_and(|p| p.resource_version.is_some());
+        let preconditions = Preconditions {
+            uid: Some(object::uid(&marked).to_string()),
+            resource_version: asked_version
+                .then(|| parse_resource_version(object::resource_version(&marked)).ok())
+                .flatten(),
+        };
+        match self.storage.delete(key, &preconditions, None).await {
+            Ok(kv) => Ok(self.removed(self.decode(&kv)?)),
+            // Whoever else removed it meanwhile (the kubelet's own final delete) finished the
+            // same deletion.
+            Err(StorageError::NotFound { .. }) => Ok(self.removed(marked)),
             Err(e) => Err(self.storage_err(name)(e)),
         }
     }
 
-    /// The first delete of an object whose kind holds deleting objects with a finalizer of its
-    /// own.
-    fn adds_deletion_finalizer(&self, obj: &Object) -> bool {
-        self.strategy.deletion_finalizer().is_some() && object::deletion_timestamp(obj).is_none()
-    }
-
-    /// The body of a delete that removed the object.
-    fn deleted_response(&self, obj: Object) -> Value {
-        if self.strategy.returns_deleted_object() {
-            return obj;
+    /// What a dry-run delete reports: what the plan would have done.
+    fn dry_run_outcome(&self, plan: DeletePlan, stored: Object) -> DeleteOutcome {
+        match plan {
+            DeletePlan::Remove => self.removed(stored),
+            DeletePlan::Mark {
+                object,
+                then_remove: true,
+            } => self.removed(object),
+            DeletePlan::Mark { object, .. } => DeleteOutcome {
+                object,
+                deleted: false,
+            },
+            DeletePlan::AlreadyDeleting => DeleteOutcome {
+                object: stored,
+                deleted: false,
+            },
         }
-        let status = Status::success(Details {
-            name: Some(object::name(&obj).to_string()),
-            group: Some(self.info.group.clone()).filter(|g| !g.is_empty()),
-            kind: Some(self.info.plural.clone()),
-            uid: Some(object::uid(&obj).to_string()),
-            ..Default::default()
-        });
-        serde_json::to_value(status).unwrap_or(Value::Null)
     }
 
-    /// Writes the graceful-deletion and finalizer state a delete implies, in one guaranteed
-    /// update; says whether the object stays or must now be removed.
-    async fn update_for_deletion(
-        &self,
-        key: &str,
-        name: &str,
-        preconditions: &Preconditions,
-        opts: &DeleteOptions,
-    ) -> Result<Marked> {
-        let mut pending_finalizers = false;
-        let mut last_grace = 0;
-        let mut signal = None;
-        let mut compute = |kv: &KeyValue| -> Result<Option<Object>> {
-            signal = None;
-            let mut obj = self.decode_bytes(&kv.value, kv.mod_revision)?;
-            let mut opts = opts.clone();
-            let graceful = self.before_delete(&mut obj, &mut opts)?;
-            if graceful == Graceful::Pending {
-                signal = Some(Signal::AlreadyDeleting);
-                return Ok(None);
-            }
-            if let Some(finalizers) = self.gc_finalizers(&obj, &opts) {
-                object::set_finalizers(&mut obj, &finalizers);
-            }
-            if self.adds_deletion_finalizer(&obj) {
-                if let Some(finalizer) = self.strategy.deletion_finalizer() {
-                    let mut finalizers = object::finalizers(&obj);
-                    if !finalizers.iter().any(|f| f == finalizer) {
-                        finalizers.push(finalizer.to_string());
-                        object::set_finalizers(&mut obj, &finalizers);
-                    }
-                    self.strategy.mark_deleting(&mut obj);
-                }
-            }
-            pending_finalizers = !object::finalizers(&obj).is_empty();
-            if graceful == Graceful::No {
-                if !pending_finalizers {
-                    signal = Some(Signal::DeleteNow);
-                    return Ok(None);
-                }
-                mark_as_deleting(&mut obj);
-            } else {
-                last_grace = opts.grace_period_seconds.unwrap_or(0);
-            }
-            Ok(Some(obj))
-        };
-        let mut written = None;
-        let result = if opts.is_dry_run() {
-            let kv = self
-                .storage
-                .get(key, ReadRevision::Latest)
-                .await
-                .map_err(self.storage_err(name))?;
-            written = compute(&kv)?;
-            Ok(kv)
+    /// The answer to a delete that removed the object: the object itself for kinds that
+    /// return it (upstream's ReturnDeletedObject), else a Success Status.
+    fn removed(&self, obj: Object) -> DeleteOutcome {
+        let object = if self.strategy.returns_deleted_object() {
+            obj
         } else {
-            self.storage
-                .guaranteed_update(
-                    key,
-                    UpdateOptions {
-                        preconditions: preconditions.clone(),
-                        ..Default::default()
-                    },
-                    &mut |current| {
-                        let Some(kv) = current else {
-                            return Err(StorageError::not_found(key));
-                        };
-                        match compute(kv).map_err(RegistryError::into_storage)? {
-                            Some(mut obj) => {
-                                let bytes = encode(&mut obj).map_err(RegistryError::into_storage);
-                                written = Some(obj);
-                                bytes
-                            }
-                            None => Err(StorageError::Aborted(Box::new(Signal::DeleteNow))),
-                        }
-                    },
-                )
-                .await
+            let status = Status::success(Details {
+                name: Some(object::name(&obj).to_string()),
+                group: Some(self.info.group.clone()).filter(|g| !g.is_empty()),
+                kind: Some(self.info.plural.clone()),
+                uid: Some(object::uid(&obj).to_string()),
+                ..Default::default()
+            });
+            serde_json::to_value(status).unwrap_or(Value::Null)
         };
-        match (result, signal) {
-            (_, Some(Signal::AlreadyDeleting)) => Ok(Marked::Stays(self.read(key, name).await?.0)),
-            (_, Some(Signal::DeleteNow)) => Ok(Marked::DeleteNow { written: None }),
-            (Ok(kv), None) => {
-                let mut obj = written.unwrap_or(self.decode(&kv)?);
-                stamp(&mut obj, kv.mod_revision);
-                if pending_finalizers || last_grace > 0 {
-                    Ok(Marked::Stays(obj))
-                } else {
-                    Ok(Marked::DeleteNow { written: Some(obj) })
-                }
-            }
-            (Err(e), None) => Err(self.storage_err(name)(e)),
+        DeleteOutcome {
+            object,
+            deleted: true,
         }
     }
 
-    /// Namespaces: the first delete marks the namespace Terminating and returns it; it is
-    /// removed by a later delete once `spec.finalizers` is empty. None: go on deleting.
-    async fn begin_termination(
-        &self,
-        key: &str,
-        name: &str,
-        current: &mut Object,
-        opts: &mut DeleteOptions,
-    ) -> Result<Option<DeleteOutcome>> {
-        // Deleting a namespace is always guarded by its UID.
-        let pre = opts.preconditions.get_or_insert_with(Default::default);
-        if pre.uid.is_none() {
-            pre.uid = Some(object::uid(current).to_string());
+    /// The plan of a delete of `stored`: a pure function of the object, the options and the
+    /// resource's strategy and garbage-collection policy.
+    pub(crate) fn plan(&self, stored: &Object, opts: &DeleteOptions) -> Result<DeletePlan> {
+        self.check_preconditions(stored, opts)?;
+        let gc_finalizers = self.gc_finalizers(stored, opts);
+        if let Some(plan) = self.strategy.plan_delete(stored, gc_finalizers.as_deref()) {
+            return Ok(plan);
         }
-        let mut check = current.clone();
-        self.before_delete(&mut check, &mut opts.clone())?;
-        if object::deletion_timestamp(current).is_none() {
-            let opts = opts.clone();
-            let terminating = |obj: &mut Object| -> Result<()> {
-                if object::deletion_timestamp(obj).is_none() {
-                    object::meta_mut(obj).insert("deletionTimestamp".into(), json!(object::now()));
+        let grace = self.grace(stored, opts.grace_period_seconds);
+        if matches!(grace, Grace::Pending) {
+            return Ok(DeletePlan::AlreadyDeleting);
+        }
+        let mut finalizers = gc_finalizers.unwrap_or_else(|| object::finalizers(stored));
+        // The kind's own finalizer comes with the first delete (CRDs: instances go first).
+        let own = self
+            .strategy
+            .deletion_finalizer()
+            .filter(|_| object::deletion_timestamp(stored).is_none());
+        if let Some(own) = own.filter(|f| !finalizers.iter().any(|have| have == f)) {
+            finalizers.push(own.to_string());
+        }
+        if matches!(grace, Grace::None) && finalizers.is_empty() {
+            return Ok(DeletePlan::Remove);
+        }
+
+        let mut marked = stored.clone();
+        if finalizers != object::finalizers(stored) {
+            object::set_finalizers(&mut marked, &finalizers);
+        }
+        if own.is_some() {
+            self.strategy.mark_deleting(&mut marked);
+        }
+        let then_remove = match grace {
+            Grace::Until {
+                deadline,
+                seconds,
+                first,
+            } => {
+                let generation = object::generation(&marked);
+                let meta = object::meta_mut(&mut marked);
+                meta.insert(
+                    "deletionTimestamp".into(),
+                    Value::from(object::timestamp(deadline)),
+                );
+                meta.insert("deletionGracePeriodSeconds".into(), Value::from(seconds));
+                if first && generation > 0 {
+                    meta.insert("generation".into(), Value::from(generation + 1));
                 }
-                if let Some(map) = obj.as_object_mut() {
-                    let status = map.entry("status").or_insert_with(|| json!({}));
-                    if let Some(status) = status.as_object_mut() {
-                        status.insert("phase".into(), json!("Terminating"));
-                    }
-                }
-                if let Some(finalizers) = self.gc_finalizers(obj, &opts) {
-                    object::set_finalizers(obj, &finalizers);
-                }
-                Ok(())
+                seconds == 0 && finalizers.is_empty()
+            }
+            _ => {
+                mark_as_deleting(&mut marked);
+                false
+            }
+        };
+        Ok(DeletePlan::Mark {
+            object: marked,
+            then_remove,
+        })
+    }
+
+    /// The delete's preconditions against the stored object, with upstream's messages.
+    fn check_preconditions(&self, obj: &Object, opts: &DeleteOptions) -> Result<()> {
+        let Some(pre) = &opts.preconditions else {
+            return Ok(());
+        };
+        let name = object::name(obj);
+        if let Some(uid) = pre.uid.as_deref().filter(|u| *u != object::uid(obj)) {
+            return Err(RegistryError::conflict(
+                &self.info.qualified_resource(),
+                name,
+                format!("the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated", object::uid(obj)),
+            ));
+        }
+        let stored_version = object::resource_version(obj);
+        if let Some(rv) = pre
+            .resource_version
+            .as_deref()
+            .filter(|v| *v != stored_version)
+        {
+            return Err(RegistryError::conflict(
+                &self.info.qualified_resource(),
+                name,
+                format!("the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({stored_version}). The object might have been modified"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Upstream's BeforeDelete for kinds that delete gracefully: the grace period this delete
+    /// gets, given the one requested. A running deletion may only be shortened.
+    fn grace(&self, obj: &Object, requested: Option<i64>) -> Grace {
+        if !self.strategy.deletes_gracefully() {
+            return Grace::None;
+        }
+        let Some(period) = self.strategy.graceful_period(obj, requested) else {
+            return Grace::None;
+        };
+        let Some(since) = object::deletion_timestamp(obj) else {
+            return Grace::Until {
+                deadline: Utc::now() + Duration::seconds(period),
+                seconds: period,
+                first: true,
             };
-            if opts.is_dry_run() {
-                terminating(current)?;
-                return Ok(Some(DeleteOutcome {
-                    object: current.clone(),
-                    deleted: false,
-                }));
+        };
+        let current = object::deletion_grace_period(obj).unwrap_or(0);
+        // A deletion recorded with no grace left was interrupted: finish it now.
+        if current == 0 {
+            return Grace::None;
+        }
+        match requested {
+            Some(shorter) if shorter < current => {
+                let started =
+                    object::parse_time(since).unwrap_or_else(Utc::now) - Duration::seconds(current);
+                Grace::Until {
+                    deadline: started + Duration::seconds(shorter),
+                    seconds: shorter,
+                    first: false,
+                }
             }
-            let mut written = None;
-            let kv = self
-                .storage
-                .guaranteed_update(
-                    key,
-                    UpdateOptions {
-                        preconditions: self.preconditions(&opts)?,
-                        ..Default::default()
-                    },
-                    &mut |kv| {
-                        let Some(kv) = kv else {
-                            return Err(StorageError::not_found(key));
-                        };
-                        let mut obj = self
-                            .decode_bytes(&kv.value, kv.mod_revision)
-                            .map_err(RegistryError::into_storage)?;
-                        terminating(&mut obj).map_err(RegistryError::into_storage)?;
-                        let bytes = encode(&mut obj).map_err(RegistryError::into_storage);
-                        written = Some(obj);
-                        bytes
-                    },
-                )
-                .await
-                .map_err(self.storage_err(name))?;
-            let mut obj = written.unwrap_or(self.decode(&kv)?);
-            stamp(&mut obj, kv.mod_revision);
-            self.admission.terminating(name);
-            tracing::info!(namespace = name, "namespace terminating");
-            return Ok(Some(DeleteOutcome {
-                object: obj,
-                deleted: false,
-            }));
+            _ => Grace::Pending,
         }
-        let spec_finalizers = current
-            .get("spec")
-            .and_then(|s| s.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        if spec_finalizers {
-            return Ok(Some(DeleteOutcome {
-                object: current.clone(),
-                deleted: false,
-            }));
-        }
-        Ok(None)
     }
 
-    /// Deletes everything a list with these options would return; returns the list of what
-    /// was deleted (upstream's DeleteCollection).
-    pub async fn delete_collection(
-        &self,
-        namespace: Option<&str>,
-        list: &ListOptions,
-        opts: DeleteOptions,
-    ) -> Result<Object> {
-        let mut listing = self.list(namespace, list).await?;
-        let items = match listing.get_mut("items").map(Value::take) {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        };
-        let deleted: Vec<Value> = futures::stream::iter(items)
-            .map(|item| {
-                let opts = opts.clone();
-                async move {
-                    let ns = object::namespace(&item).to_string();
-                    let ns = (!ns.is_empty()).then_some(ns);
-                    match self.delete(ns.as_deref(), object::name(&item), opts).await {
-                        Ok(_) => Ok(Some(item)),
-                        Err(RegistryError::NotFound { .. }) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                }
-            })
-            .buffer_unordered(COLLECTION_CONCURRENCY)
-            .try_filter_map(|item| async move { Ok(item) })
-            .try_collect()
-            .await?;
-        if let Some(map) = listing.as_object_mut() {
-            map.insert("items".into(), Value::Array(deleted));
+    /// The finalizers the delete's propagation policy implies (`orphan` or
+    /// `foregroundDeletion`) in place of the object's, if that changes them.
+    fn gc_finalizers(&self, obj: &Object, opts: &DeleteOptions) -> Option<Vec<String>> {
+        let current = object::finalizers(obj);
+        let mut wanted: Vec<String> = current
+            .iter()
+            .filter(|f| !matches!(f.as_str(), FINALIZER_ORPHAN | FINALIZER_FOREGROUND))
+            .cloned()
+            .collect();
+        match self.propagation(&current, opts) {
+            Some(PropagationPolicy::Orphan) => wanted.push(FINALIZER_ORPHAN.into()),
+            Some(PropagationPolicy::Foreground) => wanted.push(FINALIZER_FOREGROUND.into()),
+            _ => {}
         }
-        Ok(listing)
+        let same = wanted.len() == current.len() && wanted.iter().all(|f| current.contains(f));
+        (!same).then_some(wanted)
+    }
+
+    /// The propagation this delete asks for: the options' policy, else the legacy
+    /// orphanDependents, else what the object's finalizers already ask, else the resource's
+    /// default. None: the resource takes no part in garbage collection.
+    fn propagation(
+        &self,
+        finalizers: &[String],
+        opts: &DeleteOptions,
+    ) -> Option<PropagationPolicy> {
+        if self.info.default_gc_policy == GcPolicy::Unsupported {
+            return None;
+        }
+        if let Some(orphan) = opts.orphan_dependents {
+            return Some(if orphan {
+                PropagationPolicy::Orphan
+            } else {
+                PropagationPolicy::Background
+            });
+        }
+        if let Some(policy) = opts.propagation_policy {
+            return Some(policy);
+        }
+        let asked = finalizers.iter().find_map(|f| match f.as_str() {
+            FINALIZER_ORPHAN => Some(PropagationPolicy::Orphan),
+            FINALIZER_FOREGROUND => Some(PropagationPolicy::Foreground),
+            _ => None,
+        });
+        Some(asked.unwrap_or(match self.info.default_gc_policy {
+            GcPolicy::OrphanDependents => PropagationPolicy::Orphan,
+            _ => PropagationPolicy::Background,
+        }))
     }
 }
 
-/// The result of the update half of a delete.
-enum Marked {
-    /// Graceful deletion or finalizers keep the object for now.
-    Stays(Object),
-    /// Remove it now; `written` is the state the update wrote, if it wrote one.
-    DeleteNow { written: Option<Object> },
+/// Marks an object held by finalizers as being deleted (upstream's markAsDeleting).
+fn mark_as_deleting(obj: &mut Object) {
+    let now = Utc::now();
+    let deleting = object::deletion_timestamp(obj).and_then(object::parse_time);
+    let generation = object::generation(obj);
+    let meta = object::meta_mut(obj);
+    if deleting.is_none() && generation > 0 {
+        meta.insert("generation".into(), Value::from(generation + 1));
+    }
+    if deleting.is_none_or(|t| t > now) {
+        meta.insert(
+            "deletionTimestamp".into(),
+            Value::from(object::timestamp(now)),
+        );
+    }
+    meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
 }

@@ -3,8 +3,8 @@
 
 mod create;
 mod delete;
+mod delete_collection;
 mod fields;
-mod graceful;
 mod meta;
 mod raw;
 mod read;
@@ -25,7 +25,7 @@ use crate::fields::FieldSchemas;
 use crate::object::{self, Object};
 use crate::strategy::Strategy;
 
-pub use self::delete::DeleteOutcome;
+pub use self::delete::{DeleteOutcome, DeletePlan};
 pub use self::watch::{WatchEvent, WatchEventType};
 
 pub struct Store {

@@ -3,12 +3,12 @@
 //! is re-applied to fresh state whenever a concurrent write wins.
 
 use serde_json::Value;
-use storage::{Preconditions, ReadRevision, StorageError, UpdateOptions};
+use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
 use super::{encode, stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
-use crate::options::{parse_resource_version, WriteOptions};
+use crate::options::WriteOptions;
 use crate::patch::{self, PatchType};
 
 /// Which part of the object a write may change.
@@ -29,11 +29,6 @@ enum Next {
     /// The update emptied the finalizers of an object being deleted: it goes.
     Delete(Object),
 }
-
-/// Carries the update function's decision to delete out of the storage update.
-#[derive(Debug, thiserror::Error)]
-#[error("finalizers emptied")]
-struct EmptiedFinalizers;
 
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
@@ -86,7 +81,7 @@ impl Store {
         opts: &WriteOptions,
         mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
-        let dry_run = opts.validate()?;
+        let dry_run = opts.dry_run.is_all();
         let namespace = self.scope(namespace)?;
         let key = self.key(namespace, name);
         let may_create = sub == Subresource::Main && self.strategy.allow_create_on_update();
@@ -112,7 +107,7 @@ impl Store {
         }
 
         let mut decided: Option<Next> = None;
-        let result = self
+        let kv = self
             .storage
             .guaranteed_update(
                 &key,
@@ -130,48 +125,33 @@ impl Store {
                     };
                     let mut next = attempt().map_err(RegistryError::into_storage)?;
                     // Encoding drops resourceVersion; the result is stamped with the new one.
-                    let bytes = match &mut next {
-                        Next::Write(obj) | Next::Create(obj) => Some(encode(obj)),
-                        Next::Delete(_) => None,
+                    let update = match &mut next {
+                        Next::Write(obj) | Next::Create(obj) => {
+                            Update::Write(encode(obj).map_err(RegistryError::into_storage)?)
+                        }
+                        // Removed at the revision the decision was made on.
+                        Next::Delete(_) => Update::Delete,
                     };
                     decided = Some(next);
-                    match bytes {
-                        Some(bytes) => bytes.map_err(RegistryError::into_storage),
-                        None => Err(StorageError::Aborted(Box::new(EmptiedFinalizers))),
-                    }
+                    Ok(update)
                 },
             )
-            .await;
-        match (result, decided) {
-            (Ok(kv), Some(Next::Write(mut obj))) => {
+            .await
+            .map_err(self.storage_err(name))?;
+        match decided {
+            Some(Next::Write(mut obj)) => {
                 stamp(&mut obj, kv.mod_revision);
                 Ok((obj, false))
             }
-            (Ok(kv), Some(Next::Create(mut obj))) => {
+            Some(Next::Create(mut obj)) => {
                 stamp(&mut obj, kv.mod_revision);
                 Ok((obj, true))
             }
+            // The update took the last finalizer away: the object is gone (upstream's
+            // deleteWithoutFinalizers), shown as the update left it.
+            Some(Next::Delete(obj)) => Ok((obj, false)),
             // Nothing changed: storage wrote nothing and returned what it holds.
-            (Ok(kv), _) => Ok((self.decode(&kv)?, false)),
-            (Err(StorageError::Aborted(e)), Some(Next::Delete(obj)))
-                if e.is::<EmptiedFinalizers>() =>
-            {
-                self.delete_emptied(&key, name, obj).await
-            }
-            (Err(e), _) => Err(self.storage_err(name)(e)),
-        }
-    }
-
-    /// Removes an object whose last finalizer an update took away (upstream's
-    /// deleteWithoutFinalizers), guarded by the UID and version that update saw.
-    async fn delete_emptied(&self, key: &str, name: &str, obj: Object) -> Result<(Object, bool)> {
-        let preconditions = Preconditions {
-            uid: Some(object::uid(&obj).to_string()),
-            resource_version: parse_resource_version(object::resource_version(&obj)).ok(),
-        };
-        match self.storage.delete(key, &preconditions, None).await {
-            Ok(_) | Err(StorageError::NotFound { .. }) => Ok((obj, false)),
-            Err(e) => Err(self.storage_err(name)(e)),
+            None => Ok((self.decode(&kv)?, false)),
         }
     }
 
@@ -310,8 +290,9 @@ fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
 
 impl Store {
     /// Upstream's ShouldDeleteDuringUpdate: an update leaving no finalizers on an object whose
-    /// deletion was asked (and is not waiting out a grace period) removes it. Namespaces also
-    /// need `spec.finalizers` empty, so emptying them through `finalize` is what deletes.
+    /// deletion was asked (and is not waiting out a grace period) removes it. Kinds with
+    /// finalizers of their own (namespaces' `spec.finalizers`) also need those emptied, so
+    /// emptying them through `finalize` is what deletes a namespace.
     fn should_delete_during_update(&self, new: &Value, old: &Value, finalizers: &[String]) -> bool {
         if !finalizers.is_empty() || object::deletion_timestamp(old).is_none() {
             return false;
@@ -322,13 +303,6 @@ impl Store {
         if grace.is_some_and(|g| g != 0) {
             return false;
         }
-        if self.strategy.finalizes_through_spec() {
-            let spec_finalizers = new
-                .get("spec")
-                .and_then(|s| s.get("finalizers"))
-                .and_then(Value::as_array);
-            return spec_finalizers.is_none_or(|f| f.is_empty());
-        }
-        true
+        !self.strategy.finalizing(new)
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::catalogue::ResourceInfo;
 use crate::error::Cause;
+use crate::store::DeletePlan;
 
 pub use self::namespace::NamespaceStrategy;
 pub use self::pod::PodStrategy;
@@ -75,9 +76,18 @@ pub trait Strategy: Send + Sync {
         None
     }
 
-    /// Namespace-style deletion: the first DELETE only marks the object terminating; it goes
-    /// once `spec.finalizers` is empty (emptied through the `finalize` subresource).
-    fn finalizes_through_spec(&self) -> bool {
+    /// A delete plan of the kind's own, taken before the generic one (upstream keeps such
+    /// deletes in the kind's registry, e.g. namespaces' two phases). `obj` is the stored
+    /// object, the delete's preconditions already hold for it; `gc_finalizers` is what the
+    /// delete's propagation policy makes of `metadata.finalizers`, when it changes them.
+    /// None: the generic plan decides.
+    fn plan_delete(&self, _obj: &Value, _gc_finalizers: Option<&[String]>) -> Option<DeletePlan> {
+        None
+    }
+
+    /// Whether finalizers of the kind's own, outside `metadata.finalizers`, still hold a
+    /// deleted object (namespaces' `spec.finalizers`, emptied through `finalize`).
+    fn finalizing(&self, _obj: &Value) -> bool {
         false
     }
 }

@@ -1,8 +1,12 @@
-//! Namespaces: the `kubernetes` finalizer and phase on create; deletion through Terminating.
+//! Namespaces: the `kubernetes` finalizer and phase on create; deletion in two phases (upstream's
+//! namespace REST): the first delete marks the namespace Terminating, and it goes once the
+//! namespace controller has emptied `spec.finalizers` through `finalize`.
 
 use serde_json::{json, Value};
 
 use super::{default_at, Strategy};
+use crate::object;
+use crate::store::DeletePlan;
 
 pub struct NamespaceStrategy;
 
@@ -35,7 +39,33 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
-    fn finalizes_through_spec(&self) -> bool {
-        true
+    fn plan_delete(&self, obj: &Value, gc_finalizers: Option<&[String]>) -> Option<DeletePlan> {
+        if object::deletion_timestamp(obj).is_some() {
+            // Terminating: nothing to do until the controller has finalized it; then the
+            // generic plan removes it (or waits for metadata finalizers).
+            return self.finalizing(obj).then_some(DeletePlan::AlreadyDeleting);
+        }
+        let mut terminating = obj.clone();
+        object::meta_mut(&mut terminating).insert("deletionTimestamp".into(), json!(object::now()));
+        if let Some(map) = terminating.as_object_mut() {
+            let status = map.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                status.insert("phase".into(), json!("Terminating"));
+            }
+        }
+        if let Some(finalizers) = gc_finalizers {
+            object::set_finalizers(&mut terminating, finalizers);
+        }
+        Some(DeletePlan::Mark {
+            object: terminating,
+            then_remove: false,
+        })
+    }
+
+    fn finalizing(&self, obj: &Value) -> bool {
+        obj.get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::options::{DeleteOptions, DryRun, ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, Store};
 use serde_json::Value;
 use storage::backend::DynBackend;
@@ -77,7 +77,7 @@ pub fn write() -> WriteOptions {
 
 pub fn dry_run() -> WriteOptions {
     WriteOptions {
-        dry_run: vec!["All".into()],
+        dry_run: DryRun::All,
         ..Default::default()
     }
 }

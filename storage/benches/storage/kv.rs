@@ -280,7 +280,7 @@ impl Worker {
                 let mut calls = 0u64;
                 let mut update = |_: Option<&KeyValue>| {
                     calls += 1;
-                    Ok(value.clone())
+                    Ok(value.clone().into())
                 };
                 let t = Instant::now();
                 let r = store.guaranteed_update(&key(i), opts, &mut update).await;

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::backend::{DynBackend, KeyRange, RangeRequest, TxnOutcome};
-use crate::interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
+use crate::interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result, StorageError};
 use crate::{WatchOptions, WatchStream};
 
@@ -221,14 +221,38 @@ impl Interface for Store {
                 update(current.as_ref())
             })();
             let value = match attempt {
-                Ok(value) => value,
-                // A refusal based on cached state may not hold for the stored one.
-                Err(_) if from_cache => {
+                Ok(Update::Write(value)) => value,
+                // A decision taken on cached state may not hold for the stored one.
+                Err(_) | Ok(Update::Keep) if from_cache => {
                     current = self.read_latest(&full).await?;
                     from_cache = false;
                     continue;
                 }
                 Err(e) => return Err(e),
+                Ok(Update::Keep) => {
+                    return current
+                        .map(|kv| self.strip(kv))
+                        .ok_or_else(|| StorageError::not_found(key))
+                }
+                Ok(Update::Delete) => {
+                    let Some(kv) = current else {
+                        return Err(StorageError::not_found(key));
+                    };
+                    match self.backend.delete_if(&full, kv.mod_revision).await? {
+                        TxnOutcome::Applied { prev, .. } => {
+                            return Ok(self.strip(prev.unwrap_or(kv)))
+                        }
+                        TxnOutcome::Failed { current: fresh } => {
+                            tracing::trace!(
+                                key,
+                                "guaranteed delete lost a compare-and-swap; retrying"
+                            );
+                            current = fresh;
+                            from_cache = false;
+                            continue;
+                        }
+                    }
+                }
             };
             if let Some(kv) = &current {
                 if kv.value == value {
