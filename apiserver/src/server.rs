@@ -1,4 +1,6 @@
-//! The HTTP surface: health, version, and a Status for everything not served yet.
+//! The router of the whole HTTP surface: the Kubernetes API, OpenAPI, health and version
+//! endpoints and the collector's debug graph, behind tracing; a panic or an unknown path is
+//! answered with a metav1.Status, never a dropped connection.
 
 use axum::extract::{Path, Query, State};
 use std::sync::Arc;

@@ -60,7 +60,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
     }
-    let root = storage::Store::new(backend.clone(), &options.etcd_prefix);
+    let root = storage::KvStore::new(backend.clone(), &options.etcd_prefix);
     let registry = registry::Registry::new(
         root,
         Arc::new(registry::Catalogue::builtin()),

@@ -111,7 +111,7 @@ async fn measure(name: &'static str, backend: DynBackend, objects: usize) -> Row
 /// The baseline: storage-layer deletes (read, then conditional delete) of as many keys, as
 /// fast as 64 concurrent callers go.
 async fn raw_delete_rate(backend: DynBackend, objects: usize) -> f64 {
-    let store = storage::Store::new(backend, "/bench-raw");
+    let store = storage::KvStore::new(backend, "/bench-raw");
     let value = Bytes::from(
         serde_json::to_vec(&json!({"metadata": {"name": "x", "uid": "u"}, "data": {"k": "v"}}))
             .expect("json"),
@@ -144,7 +144,7 @@ async fn raw_delete_rate(backend: DynBackend, objects: usize) -> f64 {
 
 async fn registry_at(backend: DynBackend, prefix: &str) -> Arc<Registry> {
     let registry = Registry::new(
-        storage::Store::new(backend, prefix),
+        storage::KvStore::new(backend, prefix),
         Arc::new(Catalogue::builtin()),
         CacherConfig::default(),
     );

@@ -810,7 +810,7 @@ async fn bulk_speed_etcd() {
 /// progress every 100ms, which on etcd before 3.4.26 lets the watch cache skip events under
 /// this much write load (a storage issue, not the collector's).
 async fn bulk_registry(backend: storage::backend::DynBackend) -> Arc<Registry> {
-    let root = storage::Store::new(backend, "/registry");
+    let root = storage::KvStore::new(backend, "/registry");
     let registry = Registry::new(
         root,
         Arc::new(Catalogue::builtin()),

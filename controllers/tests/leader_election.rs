@@ -24,7 +24,7 @@ const RENEW: Duration = Duration::from_millis(700);
 const RETRY: Duration = Duration::from_millis(100);
 
 async fn leases_over(backend: DynBackend) -> Arc<Store> {
-    let root = storage::Store::new(backend, "/registry");
+    let root = storage::KvStore::new(backend, "/registry");
     let registry = Registry::new(
         root,
         Arc::new(Catalogue::builtin()),

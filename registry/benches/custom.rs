@@ -171,7 +171,7 @@ async fn main() {
     let rounds = env("BENCH_ROUNDS", 3).max(1);
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = storage::embedded::EmbeddedBackend::open(dir.path()).expect("embedded backend");
-    let root = storage::Store::new(Arc::new(backend), "/registry");
+    let root = storage::KvStore::new(Arc::new(backend), "/registry");
     let registry = Registry::new(
         root,
         Arc::new(Catalogue::builtin()),

@@ -207,12 +207,12 @@ async fn bench_backend(name: &str, backend: DynBackend, n: usize) -> Vec<(String
     // The baseline is the storage layer as the Store uses it: the watch cache over the
     // backend (a prefix of its own, so the two never share objects).
     let bare = Arc::new(storage::Cacher::new(
-        storage::Store::new(backend.clone(), "/registry"),
+        storage::KvStore::new(backend.clone(), "/registry"),
         "/bare/",
         CacherConfig::default(),
     ));
     let registry = Registry::new(
-        storage::Store::new(backend, "/registry"),
+        storage::KvStore::new(backend, "/registry"),
         Arc::new(Catalogue::builtin()),
         CacherConfig::default(),
     );

@@ -18,7 +18,7 @@ use crate::strategy::{self, Strategy};
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
-    root: storage::Store,
+    root: storage::KvStore,
     admission: Arc<NamespaceLifecycle>,
     cacher_config: CacherConfig,
     /// Watch caches by storage path: resources sharing a path share the cache.
@@ -36,7 +36,7 @@ impl Registry {
     /// Builds a Store for every catalogued resource. Must run inside a tokio runtime (the
     /// watch caches start their feeds).
     pub fn new(
-        root: storage::Store,
+        root: storage::KvStore,
         catalogue: Arc<Catalogue>,
         cacher_config: CacherConfig,
     ) -> Arc<Self> {
@@ -97,7 +97,7 @@ impl Registry {
     }
 
     /// The storage root (keys under the configured prefix).
-    pub fn root(&self) -> &storage::Store {
+    pub fn root(&self) -> &storage::KvStore {
         &self.root
     }
 

@@ -1,5 +1,5 @@
 //! The storage interface the registry programs against (upstream's storage.Interface), served
-//! by [`crate::Store`] straight from the backend and by [`crate::Cacher`] from the watch cache.
+//! by [`crate::KvStore`] straight from the backend and by [`crate::Cacher`] from the watch cache.
 
 use async_trait::async_trait;
 use bytes::Bytes;

@@ -2,7 +2,7 @@
 //!
 //! - [`backend`]: the MVCC key-value primitives, on etcd ([`backend::etcd`]) or on the
 //!   embedded durable store ([`embedded`]).
-//! - [`Store`]: create / get / list / guaranteed update / delete / watch with preconditions,
+//! - [`KvStore`]: create / get / list / guaranteed update / delete / watch with preconditions,
 //!   compare-and-swap and paging, built once over any backend.
 //! - [`Cacher`]: the watch cache, one backend watch per resource prefix fanned out to every
 //!   watcher, serving `resourceVersion=0` lists and bookmarks.
@@ -25,5 +25,5 @@ pub use cacher::{Cacher, CacherConfig};
 pub use compactor::spawn_compactor;
 pub use error::{Result, StorageError};
 pub use interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};
-pub use store::{json_metadata_uid, Store, UidExtractor};
+pub use store::{json_metadata_uid, KvStore, UidExtractor};
 pub use types::*;

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use storage::backend::DynBackend;
 use storage::embedded::EmbeddedBackend;
 use storage::{
-    spawn_compactor, Cacher, CacherConfig, Interface, ReadRevision, StorageError, Store,
+    spawn_compactor, Cacher, CacherConfig, Interface, KvStore, ReadRevision, StorageError,
     WatchOptions,
 };
 use support::{take, Harness};
@@ -83,7 +83,7 @@ async fn crash_child() {
     };
     let backend: DynBackend =
         Arc::new(EmbeddedBackend::open(std::path::Path::new(&dir)).expect("open"));
-    let store = Store::new(backend, "/registry");
+    let store = KvStore::new(backend, "/registry");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for task in 0..16 {
         let store = store.clone();
@@ -144,7 +144,7 @@ async fn embedded_survives_kill_9() {
     );
 
     let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("reopen"));
-    let store = Store::new(backend.clone(), "/registry");
+    let store = KvStore::new(backend.clone(), "/registry");
     for (key, rev) in &acked {
         let kv = store
             .get(key, ReadRevision::Latest)

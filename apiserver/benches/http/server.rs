@@ -41,7 +41,7 @@ pub async fn start() -> Server {
             .expect("open embedded store"),
     );
     let registry = Registry::new(
-        storage::Store::new(backend.clone(), "/registry"),
+        storage::KvStore::new(backend.clone(), "/registry"),
         Arc::new(Catalogue::builtin()),
         CacherConfig::default(),
     );

@@ -114,7 +114,7 @@ impl Harness {
             inner,
             cut: watch::Sender::new(false),
         });
-        let root = storage::Store::new(partition.clone(), "/registry");
+        let root = storage::KvStore::new(partition.clone(), "/registry");
         let registry = Registry::new(
             root,
             Arc::new(Catalogue::builtin()),

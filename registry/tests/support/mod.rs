@@ -20,7 +20,7 @@ pub struct Harness {
 
 impl Harness {
     async fn over(backend: DynBackend) -> Arc<Registry> {
-        let root = storage::Store::new(backend, "/registry");
+        let root = storage::KvStore::new(backend, "/registry");
         let registry = Registry::new(
             root,
             Arc::new(Catalogue::builtin()),

@@ -1,4 +1,4 @@
-//! The put / update / get rows: raw etcd, our `Store` on the etcd backend ("ours-etcd") and on
+//! The put / update / get rows: raw etcd, our `KvStore` on the etcd backend ("ours-etcd") and on
 //! the embedded backend, each doing the same ops over keys of its own.
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-use storage::{Interface, KeyValue, ReadRevision, Store, UpdateOptions};
+use storage::{Interface, KeyValue, KvStore, ReadRevision, UpdateOptions};
 
 use crate::report::Row;
 use crate::tasks::{run_concurrent, RunResult, Tally, TaskStats};
@@ -19,9 +19,9 @@ enum System {
     Raw,
     /// etcd_client txn, the same compare-and-swap the etcd backend's put_if sends (diagnostic).
     RawTxn,
-    /// Store on the etcd backend.
+    /// KvStore on the etcd backend.
     Ours,
-    /// Store on the embedded backend.
+    /// KvStore on the embedded backend.
     Embedded,
 }
 
@@ -48,8 +48,8 @@ impl Op {
 
 pub struct Systems {
     pub raw: etcd_client::Client,
-    pub ours: Store,
-    pub embedded: Store,
+    pub ours: KvStore,
+    pub embedded: KvStore,
 }
 
 /// What the puts returned, by op index, for the updates to start from.
@@ -185,7 +185,7 @@ fn index_created(created: Vec<(usize, KeyValue)>, ops: usize) -> Created {
 enum Target {
     Raw(etcd_client::Client),
     RawTxn(etcd_client::Client),
-    Store(Store),
+    Store(KvStore),
 }
 
 /// One task's share of a part; each task gets its own clone.

@@ -1,7 +1,7 @@
 //! Storage benchmark, all in one run, side by side:
 //!
 //! 1. raw etcd through `etcd_client` (put / get of 1 KiB values),
-//! 2. our `Store` on the etcd backend ("ours-etcd"), as a ratio of raw etcd,
+//! 2. our `KvStore` on the etcd backend ("ours-etcd"), as a ratio of raw etcd,
 //! 3. our `Store` on the embedded backend (data in a temp dir), as a ratio of raw etcd,
 //!
 //! each with 1 and with many concurrent writers (tokio tasks), and
@@ -39,7 +39,7 @@ use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
 use storage::embedded::EmbeddedBackend;
 use storage::testing::EtcdServer;
-use storage::Store;
+use storage::KvStore;
 
 use config::Config;
 use kv::{Phase, Systems};
@@ -53,12 +53,12 @@ async fn bench(cfg: Config) {
         .expect("connecting to the benchmark etcd");
     let raw = etcd_backend.client();
     let etcd_backend: DynBackend = Arc::new(etcd_backend);
-    let ours = Store::new(etcd_backend.clone(), "/registry");
+    let ours = KvStore::new(etcd_backend.clone(), "/registry");
 
     let embedded_dir = tempfile::tempdir().expect("temp dir for the embedded store");
     let embedded_backend: DynBackend =
         Arc::new(EmbeddedBackend::open(embedded_dir.path()).expect("opening the embedded store"));
-    let embedded = Store::new(embedded_backend.clone(), "/registry");
+    let embedded = KvStore::new(embedded_backend.clone(), "/registry");
 
     println!(
         "storage benchmark: {} B values; {} ops with 1 writer, {} ops with {} writers, in {} rounds; etcd at {}; embedded in {}",
@@ -71,7 +71,7 @@ async fn bench(cfg: Config) {
         embedded_dir.path().display()
     );
     println!(
-        "ours-etcd = Store on the etcd backend; ratios are against raw etcd (etcd_client put/get); put = Interface::create, update = guaranteed_update from the created value, get = Interface::get(Latest)"
+        "ours-etcd = KvStore on the etcd backend; ratios are against raw etcd (etcd_client put/get); put = Interface::create, update = guaranteed_update from the created value, get = Interface::get(Latest)"
     );
 
     let systems = Systems {

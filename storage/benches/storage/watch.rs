@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use storage::backend::DynBackend;
-use storage::{Cacher, CacherConfig, EventKind, Interface, Store, WatchOptions};
+use storage::{Cacher, CacherConfig, EventKind, Interface, KvStore, WatchOptions};
 use tokio::sync::{watch, Barrier};
 
 use crate::config::Config;
@@ -80,7 +80,7 @@ struct WatcherOutcome {
 }
 
 pub async fn watch_fanout(name: &'static str, backend: DynBackend, cfg: &Config) -> WatchResult {
-    let store = Store::new(backend.clone(), "/registry");
+    let store = KvStore::new(backend.clone(), "/registry");
     let cacher = Arc::new(Cacher::new(store, "/bench/", CacherConfig::default()));
     let revision = listed_revision(name, &backend, &cacher).await;
 

@@ -11,13 +11,13 @@ use tracing::{debug, info, warn};
 
 use super::state::CacheState;
 use crate::backend::{KeyRange, RangeRequest, WatchMessage};
-use crate::{KeyValue, Result, StorageError, Store};
+use crate::{KeyValue, KvStore, Result, StorageError};
 
 /// Page size of the initial list, so a large resource never needs one huge response.
 const LIST_PAGE: usize = 10_000;
 
 pub struct Feed {
-    pub store: Store,
+    pub store: KvStore,
     pub full_prefix: String,
     pub state: Arc<RwLock<CacheState>>,
     pub revision_tx: watch::Sender<i64>,

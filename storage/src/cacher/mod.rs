@@ -1,7 +1,7 @@
 //! The watch cache (upstream's Cacher), one per resource prefix: a single backend watch keeps
 //! an in-memory copy of the resource and a window of recent changes, which serves every
 //! watcher and the lists and gets that accept any recent state (`resourceVersion=0`).
-//! Writes and reads that need the latest state go to the [`Store`].
+//! Writes and reads that need the latest state go to the [`KvStore`].
 
 mod feed;
 mod state;
@@ -21,7 +21,7 @@ use crate::backend::KeyRange;
 use crate::interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
 use crate::store::events::matches;
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
-use crate::{StorageError, Store, WatchOptions, WatchStream};
+use crate::{KvStore, StorageError, WatchOptions, WatchStream};
 
 /// How often a reader waiting for freshness asks the feed for progress again.
 const PROGRESS_RETRY: Duration = Duration::from_millis(50);
@@ -50,7 +50,7 @@ impl Default for CacherConfig {
 }
 
 pub struct Cacher {
-    store: Store,
+    store: KvStore,
     /// The resource's key prefix, relative to the storage prefix, ending in `/`.
     resource_prefix: String,
     state: Arc<RwLock<CacheState>>,
@@ -69,7 +69,7 @@ impl Drop for Cacher {
 impl Cacher {
     /// Starts caching everything under `resource_prefix` (e.g. `/pods/`). Must be called
     /// inside a tokio runtime.
-    pub fn new(store: Store, resource_prefix: &str, config: CacherConfig) -> Self {
+    pub fn new(store: KvStore, resource_prefix: &str, config: CacherConfig) -> Self {
         let mut resource_prefix = resource_prefix.to_string();
         if !resource_prefix.ends_with('/') {
             resource_prefix.push('/');
@@ -100,7 +100,7 @@ impl Cacher {
         }
     }
 
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &KvStore {
         &self.store
     }
 

@@ -3,14 +3,14 @@
 
 use super::continue_token;
 use super::events::matches;
-use super::Store;
+use super::KvStore;
 use crate::backend::RangeRequest;
 use crate::{ListOptions, ListResult, ReadRevision, Result, StorageError};
 
 /// Largest batch read from the backend while a predicate keeps filtering items out.
 const MAX_BATCH: usize = 10_000;
 
-pub async fn get_list(store: &Store, key: &str, opts: ListOptions) -> Result<ListResult> {
+pub async fn get_list(store: &KvStore, key: &str, opts: ListOptions) -> Result<ListResult> {
     let (prefix, mut range) = store.key_range(key, opts.recursive);
     let mut revision = 0;
     let mut min_revision = 0;

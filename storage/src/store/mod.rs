@@ -38,14 +38,16 @@ pub fn json_metadata_uid() -> UidExtractor {
     })
 }
 
+/// storage.Interface straight over a backend (upstream's etcd3 store, here over either
+/// backend); the registry reaches it through the watch cache ([`crate::Cacher`]).
 #[derive(Clone)]
-pub struct Store {
+pub struct KvStore {
     backend: DynBackend,
     prefix: String,
     uid_of: UidExtractor,
 }
 
-impl Store {
+impl KvStore {
     /// `prefix` is prepended to every key (`--etcd-prefix`, default `/registry`).
     pub fn new(backend: DynBackend, prefix: &str) -> Self {
         Self {
@@ -149,7 +151,7 @@ impl Store {
 }
 
 #[async_trait]
-impl Interface for Store {
+impl Interface for KvStore {
     async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
         let full = self.full_key(key);
         match self.backend.put_if(&full, value, 0).await? {
@@ -328,7 +330,7 @@ impl Interface for Store {
     }
 }
 
-impl Store {
+impl KvStore {
     /// Delete by compare-and-swap, starting from `current`; a lost swap retries on the value
     /// the failed transaction read.
     async fn delete_from(

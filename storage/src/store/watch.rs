@@ -4,11 +4,11 @@
 use futures::StreamExt;
 
 use super::events::{added, matches, to_watch_event};
-use super::Store;
+use super::KvStore;
 use crate::backend::{RangeRequest, WatchMessage};
 use crate::{Result, StorageError, WatchEvent, WatchOptions, WatchStream};
 
-pub async fn watch(store: &Store, key: &str, opts: WatchOptions) -> Result<WatchStream> {
+pub async fn watch(store: &KvStore, key: &str, opts: WatchOptions) -> Result<WatchStream> {
     let (_, range) = store.key_range(key, opts.recursive);
     let mut initial = Vec::new();
     let mut from = opts.revision;

@@ -12,10 +12,10 @@ use storage::backend::etcd::EtcdBackend;
 use storage::backend::DynBackend;
 use storage::embedded::EmbeddedBackend;
 use storage::testing::EtcdServer;
-use storage::{Store, WatchEvent};
+use storage::{KvStore, WatchEvent};
 
 pub struct Harness {
-    pub store: Store,
+    pub store: KvStore,
     pub backend: DynBackend,
     pub etcd: Option<EtcdServer>,
     pub dir: Option<tempfile::TempDir>,
@@ -27,7 +27,7 @@ impl Harness {
         let backend: DynBackend =
             Arc::new(EmbeddedBackend::open(dir.path()).expect("open embedded"));
         Self {
-            store: Store::new(backend.clone(), "/registry"),
+            store: KvStore::new(backend.clone(), "/registry"),
             backend,
             etcd: None,
             dir: Some(dir),
@@ -38,7 +38,7 @@ impl Harness {
         let etcd = EtcdServer::start().await;
         let backend: DynBackend = Arc::new(etcd.backend().await);
         Self {
-            store: Store::new(backend.clone(), "/registry"),
+            store: KvStore::new(backend.clone(), "/registry"),
             backend,
             etcd: Some(etcd),
             dir: None,
