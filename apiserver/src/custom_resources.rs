@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use apiextensions::Installer;
 use controllers::apiextensions::DefinitionController;
 use openapi::OpenApi;
-use registry::custom::Installer;
 use registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;

@@ -130,7 +130,7 @@ async fn v3_group_version(
         .await
         .flatten()
     else {
-        return crate::server::not_found().await;
+        return crate::api::response::not_found().await;
     };
     match query.hash {
         Some(hash) if hash != doc.hash() => {

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::api::{self, Api};
+use crate::api::{self, response, Api};
 use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
 use crate::version;
@@ -51,7 +51,7 @@ pub fn router(
         .merge(debug)
         .merge(crate::openapi::router(openapi))
         .merge(api::router(api))
-        .fallback(not_found)
+        .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))
         .layer(TraceLayer::new_for_http())
@@ -86,21 +86,6 @@ async fn garbage_collector_graph(
 #[derive(serde::Deserialize)]
 struct GraphQuery {
     uid: Option<String>,
-}
-
-/// What kube-apiserver answers for a path it does not serve.
-pub async fn not_found() -> Response {
-    let status = serde_json::json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": "the server could not find the requested resource",
-        "reason": "NotFound",
-        "details": {},
-        "code": 404
-    });
-    (StatusCode::NOT_FOUND, Json(status)).into_response()
 }
 
 fn panic_status(_: Box<dyn std::any::Any + Send + 'static>) -> Response {

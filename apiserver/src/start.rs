@@ -66,6 +66,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         Arc::new(registry::Catalogue::builtin()),
         storage::CacherConfig::default(),
     );
+    apiextensions::install(&registry);
     registry.set_schemas(crate::openapi::for_validation());
     registry.bootstrap().await?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);

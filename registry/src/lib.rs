@@ -4,7 +4,6 @@
 
 pub mod admission;
 pub mod catalogue;
-pub mod custom;
 pub mod error;
 pub mod fields;
 pub mod object;

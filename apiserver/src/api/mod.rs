@@ -7,7 +7,7 @@ mod handlers;
 mod params;
 mod protobuf;
 mod request_info;
-mod response;
+pub(crate) mod response;
 mod watch;
 
 use std::sync::Arc;

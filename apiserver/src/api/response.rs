@@ -44,6 +44,21 @@ pub fn error(err: RegistryError) -> Response {
     json(code, &serde_json::to_value(status).unwrap_or(Value::Null))
 }
 
+/// What kube-apiserver answers for a path it does not serve.
+pub async fn not_found() -> Response {
+    let status = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "the server could not find the requested resource",
+        "reason": "NotFound",
+        "details": {},
+        "code": 404
+    });
+    json(StatusCode::NOT_FOUND, &status)
+}
+
 /// What the client accepts, as far as we can answer it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use registry::custom::Definition;
+use apiextensions::Definition;
 use registry::options::{DeleteOptions, ListOptions};
 use registry::{object, Registry, RegistryError};
 use serde_json::Value;

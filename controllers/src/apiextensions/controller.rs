@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use registry::custom::conditions::set_condition;
-use registry::custom::{Definition, Installer, CLEANUP_FINALIZER};
+use apiextensions::conditions::set_condition;
+use apiextensions::{Definition, Installer, CLEANUP_FINALIZER};
 use registry::options::WriteOptions;
 use registry::{object, Registry, RegistryError, Store, Subresource};
 use serde_json::{json, Value};

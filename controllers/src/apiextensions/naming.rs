@@ -3,7 +3,7 @@
 //! refused; names already accepted stay accepted. Once its names are accepted a definition
 //! is Established and served.
 
-use registry::custom::Definition;
+use apiextensions::Definition;
 use registry::ResourceInfo;
 use serde_json::{json, Value};
 
@@ -90,7 +90,7 @@ pub fn names(crd: &Definition, taken: &Taken<'_>) -> Naming {
 }
 
 /// As the API shows names: empty optional lists left out.
-fn names_value(n: &registry::custom::definition::Names) -> Value {
+fn names_value(n: &apiextensions::definition::Names) -> Value {
     let mut v = json!({"plural": n.plural, "kind": n.kind});
     if !n.singular.is_empty() {
         v["singular"] = json!(n.singular);

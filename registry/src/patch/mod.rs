@@ -6,7 +6,6 @@
 
 mod gofmt;
 mod json;
-mod lists;
 mod schema;
 mod strategic;
 #[cfg(test)]

@@ -6,12 +6,16 @@
 //! body) and relies on decoding into a Go struct to drop leftover directive keys, the value is
 //! merged into an empty one instead, so directives are honoured and never reach the result.
 
+mod errors;
+mod lists;
+
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use self::errors::{bad, bad_arg_type, bad_patch_type};
+use super::gofmt;
 use super::schema::{Field, PatchSchema, Strategy, UNTAGGED};
-use super::{gofmt, lists};
 use crate::error::{RegistryError, Result};
 
 pub(super) type Object = Map<String, Value>;
@@ -207,30 +211,4 @@ fn extract_key<'k>(directive: &'k str, prefix: &str) -> Result<&'k str> {
         }
         _ => Err(bad("invalid patch format of setElementOrder list")),
     }
-}
-
-pub(super) fn bad(message: impl Into<String>) -> RegistryError {
-    RegistryError::BadRequest(message.into())
-}
-
-pub(super) fn bad_arg_type(expected: &str, actual: &Value) -> RegistryError {
-    bad(format!(
-        "expected a {expected}, but received a {}",
-        gofmt::type_name(actual)
-    ))
-}
-
-pub(super) fn no_merge_key(item: &Object, key: &str) -> RegistryError {
-    bad(format!(
-        "map: {} does not contain declared merge key: {key}",
-        gofmt::map(item)
-    ))
-}
-
-pub(super) fn bad_patch_type(directive: &Value, item: &Object) -> RegistryError {
-    bad(format!(
-        "unknown patch type: {} in map: {}",
-        gofmt::value(directive),
-        gofmt::map(item)
-    ))
 }

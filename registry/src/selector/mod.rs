@@ -2,7 +2,6 @@
 //! forms and error messages (k8s.io/apimachinery pkg/labels and pkg/fields).
 
 pub mod fields;
-mod label_parser;
 pub mod labels;
 
 pub use fields::{escape_value, FieldOperator, FieldRequirement, FieldSelector};

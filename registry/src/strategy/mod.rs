@@ -114,9 +114,6 @@ pub fn for_resource(info: &ResourceInfo) -> Box<dyn Strategy> {
         ("apps", "DaemonSet") => Box::new(workloads::DaemonSetStrategy),
         ("batch", "Job") => Box::new(workloads::JobStrategy),
         ("batch", "CronJob") => Box::new(workloads::CronJobStrategy),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            Box::new(crate::custom::DefinitionStrategy)
-        }
         ("coordination.k8s.io", "Lease")
         | ("", "Endpoints")
         | ("", "Event")
@@ -127,7 +124,7 @@ pub fn for_resource(info: &ResourceInfo) -> Box<dyn Strategy> {
 }
 
 /// Sets `obj[path...] = value` unless something is already there, creating maps on the way.
-pub(crate) fn default_at(obj: &mut Value, path: &[&str], value: Value) {
+pub fn default_at(obj: &mut Value, path: &[&str], value: Value) {
     let mut cur = obj;
     for (i, key) in path.iter().enumerate() {
         if !cur.is_object() {

@@ -5,8 +5,8 @@
 use super::gofmt::{error_value, string_slice};
 use super::node::{bool_of, str_of, strings_of};
 use super::{cause, child, key};
-use crate::error::Cause;
-use crate::validation::quote;
+use registry::error::Cause;
+use registry::validation::quote;
 use serde_json::{Map, Value};
 
 /// Where in the schema a node is, as far as defaults and embedded resources care.

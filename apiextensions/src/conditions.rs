@@ -15,7 +15,7 @@ pub fn set_condition(status: &mut Value, kind: &str, state: &str, reason: &str, 
     let Some(list) = conditions.as_array_mut() else {
         return;
     };
-    let now = crate::object::now();
+    let now = registry::object::now();
     match list.iter_mut().find(|c| c["type"] == kind) {
         Some(existing) => {
             if existing["status"] != state {

@@ -10,8 +10,8 @@ use super::conditions::set_condition;
 use super::definition::{Definition, CLEANUP_FINALIZER};
 use super::schema::CustomSchema;
 use super::validate_definition;
-use crate::error::Cause;
-use crate::strategy::{default_at, Strategy};
+use registry::error::Cause;
+use registry::strategy::{default_at, Strategy};
 
 /// A served version of a custom resource: its schema's defaults and validation, and its CEL
 /// rules. Objects are otherwise plain: the generic Store does the rest.

@@ -4,7 +4,7 @@
 
 use super::validate::Compiled;
 use super::{cause, child, defaults, openapi, structural};
-use crate::error::Cause;
+use registry::error::Cause;
 use serde_json::Value;
 
 /// CRD-time checks of a version's openAPIV3Schema (upstream's

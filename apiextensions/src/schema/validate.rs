@@ -4,8 +4,8 @@ use super::convert::convert;
 use super::messages::Context;
 use super::node::Node;
 use super::{defaults, extensions, prune};
-use crate::error::Cause;
 use jsonschema::{Draft, PatternOptions, Validator};
+use registry::error::Cause;
 use serde_json::Value;
 
 /// A schema compiled with the `jsonschema` crate, with what mapping its errors needs.

@@ -27,7 +27,7 @@ mod tests;
 pub use check::check_structural;
 pub use validate::CustomSchema;
 
-use crate::error::Cause;
+use registry::error::Cause;
 
 /// `path.name`, as upstream's field.Path prints a child.
 fn child(path: &str, name: &str) -> String {

@@ -16,7 +16,7 @@ use super::definition::Definition;
 use super::schema::CustomSchema;
 use super::served::{served_versions, ServedVersion};
 use super::strategy::CustomResourceStrategy;
-use crate::registry::Registry;
+use registry::Registry;
 
 /// Installs and removes the resources of definitions; shared by whatever follows the
 /// definitions (one per server).

@@ -2,7 +2,7 @@
 //! integers as int64 and other numbers as float64, and a field error shows its bad value with
 //! `%v` for numbers and booleans, `%q` for strings and `%#v` for maps and slices.
 
-use crate::validation::quote;
+use registry::validation::quote;
 use serde_json::{Number, Value};
 
 /// A bad value as upstream's field error body shows it.

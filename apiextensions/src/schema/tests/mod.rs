@@ -8,7 +8,7 @@ mod resources;
 mod validation;
 
 use super::{check_structural, CustomSchema};
-use crate::error::Cause;
+use registry::error::Cause;
 use serde_json::{json, Value};
 
 /// A resource schema whose spec has these properties.

@@ -4,7 +4,7 @@
 //! same backend. Target: the custom resource's validation, defaulting and pruning cost at
 //! most 25% of the built-in's throughput.
 //!
-//! Run: `cargo bench -p registry --bench custom`. `BENCH_OBJECTS` sets objects per row
+//! Run: `cargo bench -p apiextensions --bench custom`. `BENCH_OBJECTS` sets objects per row
 //! (default 5000), `BENCH_CLIENTS` concurrent clients (default 16), `BENCH_ROUNDS` the
 //! alternating rounds whose median is reported (default 3).
 
@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use std::hint::black_box;
 
-use registry::custom::schema::CustomSchema;
-use registry::custom::Installer;
+use apiextensions::schema::CustomSchema;
+use apiextensions::Installer;
 use registry::options::WriteOptions;
 use registry::{Catalogue, Registry, Store};
 use serde_json::{json, Value};

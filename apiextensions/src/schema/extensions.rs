@@ -6,8 +6,8 @@
 use super::gofmt::{error_value, sharp};
 use super::node::Node;
 use super::{child, key};
-use crate::error::Cause;
-use crate::validation::{
+use registry::error::Cause;
+use registry::validation::{
     is_dns1035_label, name_is_dns_label, path_segment_name, validate_annotations, validate_labels,
 };
 use serde_json::{Map, Value};

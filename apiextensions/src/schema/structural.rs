@@ -8,7 +8,7 @@ use super::gofmt::error_value;
 use super::node::{bool_of, str_of};
 use super::validate::pattern_error;
 use super::{child, key};
-use crate::error::Cause;
+use registry::error::Cause;
 use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, PartialEq)]

@@ -7,12 +7,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::gofmt;
-use super::schema::{Field, PatchSchema, Strategy, UNTAGGED};
-use super::strategic::{
-    bad, bad_arg_type, bad_patch_type, fresh_map, merge_map, no_merge_key, DIRECTIVE,
-};
+use super::errors::{bad, bad_arg_type, bad_patch_type, no_merge_key};
+use super::{fresh_map, merge_map, DIRECTIVE};
 use crate::error::{RegistryError, Result};
+use crate::patch::gofmt;
+use crate::patch::schema::{Field, PatchSchema, Strategy, UNTAGGED};
 
 /// The Go type of a decoded JSON object.
 const OBJECT: &str = "map[string]interface {}";

@@ -1,7 +1,7 @@
 use serde_json::{json, Value as Json};
 
 use super::Rules;
-use crate::error::Cause;
+use registry::error::Cause;
 
 const AT: &str = "spec.versions[0].schema.openAPIV3Schema";
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::definition::{Definition, Names, Version};
-use crate::catalogue::{
+use registry::catalogue::{
     custom_columns, Cell, GcPolicy, ResourceInfo, ScaleSubresource, TableColumn,
 };
 

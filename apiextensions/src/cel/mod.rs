@@ -27,8 +27,8 @@ use cel::context::VariableResolver;
 use cel::{Context, ExecutionError, Program, ResolveResult, Value};
 use serde_json::Value as Json;
 
-use crate::error::Cause;
-use crate::validation::quote;
+use registry::error::Cause;
+use registry::validation::quote;
 use rules::Reason;
 use schema::{Kind, Node};
 

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::cel::Rules;
 use super::definition::{Definition, Names, PrinterColumn, Scale, Version};
 use super::schema::check_structural;
-use crate::error::Cause;
-use crate::validation::names::{is_dns1035_label, is_dns1123_subdomain};
-use crate::validation::quote;
+use registry::error::Cause;
+use registry::validation::names::{is_dns1035_label, is_dns1123_subdomain};
+use registry::validation::quote;
 
 const PRINTER_TYPES: [&str; 5] = ["integer", "number", "string", "boolean", "date"];
 const PRINTER_FORMATS: [&str; 8] = [

@@ -7,10 +7,10 @@ use super::convert::FORMAT_PREFIX;
 use super::gofmt::{error_value, float, is_int, json_type};
 use super::node::Node;
 use super::{cause, child};
-use crate::error::Cause;
-use crate::validation::quote;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::ValidationError;
+use registry::error::Cause;
+use registry::validation::quote;
 use serde_json::{Map, Value};
 
 /// What the mapping needs besides the error: the validated value, the converted schema the

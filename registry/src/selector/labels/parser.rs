@@ -6,7 +6,7 @@
 //! requirement ::= ["!"] KEY [ ("in" | "notin") "(" VALUES ")" | ("=" | "==" | "!=" | ">" | "<") VALUE ]
 //! ```
 
-use super::labels::{LabelOperator, LabelRequirement};
+use super::requirement::{LabelOperator, LabelRequirement};
 use crate::validation::{is_qualified_name, quote};
 use std::collections::BTreeSet;
 

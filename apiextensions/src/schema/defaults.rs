@@ -6,7 +6,7 @@ use super::node::Node;
 use super::prune;
 use super::validate::Compiled;
 use super::{child, key};
-use crate::error::Cause;
+use registry::error::Cause;
 use serde_json::Value;
 
 /// Fills absent fields, and null ones the schema does not allow null, with their defaults;

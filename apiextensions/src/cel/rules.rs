@@ -9,8 +9,8 @@ use super::env;
 use super::schema::{join, Kind, Node};
 use super::types::Ty;
 use super::Build;
-use crate::error::Cause;
-use crate::validation::quote;
+use registry::error::Cause;
+use registry::validation::quote;
 
 /// The cause type a failed rule is reported with (`reason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
