@@ -6,10 +6,16 @@ mod support;
 use registry::options::{DeleteOptions, ListOptions, PreconditionsSpec};
 use registry::Subresource;
 use serde_json::{json, Value};
-use support::{delete, list, names, write, Harness};
+use support::{delete, list, write, Harness};
+use test_support::names;
 
-both_backends!(pod_graceful_deletion_sequence, finalizers_hold_the_object);
-embedded_only!(
+test_support::both_backends!(
+    crate::support::Harness;
+    pod_graceful_deletion_sequence,
+    finalizers_hold_the_object,
+);
+test_support::embedded_only!(
+    crate::support::Harness;
     propagation_policies_set_finalizers,
     preconditions_and_dry_run,
     namespace_deletion_phases,

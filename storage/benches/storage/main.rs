@@ -35,11 +35,9 @@ mod watch;
 use std::sync::Arc;
 use std::time::Instant;
 
-use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
-use storage::testing::EtcdServer;
 use storage::Store;
+use test_support::{EtcdServer, TestBackend};
 
 use config::Config;
 use kv::{Phase, Systems};
@@ -48,16 +46,13 @@ use watch::watch_fanout;
 async fn bench(cfg: Config) {
     let bench_started = Instant::now();
     let etcd = EtcdServer::start().await;
-    let etcd_backend = EtcdBackend::connect(EtcdConfig::new(vec![etcd.endpoint()]))
-        .await
-        .expect("connecting to the benchmark etcd");
+    let etcd_backend = etcd.backend().await;
     let raw = etcd_backend.client();
     let etcd_backend: DynBackend = Arc::new(etcd_backend);
     let ours = Store::new(etcd_backend.clone(), "/registry");
 
-    let embedded_dir = tempfile::tempdir().expect("temp dir for the embedded store");
-    let embedded_backend: DynBackend =
-        Arc::new(EmbeddedBackend::open(embedded_dir.path()).expect("opening the embedded store"));
+    let embedded_test_backend = TestBackend::embedded().await;
+    let embedded_backend: DynBackend = embedded_test_backend.backend();
     let embedded = Store::new(embedded_backend.clone(), "/registry");
 
     println!(
@@ -68,7 +63,7 @@ async fn bench(cfg: Config) {
         cfg.writers_n,
         cfg.rounds,
         etcd.endpoint(),
-        embedded_dir.path().display()
+        embedded_test_backend.dir().expect("embedded").display()
     );
     println!(
         "ours-etcd = Store on the etcd backend; ratios are against raw etcd (etcd_client put/get); put = Interface::create, update = guaranteed_update from the created value, get = Interface::get(Latest)"
