@@ -8,7 +8,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start, start_on_etcd, start_with_args, wait_until, Kubectl, Server};
+use support::{start, start_on_etcd, start_with_args, Kubectl, Server};
+use test_support::{wait_until, EtcdServer};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -449,11 +450,7 @@ fn namespace_deletion(s: &Server) {
 /// it stops.
 #[test]
 fn two_servers_on_one_etcd_run_the_controllers_once() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let etcd = runtime.block_on(storage::testing::EtcdServer::start());
+    let etcd = EtcdServer::start_blocking();
     let endpoint = etcd.endpoint();
     let fast = [
         "--leader-elect-lease-duration=2s",

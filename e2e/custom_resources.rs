@@ -9,7 +9,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start, start_on_etcd, start_with_args, wait_until, Kubectl, Server};
+use support::{start, start_on_etcd, start_with_args, Kubectl, Server};
+use test_support::{wait_until, EtcdServer};
 
 const CRD: &str = "crontabs.stable.example.com";
 const CRONTABS: &str = "/apis/stable.example.com/v1/namespaces/default/crontabs";
@@ -521,11 +522,7 @@ fn validation_rules() {
 /// readiness waits for the stored definitions), and both see each other's writes.
 #[test]
 fn another_server_serves_stored_definitions() {
-    let etcd = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-        .block_on(storage::testing::EtcdServer::start());
+    let etcd = EtcdServer::start_blocking();
     let endpoint = etcd.endpoint();
     let a = start_with_args(Some(etcd), Some(endpoint.clone()), &[]);
     established(&a);

@@ -8,6 +8,10 @@
 //! (default 5000), `BENCH_CLIENTS` concurrent clients (default 16), `BENCH_ROUNDS` the
 //! alternating rounds whose median is reported (default 3).
 
+// The registry the tests run on: built-in schemas validate writes, as in the server.
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,9 +20,11 @@ use std::hint::black_box;
 use apiextensions::schema::CustomSchema;
 use apiextensions::Installer;
 use registry::options::WriteOptions;
-use registry::{Catalogue, Registry, Store};
+use registry::Store;
 use serde_json::{json, Value};
-use storage::CacherConfig;
+use support::Harness;
+use test_support::stats::median;
+use test_support::FromBackend;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -159,26 +165,13 @@ async fn creates(store: Arc<Store>, objects: Vec<Value>, clients: usize) -> f64 
     n as f64 / started.elapsed().as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
     let n = env("BENCH_OBJECTS", 5000);
     let clients = env("BENCH_CLIENTS", 16);
     let rounds = env("BENCH_ROUNDS", 3).max(1);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let backend = storage::embedded::EmbeddedBackend::open(dir.path()).expect("embedded backend");
-    let root = storage::KvStore::new(Arc::new(backend), "/registry");
-    let registry = Registry::new(
-        root,
-        Arc::new(Catalogue::builtin()),
-        CacherConfig::default(),
-    );
-    registry.set_schemas(Arc::new(openapi::OpenApi::new(Vec::new())));
-    registry.bootstrap().await.expect("bootstrap");
+    let harness = Harness::embedded().await;
+    let registry = &harness.registry;
     Installer::new(registry.clone(), None).sync(&definition());
     let widgets = registry
         .store("bench.example.com", "v1", "widgets")

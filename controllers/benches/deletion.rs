@@ -19,6 +19,7 @@ use registry::{Catalogue, Registry};
 use serde_json::json;
 use storage::backend::DynBackend;
 use storage::{CacherConfig, Interface, Preconditions};
+use test_support::{BackendKind, TestBackend};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
@@ -51,19 +52,15 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let wanted = std::env::var("DELETION_BACKENDS").unwrap_or_else(|_| "etcd,embedded".into());
+    let kinds = BackendKind::chosen(
+        "DELETION_BACKENDS",
+        &[BackendKind::Etcd, BackendKind::Embedded],
+    );
     let rows = runtime.block_on(async {
         let mut rows = Vec::new();
-        if wanted.contains("etcd") {
-            let etcd = storage::testing::EtcdServer::start().await;
-            let backend: DynBackend = Arc::new(etcd.backend().await);
-            rows.push(measure("etcd", backend, objects).await);
-        }
-        if wanted.contains("embedded") {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let backend: DynBackend =
-                Arc::new(storage::embedded::EmbeddedBackend::open(dir.path()).expect("embedded"));
-            rows.push(measure("embedded", backend, objects).await);
+        for kind in kinds {
+            let backend = TestBackend::open(kind).await;
+            rows.push(measure(kind.name(), backend.backend(), objects).await);
         }
         rows
     });

@@ -14,6 +14,7 @@ use registry::options::{DeleteOptions, DeleteOptionsWire, ListOptions, WriteOpti
 use registry::{Catalogue, Registry, ResourceInfo, Store, Subresource, WatchEventType};
 use serde_json::{json, Value};
 use support::Harness;
+use test_support::TestBackend;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -657,7 +658,8 @@ async fn the_graph_dumps_as_dot(h: &Harness) {
     gc.stop().await;
 }
 
-both_backends!(
+test_support::both_backends!(
+    crate::support::Harness, worker_threads = 2;
     background_deletion_collects_all_dependents,
     orphan_deletion_keeps_dependents_without_the_reference,
     foreground_chain_is_deleted_leaves_first,
@@ -794,16 +796,15 @@ async fn bulk_speed(registry: &Arc<Registry>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test --release -p controllers --test garbage_collector bulk -- --ignored --nocapture"]
 async fn bulk_speed_embedded() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let backend = storage::embedded::EmbeddedBackend::open(dir.path()).expect("open");
-    bulk_speed(&bulk_registry(Arc::new(backend)).await).await;
+    let backend = TestBackend::embedded().await;
+    bulk_speed(&bulk_registry(backend.backend()).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test --release -p controllers --test garbage_collector bulk -- --ignored --nocapture"]
 async fn bulk_speed_etcd() {
-    let etcd = storage::testing::EtcdServer::start().await;
-    bulk_speed(&bulk_registry(Arc::new(etcd.backend().await)).await).await;
+    let backend = TestBackend::etcd().await;
+    bulk_speed(&bulk_registry(backend.backend()).await).await;
 }
 
 /// A registry with the server's default watch cache settings. The test harness asks etcd for

@@ -7,6 +7,7 @@ use controllers::informer::{
     DeltaObject, InformerConfig, Notification, SharedInformer, NAMESPACE_INDEX,
 };
 use support::*;
+use test_support::{eventually, FromBackend};
 
 fn cached_versions(informer: &SharedInformer) -> Vec<(String, String)> {
     let mut out: Vec<_> = informer
@@ -137,17 +138,22 @@ async fn relists_after_compaction_and_reports_the_missed_deletion(h: &Harness) {
     update_configmap(&store, "app", "keep", "2").await;
     let later = next(&mut rx, 1).await;
     assert_eq!(summary(&later), ["update app/keep"]);
-    eventually("the cache to match the store", || {
-        informer
-            .indexer()
-            .get("app/keep")
-            .is_some_and(|o| o["data"]["value"] == "2")
-    })
+    eventually(
+        "the cache to match the store",
+        std::time::Duration::from_secs(10),
+        || {
+            informer
+                .indexer()
+                .get("app/keep")
+                .is_some_and(|o| o["data"]["value"] == "2")
+        },
+    )
     .await;
     informer.stop().await;
 }
 
-both_backends!(
+test_support::both_backends!(
+    crate::support::Harness, worker_threads = 2;
     delivers_the_list_then_changes_in_order,
     relists_after_compaction_and_reports_the_missed_deletion,
 );
@@ -165,7 +171,7 @@ async fn survives_an_etcd_restart() {
     assert!(informer.wait_for_sync().await);
     assert_eq!(summary(&next(&mut rx, 1).await), ["add app/before"]);
 
-    let etcd = h.etcd.as_mut().expect("etcd");
+    let etcd = h.test_backend.etcd_server_mut().expect("etcd");
     etcd.restart().await;
     // Writes may fail until the client reconnects.
     let mut created = false;

@@ -10,9 +10,8 @@ use registry::options::{ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, RegistryError, Store, Subresource};
 use serde_json::Value;
 use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
-use storage::testing::EtcdServer;
 use storage::CacherConfig;
+use test_support::{eventually, EtcdServer, TestBackend};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
@@ -41,10 +40,9 @@ async fn replica(etcd: &EtcdServer) -> Arc<Store> {
     leases_over(Arc::new(etcd.backend().await)).await
 }
 
-async fn embedded_leases() -> (Arc<Store>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open"));
-    (leases_over(backend).await, dir)
+async fn embedded_leases() -> (Arc<Store>, TestBackend) {
+    let backend = TestBackend::embedded().await;
+    (leases_over(backend.backend()).await, backend)
 }
 
 async fn lease(leases: &Store) -> Value {
@@ -136,23 +134,13 @@ impl Candidate {
     }
 }
 
-/// Polls `done` until it holds; how long that took. Panics after `limit`.
-async fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) -> Duration {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        sleep(Duration::from_millis(5)).await;
-    }
-    start.elapsed()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_never_lead_at_once() {
     let etcd = EtcdServer::start().await;
     let leases = replica(&etcd).await;
     let a = Candidate::spawn(leases.clone(), "replica-a");
     let b = Candidate::spawn(replica(&etcd).await, "replica-b");
-    wait_until("someone leads", Duration::from_secs(5), || {
+    eventually("someone leads", Duration::from_secs(5), || {
         a.leading() || b.leading()
     })
     .await;
@@ -194,7 +182,7 @@ async fn released_lease_is_taken_over_at_once() {
     let etcd = EtcdServer::start().await;
     let leases = replica(&etcd).await;
     let a = Candidate::spawn(leases.clone(), "replica-a");
-    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
     let b = Candidate::spawn(replica(&etcd).await, "replica-b");
     sleep(3 * RETRY).await;
     assert!(!b.leading());
@@ -203,7 +191,7 @@ async fn released_lease_is_taken_over_at_once() {
     let a_stopped = a.stopped.clone();
     let mut a_status = a.status.clone();
     let stopping = tokio::spawn(a.stop());
-    let took = wait_until("b takes over", Duration::from_secs(3), || b.leading()).await;
+    let took = eventually("b takes over", Duration::from_secs(3), || b.leading()).await;
     // Without the release b would wait out the lease duration from its last sight of a renewal.
     assert!(took < LEASE / 2, "takeover after release took {took:?}");
     assert_eq!(
@@ -231,13 +219,13 @@ async fn vanished_leader_is_replaced_only_after_lease_duration() {
     let etcd = EtcdServer::start().await;
     let leases = replica(&etcd).await;
     let a = Candidate::spawn(leases.clone(), "replica-a");
-    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
     let b = Candidate::spawn(replica(&etcd).await, "replica-b");
     sleep(3 * RETRY).await;
     let before = transitions(&lease(&leases).await);
 
     a.task.abort();
-    let took = wait_until("b takes over", Duration::from_secs(4), || b.leading()).await;
+    let took = eventually("b takes over", Duration::from_secs(4), || b.leading()).await;
     // a renewed at most one retry period before it vanished, and b counts the lease duration
     // from when it saw that renewal.
     assert!(
@@ -257,12 +245,12 @@ async fn vanished_leader_is_replaced_only_after_lease_duration() {
 async fn leader_without_etcd_stops_within_renew_deadline() {
     let mut etcd = EtcdServer::start().await;
     let a = Candidate::spawn(replica(&etcd).await, "replica-a");
-    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
     sleep(3 * RETRY).await;
     assert!(a.leading());
 
     etcd.stop();
-    let took = wait_until("a's work is stopped", Duration::from_secs(3), || {
+    let took = eventually("a's work is stopped", Duration::from_secs(3), || {
         a.stopped() == 1
     })
     .await;
@@ -273,9 +261,9 @@ async fn leader_without_etcd_stops_within_renew_deadline() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
-    let (leases, _dir) = embedded_leases().await;
+    let (leases, _backend) = embedded_leases().await;
     let a = Candidate::spawn(leases.clone(), "replica-a");
-    wait_until("a leads", Duration::from_secs(5), || a.leading()).await;
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
 
     // Another holder writes itself in (and then never renews).
     let intruder_transitions = loop {
@@ -299,7 +287,7 @@ async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
         }
     };
 
-    let took = wait_until("a's work is stopped", Duration::from_secs(2), || {
+    let took = eventually("a's work is stopped", Duration::from_secs(2), || {
         a.stopped() == 1
     })
     .await;
@@ -308,7 +296,7 @@ async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
     assert_eq!(a.status.borrow().holder.as_deref(), Some("intruder"));
 
     // The intruder never renews: a takes the lease back once it has expired, not before.
-    let back = wait_until("a leads again", Duration::from_secs(4), || a.terms() == 2).await;
+    let back = eventually("a leads again", Duration::from_secs(4), || a.terms() == 2).await;
     assert!(
         back + took >= LEASE - RETRY,
         "a took the lease back {:?} after it was taken",
@@ -323,7 +311,7 @@ async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiry_is_judged_by_the_candidates_own_clock() {
-    let (leases, _dir) = embedded_leases().await;
+    let (leases, _backend) = embedded_leases().await;
     // Held by a replica whose clock is far behind: by its renewTime the lease expired long
     // ago, yet a newcomer must still wait a full lease duration from when it first saw it.
     let stale = serde_json::json!({
@@ -342,7 +330,7 @@ async fn expiry_is_judged_by_the_candidates_own_clock() {
         .expect("create the lease");
 
     let a = Candidate::spawn(leases.clone(), "replica-a");
-    let took = wait_until("a leads", Duration::from_secs(4), || a.leading()).await;
+    let took = eventually("a leads", Duration::from_secs(4), || a.leading()).await;
     assert!(
         took >= LEASE - RETRY,
         "a took a lease it saw held only {took:?} ago"

@@ -17,6 +17,7 @@ use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::{RegistryError, ResourceInfo, Store, Subresource, WatchEventType};
 use serde_json::{json, Value};
 use support::Harness;
+use test_support::FromBackend;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -87,15 +88,7 @@ async fn names(store: &Store, ns: &str) -> Vec<String> {
         .list(Some(ns), &ListOptions::default())
         .await
         .expect("list");
-    let mut out: Vec<String> = list["items"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut out = test_support::names(&list);
     out.sort();
     out
 }
@@ -581,7 +574,8 @@ async fn a_namespace_deleted_while_stopped_is_finished_on_start(h: &Harness) {
     running.stop().await;
 }
 
-both_backends!(
+test_support::both_backends!(
+    crate::support::Harness, worker_threads = 2;
     deletes_all_content_then_the_namespace,
     held_content_keeps_the_namespace_terminating_until_released,
     creates_in_a_terminating_namespace_are_forbidden,

@@ -8,15 +8,17 @@ mod kubectl;
 pub use kubectl::Kubectl;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use test_support::{free_port, EtcdServer};
+
 pub struct Server {
     /// Kept for the server's lifetime when it runs on etcd.
-    pub etcd: Option<storage::testing::EtcdServer>,
+    pub etcd: Option<EtcdServer>,
     pub child: Child,
     pub port: u16,
     pub kubeconfig: PathBuf,
@@ -41,15 +43,10 @@ pub fn start() -> Server {
 
 /// The server on a real etcd (started here, stopped with the server).
 pub fn start_on_etcd() -> Server {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let etcd = runtime.block_on(storage::testing::EtcdServer::start());
-    start_with(Some(etcd))
+    start_with(Some(EtcdServer::start_blocking()))
 }
 
-fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
+fn start_with(etcd: Option<EtcdServer>) -> Server {
     let endpoint = etcd.as_ref().map(|e| e.endpoint());
     start_with_args(etcd, endpoint, &[])
 }
@@ -57,15 +54,12 @@ fn start_with(etcd: Option<storage::testing::EtcdServer>) -> Server {
 /// A server with extra flags; on `etcd_endpoint` when given (several servers may share one
 /// etcd, the first keeping it alive in `etcd`).
 pub fn start_with_args(
-    etcd: Option<storage::testing::EtcdServer>,
+    etcd: Option<EtcdServer>,
     etcd_endpoint: Option<String>,
     args: &[&str],
 ) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = free_port();
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
         .args(["--port", &port.to_string()])
@@ -207,15 +201,6 @@ impl Server {
             &[("Content-Type", "application/json")],
             &bytes,
         )
-    }
-}
-
-/// Polls `done` every 50 ms, failing the test after `limit`.
-pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

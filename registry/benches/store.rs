@@ -17,6 +17,8 @@ use registry::{Catalogue, Registry, Subresource};
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
 use storage::{CacherConfig, Interface, Preconditions, ReadRevision, UpdateOptions};
+use test_support::stats::median;
+use test_support::{BackendKind, TestBackend};
 
 /// `get-json` is a get answered as JSON bytes, as a JSON GET is served.
 // The allocator the server binary uses, so the comparison reflects what runs.
@@ -198,11 +200,6 @@ async fn registry_row(
 
 const ROUNDS: usize = 3;
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    values.get(values.len() / 2).copied().unwrap_or_default()
-}
-
 async fn bench_backend(name: &str, backend: DynBackend, n: usize) -> Vec<(String, f64)> {
     // The baseline is the storage layer as the Store uses it: the watch cache over the
     // backend (a prefix of its own, so the two never share objects).
@@ -276,19 +273,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4000);
-    let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "embedded,etcd".into());
+    let kinds = BackendKind::chosen(
+        "BENCH_BACKENDS",
+        &[BackendKind::Embedded, BackendKind::Etcd],
+    );
     runtime.block_on(async move {
         println!("registry Store vs bare storage: {n} ConfigMaps of ~1 KiB per row (a quarter with 1 client), median of {ROUNDS} rounds");
         let mut all = Vec::new();
-        if backends.contains("embedded") {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let backend: DynBackend = Arc::new(storage::embedded::EmbeddedBackend::open(dir.path()).expect("open"));
-            all.extend(bench_backend("embedded", backend, n).await);
-        }
-        if backends.contains("etcd") {
-            let etcd = storage::testing::EtcdServer::start().await;
-            let backend: DynBackend = Arc::new(etcd.backend().await);
-            all.extend(bench_backend("etcd", backend, n).await);
+        for kind in kinds {
+            let backend = TestBackend::open(kind).await;
+            all.extend(bench_backend(kind.name(), backend.backend(), n).await);
         }
         // A JSON GET is served as bytes (get-json); `get` shows the extra cost of decoding into
         // an object, which only some responses (Table, YAML) pay.

@@ -5,7 +5,8 @@ mod support;
 use serde_json::json;
 use support::{dry_run, list, write, Harness};
 
-embedded_only!(
+test_support::embedded_only!(
+    crate::support::Harness;
     names_and_server_set_metadata,
     generate_name_draws_a_suffix,
     invalid_objects_are_422_with_causes,
@@ -272,7 +273,7 @@ async fn namespace_admission(h: &Harness) {
         .list(None, &list())
         .await
         .expect("list");
-    let names = support::names(&listed);
+    let names = test_support::names(&listed);
     for system in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         assert!(names.contains(&system.to_string()), "{names:?}");
     }

@@ -6,15 +6,20 @@ mod support;
 use registry::options::{DeleteOptions, DeleteOptionsWire, DryRun, ListOptions, PreconditionsSpec};
 use registry::Subresource;
 use serde_json::{json, Value};
-use support::{delete, list, names, write, Harness};
+use support::{delete, list, write, Harness};
+use test_support::names;
 
-both_backends!(pod_graceful_deletion_sequence, finalizers_hold_the_object);
-embedded_only!(
+test_support::both_backends!(
+    crate::support::Harness;
+    pod_graceful_deletion_sequence,
+    finalizers_hold_the_object,
+);
+test_support::embedded_only!(
+    crate::support::Harness;
     propagation_policies_set_finalizers,
     preconditions_and_dry_run,
     namespace_deletion_phases,
     delete_collection_with_selector,
-    definitions_take_their_cleanup_finalizer_when_deleted,
 );
 
 fn grace(seconds: i64) -> DeleteOptions {
@@ -421,59 +426,4 @@ async fn delete_collection_with_selector(h: &Harness) {
         names(&cms.list(Some("default"), &list()).await.expect("list")),
         vec!["c"]
     );
-}
-
-/// As upstream's CRD storage: no finalizer while the definition lives; the first delete adds
-/// `customresourcecleanup.apiextensions.k8s.io` with a Terminating condition, and the
-/// definition stays until that finalizer is taken off.
-async fn definitions_take_their_cleanup_finalizer_when_deleted(h: &Harness) {
-    let crds = h.store("apiextensions.k8s.io", "customresourcedefinitions");
-    let schema = json!({"openAPIV3Schema": {"type": "object"}});
-    let crd = json!({
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "kind": "Widget"},
-                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema}]},
-    });
-    let created = crds.create(None, crd, &write()).await.expect("create");
-    assert!(created["metadata"].get("finalizers").is_none(), "{created}");
-    let outcome = crds
-        .delete(None, "widgets.example.com", delete())
-        .await
-        .expect("delete");
-    assert!(!outcome.deleted);
-    let held = outcome.object;
-    assert_eq!(
-        held["metadata"]["finalizers"],
-        json!(["customresourcecleanup.apiextensions.k8s.io"])
-    );
-    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
-    let terminating = held["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Terminating"))
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(terminating["status"], "True", "{held}");
-    assert_eq!(terminating["reason"], "InstanceDeletionPending", "{held}");
-    // A second delete changes nothing; emptying the finalizers removes it.
-    let again = crds
-        .delete(None, "widgets.example.com", delete())
-        .await
-        .expect("delete again");
-    assert!(!again.deleted);
-    let mut released = again.object;
-    released["metadata"]["finalizers"] = json!([]);
-    crds.update(
-        None,
-        "widgets.example.com",
-        released,
-        Subresource::Main,
-        &write(),
-    )
-    .await
-    .expect("release");
-    let gone = crds
-        .get(None, "widgets.example.com", &ListOptions::default())
-        .await;
-    assert!(gone.is_err(), "{gone:?}");
 }

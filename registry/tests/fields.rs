@@ -10,7 +10,8 @@ use registry::{warning, Subresource};
 use serde_json::{json, Value};
 use support::{list, Harness};
 
-embedded_only!(
+test_support::embedded_only!(
+    crate::support::Harness;
     create_under_each_directive,
     update_and_status_drop_or_refuse,
     patches_are_judged_on_their_result,

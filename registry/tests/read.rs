@@ -4,9 +4,14 @@ mod support;
 
 use registry::options::{ListOptions, ResourceVersionMatch};
 use serde_json::json;
-use support::{list, names, write, Harness};
+use support::{list, write, Harness};
+use test_support::names;
 
-both_backends!(selectors_filter_lists, paging_and_resource_versions);
+test_support::both_backends!(
+    crate::support::Harness;
+    selectors_filter_lists,
+    paging_and_resource_versions,
+);
 
 fn selecting(labels: &str, fields: &str) -> ListOptions {
     ListOptions {

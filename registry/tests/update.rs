@@ -8,8 +8,9 @@ use registry::Subresource;
 use serde_json::{json, Value};
 use support::{dry_run, list, write, Harness};
 
-both_backends!(concurrent_writers_with_retries);
-embedded_only!(
+test_support::both_backends!(crate::support::Harness; concurrent_writers_with_retries);
+test_support::embedded_only!(
+    crate::support::Harness;
     optimistic_concurrency_and_immutable_fields,
     status_subresource_split_and_generation,
     create_on_update_only_where_allowed,

@@ -11,7 +11,7 @@ use registry::{Subresource, WatchEvent, WatchEventType};
 use serde_json::json;
 use support::{write, Harness};
 
-both_backends!(selector_transitions_and_initial_events);
+test_support::both_backends!(crate::support::Harness; selector_transitions_and_initial_events);
 
 async fn next(w: &mut registry::store::watch::WatchEvents) -> WatchEvent {
     loop {

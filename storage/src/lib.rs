@@ -17,8 +17,6 @@ pub mod embedded;
 mod error;
 mod interface;
 pub mod store;
-#[cfg(feature = "testing")]
-pub mod testing;
 mod types;
 
 pub use cacher::{Cacher, CacherConfig};

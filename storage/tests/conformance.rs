@@ -14,7 +14,8 @@ use storage::{
 };
 use support::{data_of, object, take, take_changes, Harness};
 
-conformance!(
+test_support::both_backends!(
+    crate::support::Harness;
     create_get_update_delete,
     preconditions_guard_update_and_delete,
     guaranteed_update_semantics,

@@ -16,6 +16,7 @@ use storage::{
     WatchOptions,
 };
 use support::{take, Harness};
+use test_support::FromBackend;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn etcd_outage_fails_fast_and_recovers() {
@@ -38,7 +39,7 @@ async fn etcd_outage_fails_fast_and_recovers() {
         .await
         .expect("watch");
 
-    h.etcd.as_mut().expect("etcd").stop();
+    h.test_backend.etcd_server_mut().expect("etcd").stop();
     let started = Instant::now();
     let r = h.store.get("/things/a/before", ReadRevision::Latest).await;
     assert!(matches!(r, Err(StorageError::Unavailable(_))), "{r:?}");
@@ -49,7 +50,11 @@ async fn etcd_outage_fails_fast_and_recovers() {
     );
     assert!(h.backend.check_health().await.is_err());
 
-    h.etcd.as_mut().expect("etcd").restart().await;
+    h.test_backend
+        .etcd_server_mut()
+        .expect("etcd")
+        .restart()
+        .await;
     // The client reconnects by itself.
     let deadline = Instant::now() + Duration::from_secs(20);
     let after = loop {

@@ -12,8 +12,10 @@ use storage::{
     StorageError, UpdateOptions, WatchOptions,
 };
 use support::{data_of, object, take, take_changes, Harness};
+use test_support::FromBackend;
 
-conformance!(
+test_support::both_backends!(
+    crate::support::Harness;
     thousand_watchers_see_the_same_sequence,
     cached_reads,
     window_too_old,
@@ -344,7 +346,7 @@ async fn multi_key_transactions_reach_every_watcher() {
     let c = cacher(&h, CacherConfig::default());
     let start = h.store.current_revision().await.expect("revision");
     let mut w = c.watch("/things/", from(start)).await.expect("watch");
-    let mut client = h.etcd_backend().await.expect("etcd").client();
+    let mut client = h.test_backend.etcd_backend().await.expect("etcd").client();
     let txn = Txn::new().and_then([
         TxnOp::put("/registry/things/t/a", "1", None),
         TxnOp::put("/registry/things/t/b", "2", None),

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use test_support::stats::percentile;
 use tokio::sync::Barrier;
 
 pub struct Phase {
@@ -94,17 +95,4 @@ where
         p50: percentile(&latencies, 0.50),
         p99: percentile(&latencies, 0.99),
     }
-}
-
-/// `sorted` must be sorted ascending.
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64) * q).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

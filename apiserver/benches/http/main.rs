@@ -14,7 +14,8 @@ mod server;
 
 use std::time::Instant;
 
-use load::{ms, Phase};
+use load::Phase;
+use test_support::stats::{median, ms};
 use tracing_subscriber::EnvFilter;
 
 // The allocator the server binary uses, so the figures reflect what runs.
@@ -102,11 +103,6 @@ fn row(label: &str, op: &str, (store, http): (&Phase, &Phase), ratio: f64) {
             );
         }
     }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or_default()
 }
 
 /// The median of each figure over the rounds, as one phase; errors are summed.

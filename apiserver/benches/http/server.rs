@@ -12,9 +12,8 @@ use axum::serve::ListenerExt;
 use registry::options::WriteOptions;
 use registry::{Catalogue, Registry};
 use serde_json::json;
-use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
 use storage::CacherConfig;
+use test_support::TestBackend;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -28,18 +27,12 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     serving: JoinHandle<()>,
     // Held so the store's directory outlives the server.
-    _dir: tempfile::TempDir,
+    _backend: TestBackend,
 }
 
 pub async fn start() -> Server {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().to_path_buf();
-    let backend: DynBackend = Arc::new(
-        tokio::task::spawn_blocking(move || EmbeddedBackend::open(&path))
-            .await
-            .expect("open task")
-            .expect("open embedded store"),
-    );
+    let test_backend = TestBackend::embedded().await;
+    let backend = test_backend.backend();
     let registry = Registry::new(
         storage::KvStore::new(backend.clone(), "/registry"),
         Arc::new(Catalogue::builtin()),
@@ -99,7 +92,7 @@ pub async fn start() -> Server {
         connections,
         shutdown,
         serving,
-        _dir: dir,
+        _backend: test_backend,
     }
 }
 

@@ -16,9 +16,8 @@ use serde_json::{json, Value};
 use storage::backend::{
     Backend, BackendWatch, DynBackend, KeyRange, RangeRequest, RangeResponse, TxnOutcome,
 };
-use storage::embedded::EmbeddedBackend;
-use storage::testing::EtcdServer;
 use storage::{CacherConfig, StorageError};
+use test_support::{FromBackend, TestBackend};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
@@ -104,14 +103,13 @@ impl Backend for Partition {
 pub struct Harness {
     pub registry: Arc<Registry>,
     pub partition: Arc<Partition>,
-    pub etcd: Option<EtcdServer>,
-    pub dir: Option<tempfile::TempDir>,
+    pub test_backend: TestBackend,
 }
 
-impl Harness {
-    async fn over(inner: DynBackend) -> (Arc<Registry>, Arc<Partition>) {
+impl FromBackend for Harness {
+    async fn from_backend(test_backend: TestBackend) -> Self {
         let partition = Arc::new(Partition {
-            inner,
+            inner: test_backend.backend(),
             cut: watch::Sender::new(false),
         });
         let root = storage::KvStore::new(partition.clone(), "/registry");
@@ -124,33 +122,15 @@ impl Harness {
             },
         );
         registry.bootstrap().await.expect("bootstrap");
-        (registry, partition)
-    }
-
-    pub async fn embedded() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: DynBackend = Arc::new(EmbeddedBackend::open(dir.path()).expect("open"));
-        let (registry, partition) = Self::over(backend).await;
         Self {
             registry,
             partition,
-            etcd: None,
-            dir: Some(dir),
+            test_backend,
         }
     }
+}
 
-    pub async fn etcd() -> Self {
-        let etcd = EtcdServer::start().await;
-        let backend: DynBackend = Arc::new(etcd.backend().await);
-        let (registry, partition) = Self::over(backend).await;
-        Self {
-            registry,
-            partition,
-            etcd: Some(etcd),
-            dir: None,
-        }
-    }
-
+impl Harness {
     pub fn store(&self, group: &str, plural: &str) -> Arc<Store> {
         self.registry
             .store(group, "v1", plural)
@@ -292,39 +272,4 @@ pub fn about(notifications: &[Notification], key: &str) -> Vec<String> {
         .into_iter()
         .filter(|s| s.split(' ').nth(1) == Some(key))
         .collect()
-}
-
-/// Waits until `check` holds, failing the test after 10 seconds.
-pub async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Runs each named test on both backends.
-#[macro_export]
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(&$crate::support::Harness::embedded().await).await;
-                }
-            )*
-        }
-        mod etcd {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(&$crate::support::Harness::etcd().await).await;
-                }
-            )*
-        }
-    };
 }

@@ -2,7 +2,7 @@
 //!
 //! 1. raw etcd through `etcd_client` (put / get of 1 KiB values),
 //! 2. our `KvStore` on the etcd backend ("ours-etcd"), as a ratio of raw etcd,
-//! 3. our `Store` on the embedded backend (data in a temp dir), as a ratio of raw etcd,
+//! 3. our `KvStore` on the embedded backend (data in a temp dir), as a ratio of raw etcd,
 //!
 //! each with 1 and with many concurrent writers (tokio tasks), and
 //!
@@ -35,11 +35,9 @@ mod watch;
 use std::sync::Arc;
 use std::time::Instant;
 
-use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
-use storage::testing::EtcdServer;
 use storage::KvStore;
+use test_support::{EtcdServer, TestBackend};
 
 use config::Config;
 use kv::{Phase, Systems};
@@ -48,16 +46,13 @@ use watch::watch_fanout;
 async fn bench(cfg: Config) {
     let bench_started = Instant::now();
     let etcd = EtcdServer::start().await;
-    let etcd_backend = EtcdBackend::connect(EtcdConfig::new(vec![etcd.endpoint()]))
-        .await
-        .expect("connecting to the benchmark etcd");
+    let etcd_backend = etcd.backend().await;
     let raw = etcd_backend.client();
     let etcd_backend: DynBackend = Arc::new(etcd_backend);
     let ours = KvStore::new(etcd_backend.clone(), "/registry");
 
-    let embedded_dir = tempfile::tempdir().expect("temp dir for the embedded store");
-    let embedded_backend: DynBackend =
-        Arc::new(EmbeddedBackend::open(embedded_dir.path()).expect("opening the embedded store"));
+    let embedded_test_backend = TestBackend::embedded().await;
+    let embedded_backend: DynBackend = embedded_test_backend.backend();
     let embedded = KvStore::new(embedded_backend.clone(), "/registry");
 
     println!(
@@ -68,7 +63,7 @@ async fn bench(cfg: Config) {
         cfg.writers_n,
         cfg.rounds,
         etcd.endpoint(),
-        embedded_dir.path().display()
+        embedded_test_backend.dir().expect("embedded").display()
     );
     println!(
         "ours-etcd = KvStore on the etcd backend; ratios are against raw etcd (etcd_client put/get); put = Interface::create, update = guaranteed_update from the created value, get = Interface::get(Latest)"

@@ -1,7 +1,8 @@
 //! The put / update / get rows as printed, and the targets they and the watch rows are held to.
 
+use test_support::stats::ms;
+
 use crate::kv::Op;
-use crate::stats::ms;
 use crate::tasks::RunResult;
 use crate::watch::WatchResult;
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use test_support::stats::{ms, percentile};
+
 pub struct Latency {
     pub mean: Duration,
     pub p50: Duration,
@@ -40,17 +42,4 @@ impl Latency {
             ms(self.max)
         )
     }
-}
-
-/// `sorted` must be sorted ascending.
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64) * q).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

@@ -3,52 +3,27 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use storage::backend::etcd::EtcdBackend;
 use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
-use storage::testing::EtcdServer;
 use storage::{KvStore, WatchEvent};
+use test_support::{FromBackend, TestBackend};
 
 pub struct Harness {
     pub store: KvStore,
     pub backend: DynBackend,
-    pub etcd: Option<EtcdServer>,
-    pub dir: Option<tempfile::TempDir>,
+    pub test_backend: TestBackend,
 }
 
-impl Harness {
-    pub async fn embedded() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend: DynBackend =
-            Arc::new(EmbeddedBackend::open(dir.path()).expect("open embedded"));
+impl FromBackend for Harness {
+    async fn from_backend(test_backend: TestBackend) -> Self {
+        let backend = test_backend.backend();
         Self {
             store: KvStore::new(backend.clone(), "/registry"),
             backend,
-            etcd: None,
-            dir: Some(dir),
-        }
-    }
-
-    pub async fn etcd() -> Self {
-        let etcd = EtcdServer::start().await;
-        let backend: DynBackend = Arc::new(etcd.backend().await);
-        Self {
-            store: KvStore::new(backend.clone(), "/registry"),
-            backend,
-            etcd: Some(etcd),
-            dir: None,
-        }
-    }
-
-    pub async fn etcd_backend(&self) -> Option<EtcdBackend> {
-        match &self.etcd {
-            Some(etcd) => Some(etcd.backend().await),
-            None => None,
+            test_backend,
         }
     }
 }
@@ -95,29 +70,4 @@ where
         }
     }
     out
-}
-
-/// Runs each named test function against both backends.
-#[macro_export]
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let h = $crate::support::Harness::embedded().await;
-                    super::$name(&h).await;
-                }
-            )*
-        }
-        mod etcd {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let h = $crate::support::Harness::etcd().await;
-                    super::$name(&h).await;
-                }
-            )*
-        }
-    };
 }

@@ -1,23 +1,20 @@
 //! A real etcd for tests and benchmarks: Debian's `etcd` binary on free loopback ports in a
 //! temporary directory, stopped (and its data removed) on drop.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::backend::etcd::{EtcdBackend, EtcdConfig};
-use crate::backend::Backend;
+use storage::backend::etcd::{EtcdBackend, EtcdConfig};
+use storage::backend::Backend;
+
+use crate::free_port;
 
 pub struct EtcdServer {
     child: Option<Child>,
     dir: tempfile::TempDir,
     client_port: u16,
     peer_port: u16,
-}
-
-fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// The etcd binary: `$ETCD_BIN`, else `etcd` on the PATH.
@@ -35,8 +32,8 @@ impl EtcdServer {
         let mut server = Self {
             child: None,
             dir,
-            client_port: free_port().expect("free port"),
-            peer_port: free_port().expect("free port"),
+            client_port: free_port(),
+            peer_port: free_port(),
         };
         // Another test may grab the same free port first; then our etcd exits and we try
         // again on other ports.
@@ -44,10 +41,20 @@ impl EtcdServer {
             if server.spawn().await {
                 return server;
             }
-            server.client_port = free_port().expect("free port");
-            server.peer_port = free_port().expect("free port");
+            server.client_port = free_port();
+            server.peer_port = free_port();
         }
         panic!("etcd could not start on free ports after 5 tries");
+    }
+
+    /// [`start`](Self::start) for tests without a runtime of their own, such as those driving
+    /// the binary over blocking HTTP.
+    pub fn start_blocking() -> Self {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(Self::start())
     }
 
     pub fn endpoint(&self) -> String {
