@@ -3,6 +3,11 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../registry/tests/support/mod.rs"]
+mod registry_support;
+
+use std::ops::{Deref, DerefMut};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +16,7 @@ use bytes::Bytes;
 use controllers::informer::{DeltaObject, Notification};
 use futures::StreamExt;
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
-use registry::{Catalogue, Registry, Store, Subresource};
+use registry::{Store, Subresource};
 use serde_json::{json, Value};
 use storage::backend::{
     Backend, BackendWatch, DynBackend, KeyRange, RangeRequest, RangeResponse, TxnOutcome,
@@ -100,10 +105,10 @@ impl Backend for Partition {
     }
 }
 
+/// The registry tests' harness over a [`Partition`] of the test backend.
 pub struct Harness {
-    pub registry: Arc<Registry>,
+    inner: registry_support::Harness,
     pub partition: Arc<Partition>,
-    pub test_backend: TestBackend,
 }
 
 impl FromBackend for Harness {
@@ -112,44 +117,32 @@ impl FromBackend for Harness {
             inner: test_backend.backend(),
             cut: watch::Sender::new(false),
         });
-        let root = storage::KvStore::new(partition.clone(), "/registry");
-        let registry = Registry::new(
-            root,
-            Arc::new(Catalogue::builtin()),
-            CacherConfig {
-                progress_interval: Duration::from_millis(100),
-                ..CacherConfig::default()
-            },
-        );
-        registry.bootstrap().await.expect("bootstrap");
-        Self {
-            registry,
-            partition,
-            test_backend,
-        }
+        let cache = CacherConfig {
+            progress_interval: Duration::from_millis(100),
+            ..CacherConfig::default()
+        };
+        let inner = registry_support::Harness::over(test_backend, partition.clone(), cache).await;
+        Self { inner, partition }
+    }
+}
+
+impl Deref for Harness {
+    type Target = registry_support::Harness;
+
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
     }
 }
 
 impl Harness {
-    pub fn store(&self, group: &str, plural: &str) -> Arc<Store> {
-        self.registry
-            .store(group, "v1", plural)
-            .unwrap_or_else(|| panic!("no store for {group}/{plural}"))
-    }
-
     pub fn configmaps(&self) -> Arc<Store> {
         self.store("", "configmaps")
-    }
-
-    pub async fn namespace(&self, name: &str) {
-        self.store("", "namespaces")
-            .create(
-                None,
-                json!({"metadata": {"name": name}}),
-                &WriteOptions::default(),
-            )
-            .await
-            .expect("create namespace");
     }
 
     /// Breaks the configmaps' watches and keeps new ones from starting.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use registry::options::{DeleteOptions, DryRun, ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, Store};
+use storage::backend::DynBackend;
 use storage::CacherConfig;
 use test_support::{FromBackend, TestBackend};
 
@@ -16,12 +17,16 @@ pub struct Harness {
 
 impl FromBackend for Harness {
     async fn from_backend(test_backend: TestBackend) -> Self {
-        let root = storage::KvStore::new(test_backend.backend(), "/registry");
-        let registry = Registry::new(
-            root,
-            Arc::new(Catalogue::builtin()),
-            CacherConfig::default(),
-        );
+        let backend = test_backend.backend();
+        Self::over(test_backend, backend, CacherConfig::default()).await
+    }
+}
+
+impl Harness {
+    /// A registry over `backend`, which may wrap the test backend's (a fault injector).
+    pub async fn over(test_backend: TestBackend, backend: DynBackend, cache: CacherConfig) -> Self {
+        let root = storage::KvStore::new(backend, "/registry");
+        let registry = Registry::new(root, Arc::new(Catalogue::builtin()), cache);
         // Writes are checked against the built-in schemas, as the server checks them.
         registry.set_schemas(Arc::new(openapi::OpenApi::new(Vec::new())));
         registry.bootstrap().await.expect("bootstrap");
@@ -30,9 +35,7 @@ impl FromBackend for Harness {
             test_backend,
         }
     }
-}
 
-impl Harness {
     pub fn store(&self, group: &str, plural: &str) -> Arc<Store> {
         // Every resource served so far is at v1 of its group.
         self.registry
