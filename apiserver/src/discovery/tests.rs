@@ -240,15 +240,7 @@ fn aggregated_named_groups() {
     let doc = aggregated(&resources, false, "v2beta1");
     assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2beta1");
     let items = &doc["items"];
-    let item_names: Vec<String> = items
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let item_names = test_support::names(&doc);
     assert_eq!(item_names, names(&api_groups(&resources)["groups"], "name"));
 
     let apps = items
