@@ -6,9 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use storage::backend::etcd::{EtcdBackend, EtcdConfig};
-use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
 use thiserror::Error;
 use tracing::info;
 
@@ -37,26 +34,13 @@ pub enum StartError {
     },
 }
 
-async fn open_storage(options: &Options) -> Result<DynBackend, StartError> {
-    if options.etcd_servers.is_empty() {
-        let dir = options.data_dir.clone();
-        let backend = tokio::task::spawn_blocking(move || EmbeddedBackend::open(&dir))
-            .await
-            .map_err(|e| storage::StorageError::Internal(e.to_string()))??;
-        Ok(Arc::new(backend))
-    } else {
-        let config = EtcdConfig::new(options.etcd_servers.clone());
-        Ok(Arc::new(EtcdBackend::connect(config).await?))
-    }
-}
-
 /// How long start waits for the stored definitions before serving without them.
 const DEFINITIONS_SYNC: Duration = Duration::from_secs(10);
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(options: Options) -> Result<(), StartError> {
     let started = Instant::now();
-    let backend = open_storage(&options).await?;
+    let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
     }

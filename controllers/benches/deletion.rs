@@ -60,7 +60,16 @@ fn main() {
         let mut rows = Vec::new();
         for kind in kinds {
             let backend = TestBackend::open(kind).await;
-            rows.push(measure(kind.name(), backend.backend(), objects).await);
+            rows.push(
+                measure(
+                    kind.name(),
+                    storage::backend::open(&backend.etcd_servers(), backend.data_dir())
+                        .await
+                        .expect("open the test backend"),
+                    objects,
+                )
+                .await,
+            );
         }
         rows
     });

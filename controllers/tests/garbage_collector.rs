@@ -797,14 +797,30 @@ async fn bulk_speed(registry: &Arc<Registry>) {
 #[ignore = "a measurement: cargo test --release -p controllers --test garbage_collector bulk -- --ignored --nocapture"]
 async fn bulk_speed_embedded() {
     let backend = TestBackend::embedded().await;
-    bulk_speed(&bulk_registry(backend.backend()).await).await;
+    bulk_speed(
+        &bulk_registry(
+            storage::backend::open(&backend.etcd_servers(), backend.data_dir())
+                .await
+                .expect("open the test backend"),
+        )
+        .await,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test --release -p controllers --test garbage_collector bulk -- --ignored --nocapture"]
 async fn bulk_speed_etcd() {
     let backend = TestBackend::etcd().await;
-    bulk_speed(&bulk_registry(backend.backend()).await).await;
+    bulk_speed(
+        &bulk_registry(
+            storage::backend::open(&backend.etcd_servers(), backend.data_dir())
+                .await
+                .expect("open the test backend"),
+        )
+        .await,
+    )
+    .await;
 }
 
 /// A registry with the server's default watch cache settings. The test harness asks etcd for

@@ -9,6 +9,7 @@ use controllers::leader_election::{LeaderElectionConfig, LeaderElector, Leadersh
 use registry::options::{ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, RegistryError, Store, Subresource};
 use serde_json::Value;
+use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
 use storage::CacherConfig;
 use test_support::{eventually, EtcdServer, TestBackend};
@@ -37,12 +38,22 @@ async fn leases_over(backend: DynBackend) -> Arc<Store> {
 
 /// One API server replica's view of the shared etcd: its own client, its own registry.
 async fn replica(etcd: &EtcdServer) -> Arc<Store> {
-    leases_over(Arc::new(etcd.backend().await)).await
+    let config = EtcdConfig::new(vec![etcd.endpoint()]);
+    let client = EtcdBackend::connect(config).await.expect("connect to etcd");
+    leases_over(Arc::new(client)).await
 }
 
 async fn embedded_leases() -> (Arc<Store>, TestBackend) {
     let backend = TestBackend::embedded().await;
-    (leases_over(backend.backend()).await, backend)
+    (
+        leases_over(
+            storage::backend::open(&backend.etcd_servers(), backend.data_dir())
+                .await
+                .expect("open the test backend"),
+        )
+        .await,
+        backend,
+    )
 }
 
 async fn lease(leases: &Store) -> Value {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::{
     Cacher, CacherConfig, EventKind, Interface, ListOptions, Preconditions, ReadRevision,
     StorageError, UpdateOptions, WatchOptions,
@@ -346,7 +347,11 @@ async fn multi_key_transactions_reach_every_watcher() {
     let c = cacher(&h, CacherConfig::default());
     let start = h.store.current_revision().await.expect("revision");
     let mut w = c.watch("/things/", from(start)).await.expect("watch");
-    let mut client = h.test_backend.etcd_backend().await.expect("etcd").client();
+    let config = EtcdConfig::new(h.test_backend.etcd_servers());
+    let mut client = EtcdBackend::connect(config)
+        .await
+        .expect("a second etcd client")
+        .client();
     let txn = Txn::new().and_then([
         TxnOp::put("/registry/things/t/a", "1", None),
         TxnOp::put("/registry/things/t/b", "2", None),

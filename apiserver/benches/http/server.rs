@@ -32,7 +32,9 @@ pub struct Server {
 
 pub async fn start() -> Server {
     let test_backend = TestBackend::embedded().await;
-    let backend = test_backend.backend();
+    let backend = storage::backend::open(&test_backend.etcd_servers(), test_backend.data_dir())
+        .await
+        .expect("open the test backend");
     let registry = Registry::new(
         storage::KvStore::new(backend.clone(), "/registry"),
         Arc::new(Catalogue::builtin()),

@@ -114,7 +114,9 @@ pub struct Harness {
 impl FromBackend for Harness {
     async fn from_backend(test_backend: TestBackend) -> Self {
         let partition = Arc::new(Partition {
-            inner: test_backend.backend(),
+            inner: storage::backend::open(&test_backend.etcd_servers(), test_backend.data_dir())
+                .await
+                .expect("open the test backend"),
             cut: watch::Sender::new(false),
         });
         let cache = CacherConfig {

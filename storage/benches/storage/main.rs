@@ -35,6 +35,7 @@ mod watch;
 use std::sync::Arc;
 use std::time::Instant;
 
+use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::backend::DynBackend;
 use storage::KvStore;
 use test_support::{EtcdServer, TestBackend};
@@ -46,13 +47,20 @@ use watch::watch_fanout;
 async fn bench(cfg: Config) {
     let bench_started = Instant::now();
     let etcd = EtcdServer::start().await;
-    let etcd_backend = etcd.backend().await;
+    let etcd_backend = EtcdBackend::connect(EtcdConfig::new(vec![etcd.endpoint()]))
+        .await
+        .expect("connecting to the benchmark etcd");
     let raw = etcd_backend.client();
     let etcd_backend: DynBackend = Arc::new(etcd_backend);
     let ours = KvStore::new(etcd_backend.clone(), "/registry");
 
     let embedded_test_backend = TestBackend::embedded().await;
-    let embedded_backend: DynBackend = embedded_test_backend.backend();
+    let embedded_backend: DynBackend = storage::backend::open(
+        &embedded_test_backend.etcd_servers(),
+        embedded_test_backend.data_dir(),
+    )
+    .await
+    .expect("open the test backend");
     let embedded = KvStore::new(embedded_backend.clone(), "/registry");
 
     println!(
@@ -63,7 +71,7 @@ async fn bench(cfg: Config) {
         cfg.writers_n,
         cfg.rounds,
         etcd.endpoint(),
-        embedded_test_backend.dir().expect("embedded").display()
+        embedded_test_backend.data_dir().display()
     );
     println!(
         "ours-etcd = KvStore on the etcd backend; ratios are against raw etcd (etcd_client put/get); put = Interface::create, update = guaranteed_update from the created value, get = Interface::get(Latest)"

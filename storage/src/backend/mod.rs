@@ -3,6 +3,7 @@
 
 pub mod etcd;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -173,3 +174,18 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 pub type DynBackend = Arc<dyn Backend>;
+
+/// Opens the backend the server's flags name (`--etcd-servers`, `--data-dir`): etcd when any
+/// endpoint is given, else the embedded store in `data_dir`, opened on a blocking thread (it
+/// reads its file and may have a log to replay).
+pub async fn open(etcd_servers: &[String], data_dir: &Path) -> Result<DynBackend> {
+    if !etcd_servers.is_empty() {
+        let config = etcd::EtcdConfig::new(etcd_servers.to_vec());
+        return Ok(Arc::new(etcd::EtcdBackend::connect(config).await?));
+    }
+    let dir = data_dir.to_path_buf();
+    let backend = tokio::task::spawn_blocking(move || crate::embedded::EmbeddedBackend::open(&dir))
+        .await
+        .map_err(|e| crate::StorageError::Internal(e.to_string()))??;
+    Ok(Arc::new(backend))
+}

@@ -19,7 +19,9 @@ pub struct Harness {
 
 impl FromBackend for Harness {
     async fn from_backend(test_backend: TestBackend) -> Self {
-        let backend = test_backend.backend();
+        let backend = storage::backend::open(&test_backend.etcd_servers(), test_backend.data_dir())
+            .await
+            .expect("open the test backend");
         Self {
             store: KvStore::new(backend.clone(), "/registry"),
             backend,

@@ -1,12 +1,10 @@
-//! A backend for one test or benchmark, with what it runs on: the embedded store's temp dir
-//! or a real etcd, both removed on drop.
+//! Storage for one test or benchmark: the embedded store's temp dir or a real etcd, both
+//! removed on drop. The crate under test opens its backend on it with
+//! `storage::backend::open(&t.etcd_servers(), t.data_dir())`, as the server opens its own
+//! from its flags; this crate knows nothing of the storage layer.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use storage::backend::etcd::EtcdBackend;
-use storage::backend::DynBackend;
-use storage::embedded::EmbeddedBackend;
 use tempfile::TempDir;
 
 use crate::EtcdServer;
@@ -38,34 +36,20 @@ impl BackendKind {
     }
 }
 
-pub struct TestBackend {
-    backend: DynBackend,
-    home: Home,
-}
-
-enum Home {
-    Dir(TempDir),
+pub enum TestBackend {
+    Embedded(TempDir),
     Etcd(EtcdServer),
 }
 
 impl TestBackend {
-    /// The embedded store in a fresh temp dir.
+    /// A fresh temp dir for the embedded store.
     pub async fn embedded() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let backend = EmbeddedBackend::open(dir.path()).expect("open embedded");
-        Self {
-            backend: Arc::new(backend),
-            home: Home::Dir(dir),
-        }
+        Self::Embedded(tempfile::tempdir().expect("temp dir"))
     }
 
     /// A real etcd of its own, started on free loopback ports.
     pub async fn etcd() -> Self {
-        let etcd = EtcdServer::start().await;
-        Self {
-            backend: Arc::new(etcd.backend().await),
-            home: Home::Etcd(etcd),
-        }
+        Self::Etcd(EtcdServer::start().await)
     }
 
     pub async fn open(kind: BackendKind) -> Self {
@@ -75,38 +59,35 @@ impl TestBackend {
         }
     }
 
-    pub fn backend(&self) -> DynBackend {
-        self.backend.clone()
+    /// `--etcd-servers`: the etcd's endpoint, none for the embedded store.
+    pub fn etcd_servers(&self) -> Vec<String> {
+        match self {
+            Self::Etcd(etcd) => vec![etcd.endpoint()],
+            Self::Embedded(_) => Vec::new(),
+        }
     }
 
-    /// The embedded store's directory.
-    pub fn dir(&self) -> Option<&Path> {
-        match &self.home {
-            Home::Dir(dir) => Some(dir.path()),
-            Home::Etcd(_) => None,
+    /// `--data-dir`: where the embedded store keeps its file (for etcd, a dir of its own
+    /// that nothing uses).
+    pub fn data_dir(&self) -> &Path {
+        match self {
+            Self::Embedded(dir) => dir.path(),
+            Self::Etcd(etcd) => etcd.dir(),
         }
     }
 
     pub fn etcd_server(&self) -> Option<&EtcdServer> {
-        match &self.home {
-            Home::Etcd(etcd) => Some(etcd),
-            Home::Dir(_) => None,
+        match self {
+            Self::Etcd(etcd) => Some(etcd),
+            Self::Embedded(_) => None,
         }
     }
 
-    /// For stopping and restarting etcd under the backend, whose client reconnects by itself.
+    /// For stopping and restarting etcd under a backend, whose client reconnects by itself.
     pub fn etcd_server_mut(&mut self) -> Option<&mut EtcdServer> {
-        match &mut self.home {
-            Home::Etcd(etcd) => Some(etcd),
-            Home::Dir(_) => None,
-        }
-    }
-
-    /// A second client of the etcd, for what the backend does not expose (its raw client).
-    pub async fn etcd_backend(&self) -> Option<EtcdBackend> {
-        match self.etcd_server() {
-            Some(etcd) => Some(etcd.backend().await),
-            None => None,
+        match self {
+            Self::Etcd(etcd) => Some(etcd),
+            Self::Embedded(_) => None,
         }
     }
 }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use storage::backend::etcd::{EtcdBackend, EtcdConfig};
-use storage::backend::Backend;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use crate::free_port;
 
@@ -104,14 +104,11 @@ impl EtcdServer {
                 self.child = None;
                 return false;
             }
-            if let Ok(backend) = EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()])).await
-            {
-                if backend.check_health().await.is_ok() {
-                    // The answer may come from another test's etcd on a port we lost: only
-                    // ours being alive afterwards makes it ours.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    return matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)));
-                }
+            if self.healthy().await {
+                // The answer may come from another test's etcd on a port we lost: only ours
+                // being alive afterwards makes it ours.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)));
             }
             if Instant::now() > deadline {
                 let log =
@@ -122,10 +119,27 @@ impl EtcdServer {
         }
     }
 
-    pub async fn backend(&self) -> EtcdBackend {
-        EtcdBackend::connect(EtcdConfig::new(vec![self.endpoint()]))
-            .await
-            .expect("connect to test etcd")
+    /// etcd's `/health` over plain HTTP on the client port, which it serves beside gRPC; this
+    /// crate stays free of the storage layer's client.
+    async fn healthy(&self) -> bool {
+        let Ok(mut conn) = TcpStream::connect(("127.0.0.1", self.client_port)).await else {
+            return false;
+        };
+        let request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+        if conn.write_all(request.as_bytes()).await.is_err() {
+            return false;
+        }
+        let mut answer = Vec::new();
+        let read = conn.read_to_end(&mut answer);
+        match tokio::time::timeout(Duration::from_secs(2), read).await {
+            Ok(Ok(_)) => String::from_utf8_lossy(&answer).contains("\"health\":\"true\""),
+            _ => false,
+        }
+    }
+
+    /// Its data directory's parent, a temp dir of its own.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// Kills etcd (as a crash would), keeping its data.

@@ -3,9 +3,9 @@
 //! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), and the
 //! figures benchmarks report ([`stats`]).
 //!
-//! Only `storage` of the project's crates is a dependency, so that any crate's tests can use
-//! this one; what a crate builds over the backend (a `Store`, a `Registry`) stays in that
-//! crate's `tests/support`, as a [`FromBackend`] harness.
+//! None of the project's crates is a dependency, so that any crate's tests can use this one;
+//! what a crate builds on the storage (a backend, a `Registry`) stays in that crate's
+//! `tests/support`, as a [`FromBackend`] harness.
 
 mod backend;
 mod etcd;
