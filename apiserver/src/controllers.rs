@@ -70,34 +70,23 @@ impl Controllers {
     }
 }
 
-/// Starts the controllers in the background; they stop when `shutdown` turns true.
+/// Starts the controllers in the background; they stop when `shutdown` is cancelled.
 pub fn start(
     registry: Arc<Registry>,
     options: ControllerOptions,
-    shutdown: watch::Receiver<bool>,
+    shutdown: CancellationToken,
 ) -> Arc<Controllers> {
     let handle = Arc::new(Controllers::default());
     if !options.enabled {
         info!("controllers disabled");
         return handle;
     }
-    let on_shutdown = {
-        let mut shutdown = shutdown.clone();
-        async move {
-            let _ = shutdown.wait_for(|down| *down).await;
-        }
-    };
     if !options.leader_elect {
-        let h = handle.clone();
-        let task = tokio::spawn(async move {
-            let stop = CancellationToken::new();
-            let run = run_controllers(registry, h, stop.clone());
-            tokio::pin!(run);
-            tokio::select! {
-                _ = &mut run => {}
-                _ = on_shutdown => { stop.cancel(); run.await; }
-            }
-        });
+        let task = tokio::spawn(run_controllers(
+            registry,
+            handle.clone(),
+            shutdown.child_token(),
+        ));
         handle.set_task(task);
         return handle;
     }
@@ -121,18 +110,8 @@ pub fn start(
     }
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
-    let task = tokio::spawn(elector.run(on_shutdown, move |stop| {
-        let registry = registry.clone();
-        let h = h.clone();
-        async move {
-            let token = CancellationToken::new();
-            let run = run_controllers(registry, h, token.clone());
-            tokio::pin!(run);
-            tokio::select! {
-                _ = &mut run => {}
-                _ = stop.stopped() => { token.cancel(); run.await; }
-            }
-        }
+    let task = tokio::spawn(elector.run(shutdown.cancelled_owned(), move |term| {
+        run_controllers(registry.clone(), h.clone(), term.token())
     }));
     handle.set_task(task);
     handle

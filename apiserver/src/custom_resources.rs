@@ -8,15 +8,14 @@ use apiextensions::Installer;
 use controllers::apiextensions::DefinitionController;
 use openapi::OpenApi;
 use registry::Registry;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::error;
 
-/// Starts following CustomResourceDefinitions; stops when `shutdown` turns true.
+/// Starts following CustomResourceDefinitions; stops when `shutdown` is cancelled.
 pub fn start(
     registry: Arc<Registry>,
     documents: Arc<OpenApi>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: CancellationToken,
 ) -> Option<Arc<DefinitionController>> {
     let installer = Arc::new(Installer::new(registry.clone(), Some(documents)));
     let controller = match DefinitionController::new(registry, installer) {
@@ -26,11 +25,6 @@ pub fn start(
             return None;
         }
     };
-    let stop = CancellationToken::new();
-    tokio::spawn(controller.clone().run(stop.clone()));
-    tokio::spawn(async move {
-        let _ = shutdown.wait_for(|stopping| *stopping).await;
-        stop.cancel();
-    });
+    tokio::spawn(controller.clone().run(shutdown.child_token()));
     Some(controller)
 }

@@ -2,7 +2,6 @@
 //! `ok`, or the list of checks with `[+]`/`[-]` and a closing line, 500 on failure.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
@@ -10,12 +9,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use storage::backend::DynBackend;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Clone)]
 pub struct Health {
     pub backend: DynBackend,
     /// Set when shutdown begins, so load balancers stop sending traffic first.
-    pub shutting_down: Arc<AtomicBool>,
+    pub shutdown: CancellationToken,
     /// Ready only once the definitions stored at start are served (upstream's
     /// `poststarthook/crd-informer-synced`): a client must not see a 404 for a custom
     /// resource that exists.
@@ -75,7 +75,7 @@ impl Health {
                 continue;
             }
             let failure = match name {
-                "shutdown" if self.shutting_down.load(Ordering::Relaxed) => {
+                "shutdown" if self.shutdown.is_cancelled() => {
                     Some("process is shutting down".to_string())
                 }
                 CRD_SYNCED if !self.definitions.as_ref().is_some_and(|d| d.has_synced()) => {

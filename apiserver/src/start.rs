@@ -2,11 +2,11 @@
 //! stop on SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::controllers::{self, ControllerOptions};
@@ -53,7 +53,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     apiextensions::install(&registry);
     registry.set_schemas(crate::openapi::for_validation());
     registry.bootstrap().await?;
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    // The server's one cancellation: watches, the controllers and readiness all follow it.
+    let shutdown = CancellationToken::new();
     let controllers = controllers::start(
         registry.clone(),
         ControllerOptions {
@@ -63,11 +64,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
         },
-        shutdown_rx.clone(),
+        shutdown.clone(),
     );
     let openapi = crate::openapi::for_catalogue(registry.catalogue());
     let definitions =
-        crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown_rx.clone());
+        crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown.clone());
     if let Some(definitions) = &definitions {
         // Serve custom resources from the first request, as upstream's readiness does.
         let synced = tokio::time::timeout(DEFINITIONS_SYNC, definitions.wait_for_sync()).await;
@@ -77,12 +78,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     }
     let api = api::Api {
         registry,
-        shutdown: shutdown_rx,
+        shutdown: shutdown.clone(),
     };
-    let shutting_down = Arc::new(AtomicBool::new(false));
     let health = Health {
         backend: backend.clone(),
-        shutting_down: shutting_down.clone(),
+        shutdown: shutdown.clone(),
         definitions,
     };
     let addr = SocketAddr::new(options.bind_address, options.port);
@@ -118,9 +118,9 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     )
     .with_graceful_shutdown(async move {
         shutdown_signal().await;
-        shutting_down.store(true, Ordering::Relaxed);
-        // Ends open watches and the controllers so graceful shutdown does not wait on them.
-        let _ = shutdown_tx.send(true);
+        // Fails readiness, ends open watches and stops the controllers, so graceful shutdown
+        // does not wait on them.
+        shutdown.cancel();
         info!("shutting down");
     })
     .await

@@ -2,7 +2,7 @@
 //! on a loopback port of this process.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +14,8 @@ use registry::{Catalogue, Registry};
 use serde_json::json;
 use storage::CacherConfig;
 use test_support::TestBackend;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 pub const NAMESPACE: &str = "bench";
 
@@ -24,7 +24,7 @@ pub struct Server {
     pub registry: Arc<Registry>,
     /// Connections the server accepted: shows whether the clients kept theirs alive.
     pub connections: Arc<AtomicUsize>,
-    shutdown: watch::Sender<bool>,
+    shutdown: CancellationToken,
     serving: JoinHandle<()>,
     // Held so the store's directory outlives the server.
     _backend: TestBackend,
@@ -51,14 +51,14 @@ pub async fn start() -> Server {
         .create(None, namespace, &WriteOptions::default())
         .await
         .expect("create namespace");
-    let (shutdown, shutdown_rx) = watch::channel(false);
+    let shutdown = CancellationToken::new();
     let api = Api {
         registry: registry.clone(),
-        shutdown: shutdown_rx.clone(),
+        shutdown: shutdown.clone(),
     };
     let health = Health {
         backend,
-        shutting_down: Arc::new(AtomicBool::new(false)),
+        shutdown: shutdown.clone(),
         definitions: None,
     };
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -71,7 +71,7 @@ pub async fn start() -> Server {
     let listener = listener.tap_io(move |_| {
         accepted.fetch_add(1, Ordering::Relaxed);
     });
-    let mut stop = shutdown_rx;
+    let stop = shutdown.clone();
     let serving = tokio::spawn(async move {
         axum::serve(
             listener,
@@ -82,9 +82,7 @@ pub async fn start() -> Server {
                 Arc::new(openapi::OpenApi::new(Vec::new())),
             ),
         )
-        .with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|down| *down).await;
-        })
+        .with_graceful_shutdown(stop.cancelled_owned())
         .await
         .expect("serve");
     });
@@ -100,7 +98,7 @@ pub async fn start() -> Server {
 
 impl Server {
     pub async fn stop(self) {
-        let _ = self.shutdown.send(true);
+        self.shutdown.cancel();
         // Idle keep-alive connections close on shutdown; a stuck one must not hang the bench.
         if tokio::time::timeout(Duration::from_secs(5), self.serving)
             .await

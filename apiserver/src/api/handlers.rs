@@ -21,7 +21,7 @@ use crate::table::{self, IncludeObject};
 
 pub struct Request {
     /// Turns true when the server begins to shut down, ending watches.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    pub shutdown: tokio_util::sync::CancellationToken,
     pub info: RequestInfo,
     pub params: Params,
     pub headers: HeaderMap,
@@ -105,10 +105,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             let name = req.info.name.as_deref();
             let events = store.watch(ns, name, &req.params.list()?).await?;
             let timeout = req.params.timeout_seconds()?;
-            let mut shutdown = req.shutdown.clone();
-            let shutdown = async move {
-                let _ = shutdown.wait_for(|down| *down).await;
-            };
+            let shutdown = req.shutdown.clone().cancelled_owned();
             Ok(watch::stream(
                 info, events, format, include, timeout, shutdown,
             ))

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
 use registry::{Registry, RegistryError};
-use tokio::sync::watch as signal;
+use tokio_util::sync::CancellationToken;
 
 use self::handlers::Request;
 use self::params::Params;
@@ -32,7 +32,7 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 pub struct Api {
     pub registry: Arc<Registry>,
     /// Flips to true when the server shuts down; watches end then.
-    pub shutdown: signal::Receiver<bool>,
+    pub shutdown: CancellationToken,
 }
 
 pub fn router(api: Api) -> Router {

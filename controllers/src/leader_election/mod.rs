@@ -16,7 +16,7 @@ mod lock;
 mod record;
 mod run;
 
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 pub use config::{
     default_identity, ConfigError, LeaderElectionConfig, DEFAULT_LEASE_DURATION,
@@ -33,23 +33,28 @@ pub struct Leadership {
     pub holder: Option<String>,
 }
 
-/// Given to the leader's work: fires when leadership is lost or shutdown begins.
+/// Given to the leader's work: fires when leadership is lost or shutdown begins, or when the
+/// elector goes away (nothing renews the lease any more). The server's one cancellation
+/// mechanism, a [`CancellationToken`], underneath.
 #[derive(Clone, Debug)]
-pub struct StopSignal(watch::Receiver<bool>);
+pub struct StopSignal(CancellationToken);
 
 impl StopSignal {
-    fn new(stopped: watch::Receiver<bool>) -> Self {
-        Self(stopped)
+    fn new(term: CancellationToken) -> Self {
+        Self(term)
     }
 
     pub fn is_stopped(&self) -> bool {
-        *self.0.borrow()
+        self.0.is_cancelled()
     }
 
-    /// Resolves once the work must stop. The elector going away counts as stopping: nothing
-    /// renews the lease any more.
+    /// Resolves once the work must stop.
     pub async fn stopped(&self) {
-        let mut stopped = self.0.clone();
-        let _ = stopped.wait_for(|s| *s).await;
+        self.0.cancelled().await
+    }
+
+    /// The term as a token, for work that takes one.
+    pub fn token(&self) -> CancellationToken {
+        self.0.clone()
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::watch;
 use tokio::time::{sleep, timeout, Instant};
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::config::JITTER_FACTOR;
@@ -55,8 +56,10 @@ impl LeaderElector {
             self.set_leading(true);
             info!(lease = %self.lease(), identity = %self.identity(), "acquired leadership");
 
-            let (stop, stopped) = watch::channel(false);
-            let work = lead(StopSignal::new(stopped));
+            // Cancelled when the term ends, and should this future be dropped mid-term.
+            let term = CancellationToken::new();
+            let stop = term.clone().drop_guard();
+            let work = lead(StopSignal::new(term));
             tokio::pin!(work);
             let mut work_done = false;
             let lease = self.lease();
@@ -80,7 +83,7 @@ impl LeaderElector {
             };
 
             self.set_leading(false);
-            let _ = stop.send(true);
+            drop(stop);
             if ended == Ended::Lost {
                 warn!(lease = %self.lease(), identity = %self.identity(), "lost leadership");
             }
