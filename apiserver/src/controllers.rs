@@ -6,11 +6,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
+use controllers::informer::InformerFactory;
 use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
-use registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -72,7 +72,7 @@ impl Controllers {
 
 /// Starts the controllers in the background; they stop when `shutdown` is cancelled.
 pub fn start(
-    registry: Arc<Registry>,
+    informers: Arc<InformerFactory>,
     options: ControllerOptions,
     shutdown: CancellationToken,
 ) -> Arc<Controllers> {
@@ -83,14 +83,17 @@ pub fn start(
     }
     if !options.leader_elect {
         let task = tokio::spawn(run_controllers(
-            registry,
+            informers,
             handle.clone(),
             shutdown.child_token(),
         ));
         handle.set_task(task);
         return handle;
     }
-    let Some(leases) = registry.store("coordination.k8s.io", "v1", "leases") else {
+    let Some(leases) = informers
+        .registry()
+        .store("coordination.k8s.io", "v1", "leases")
+    else {
         error!("no leases resource: controllers cannot elect a leader and do not run");
         return handle;
     };
@@ -111,28 +114,28 @@ pub fn start(
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
     let task = tokio::spawn(elector.run(shutdown.cancelled_owned(), move |term| {
-        run_controllers(registry.clone(), h.clone(), term.token())
+        run_controllers(informers.clone(), h.clone(), term.token())
     }));
     handle.set_task(task);
     handle
 }
 
 async fn run_controllers(
-    registry: Arc<Registry>,
+    informers: Arc<InformerFactory>,
     handle: Arc<Controllers>,
     stop: CancellationToken,
 ) {
     info!("starting controllers");
-    let gc = GarbageCollector::new(registry.clone(), GcConfig::default());
+    let gc = GarbageCollector::new(informers.clone(), GcConfig::default());
     handle.set_gc(Some(gc.clone()));
-    let namespaces = match NamespaceController::new(registry, NamespaceControllerConfig::default())
-    {
-        Ok(n) => Some(n),
-        Err(e) => {
-            error!(error = %e, "namespace controller cannot run");
-            None
-        }
-    };
+    let namespaces =
+        match NamespaceController::new(&informers, NamespaceControllerConfig::default()) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                error!(error = %e, "namespace controller cannot run");
+                None
+            }
+        };
     let gc_run = gc.run(stop.clone());
     match namespaces {
         Some(n) => {

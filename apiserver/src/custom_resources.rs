@@ -6,19 +6,22 @@ use std::sync::Arc;
 
 use apiextensions::Installer;
 use controllers::apiextensions::DefinitionController;
+use controllers::informer::InformerFactory;
 use openapi::OpenApi;
-use registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::error;
 
 /// Starts following CustomResourceDefinitions; stops when `shutdown` is cancelled.
 pub fn start(
-    registry: Arc<Registry>,
+    informers: &InformerFactory,
     documents: Arc<OpenApi>,
     shutdown: CancellationToken,
 ) -> Option<Arc<DefinitionController>> {
-    let installer = Arc::new(Installer::new(registry.clone(), Some(documents)));
-    let controller = match DefinitionController::new(registry, installer) {
+    let installer = Arc::new(Installer::new(
+        informers.registry().clone(),
+        Some(documents),
+    ));
+    let controller = match DefinitionController::new(informers, installer) {
         Ok(controller) => controller,
         Err(e) => {
             error!(error = %e, "custom resources will not be served");

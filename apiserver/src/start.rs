@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ::controllers::informer::{InformerConfig, InformerFactory};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -55,8 +56,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     registry.bootstrap().await?;
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
+    // One informer per resource for every controller in the process.
+    let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
     let controllers = controllers::start(
-        registry.clone(),
+        informers.clone(),
         ControllerOptions {
             enabled: !options.disable_controllers,
             leader_elect: options.leader_elect,
@@ -67,8 +70,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         shutdown.clone(),
     );
     let openapi = crate::openapi::for_catalogue(registry.catalogue());
-    let definitions =
-        crate::custom_resources::start(registry.clone(), openapi.clone(), shutdown.clone());
+    let definitions = crate::custom_resources::start(&informers, openapi.clone(), shutdown.clone());
     if let Some(definitions) = &definitions {
         // Serve custom resources from the first request, as upstream's readiness does.
         let synced = tokio::time::timeout(DEFINITIONS_SYNC, definitions.wait_for_sync()).await;
@@ -126,6 +128,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     .await
     .map_err(StartError::Serve);
     controllers.stopped(Duration::from_secs(5)).await;
+    informers.stop().await;
     served
 }
 

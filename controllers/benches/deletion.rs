@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
+use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use futures::stream::{self, StreamExt};
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
@@ -177,7 +178,10 @@ async fn garbage_collection(backend: DynBackend, objects: usize) -> f64 {
     {
         config.workers = workers;
     }
-    let gc = GarbageCollector::new(registry.clone(), config);
+    let gc = GarbageCollector::new(
+        InformerFactory::new(registry.clone(), InformerConfig::default()),
+        config,
+    );
     let running = tokio::spawn(gc.clone().run(stop.clone()));
     wait_for("gc synced", Duration::from_secs(60), async || {
         gc.is_synced()
@@ -272,7 +276,7 @@ async fn namespace_deletion(backend: DynBackend, objects: usize) -> f64 {
     }
     let stop = CancellationToken::new();
     let controller = NamespaceController::new(
-        registry.clone(),
+        &InformerFactory::new(registry.clone(), InformerConfig::default()),
         NamespaceControllerConfig {
             deletion_grace_period: Duration::ZERO,
             ..Default::default()

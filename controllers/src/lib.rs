@@ -5,4 +5,5 @@ pub mod garbage_collector;
 pub mod informer;
 pub mod leader_election;
 pub mod namespace;
+pub mod worker;
 pub mod workqueue;

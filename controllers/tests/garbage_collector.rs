@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
+use controllers::informer::{InformerConfig, InformerFactory};
 use futures::StreamExt;
 use registry::options::{DeleteOptions, DeleteOptionsWire, ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, ResourceInfo, Store, Subresource, WatchEventType};
@@ -56,7 +57,7 @@ async fn start_on(registry: &Arc<Registry>) -> Running {
         .await
         .expect("create namespace");
     let gc = GarbageCollector::new(
-        registry.clone(),
+        InformerFactory::new(registry.clone(), InformerConfig::default()),
         GcConfig {
             progress_interval: Duration::from_secs(1),
             ..GcConfig::default()

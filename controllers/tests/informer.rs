@@ -4,8 +4,11 @@
 mod support;
 
 use controllers::informer::{
-    DeltaObject, InformerConfig, Notification, SharedInformer, NAMESPACE_INDEX,
+    wait_for_sync, DeltaObject, FactoryError, InformerConfig, InformerFactory, Notification,
+    SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
+use registry::options::WriteOptions;
+use serde_json::json;
 use support::*;
 use test_support::{eventually, FromBackend};
 
@@ -152,8 +155,49 @@ async fn relists_after_compaction_and_reports_the_missed_deletion(h: &Harness) {
     informer.stop().await;
 }
 
+/// Every ask for a resource gets the one informer, indexed by controller uid.
+async fn the_factory_shares_one_informer_per_resource(h: &Harness) {
+    h.namespace("app").await;
+    let store = h.configmaps();
+    let owned = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "owned", "namespace": "app", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "boss", "uid": "u-1", "controller": true},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": "u-2"},
+        ]},
+    });
+    store
+        .create(Some("app"), owned, &WriteOptions::default())
+        .await
+        .expect("create");
+    create_configmap(&store, "app", "free", "1").await;
+    let factory = InformerFactory::new(h.registry.clone(), InformerConfig::default());
+    let a = factory.informer("", "v1", "configmaps").expect("served");
+    let b = factory.informer_for(&store);
+    assert!(std::sync::Arc::ptr_eq(a.indexer(), b.indexer()));
+    assert!(wait_for_sync(&[&a, &b]).await);
+    let owned = a
+        .indexer()
+        .index_keys(CONTROLLER_UID_INDEX, "u-1")
+        .expect("controller index");
+    assert_eq!(owned, ["app/owned"]);
+    assert!(a
+        .indexer()
+        .index_keys(CONTROLLER_UID_INDEX, "u-2")
+        .expect("controller index")
+        .is_empty());
+    assert!(matches!(
+        factory.informer("", "v1", "nothings"),
+        Err(FactoryError::NotServed(_))
+    ));
+    factory.stop().await;
+    assert!(a.is_stopped());
+}
+
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
+    the_factory_shares_one_informer_per_resource,
     delivers_the_list_then_changes_in_order,
     relists_after_compaction_and_reports_the_missed_deletion,
 );

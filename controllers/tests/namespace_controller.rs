@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::namespace::{
     NamespaceController, NamespaceControllerConfig, CONTENT_FAILURE, CONTENT_REMAINING,
     DISCOVERY_FAILURE, FINALIZERS_REMAINING, GROUP_VERSION_PARSING_FAILURE,
@@ -42,7 +43,7 @@ struct Running {
 impl Running {
     fn start(h: &Harness) -> Self {
         let controller =
-            NamespaceController::new(h.registry.clone(), config()).expect("namespace controller");
+            NamespaceController::new(&informers(h), config()).expect("namespace controller");
         let stop = CancellationToken::new();
         let task = tokio::spawn(controller.run(stop.clone()));
         Self { stop, task }
@@ -644,4 +645,8 @@ async fn bulk_deletion_speed_embedded() {
 #[ignore = "measures speed; slow"]
 async fn bulk_deletion_speed_etcd() {
     bulk_deletion(&Harness::etcd().await, "etcd").await;
+}
+
+fn informers(h: &Harness) -> Arc<InformerFactory> {
+    InformerFactory::new(h.registry.clone(), InformerConfig::default())
 }

@@ -16,7 +16,8 @@ use tracing::{debug, info, warn};
 
 use super::cleanup::{delete_instances, Progress};
 use super::naming::{names, Taken};
-use crate::informer::{dispatch, InformerConfig, Notification, SharedInformer};
+use crate::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use crate::worker::{run_workers, Next};
 use crate::workqueue::RateLimitingQueue;
 
 /// How soon a deletion waiting on custom resources with finalizers looks again.
@@ -27,6 +28,8 @@ pub enum DefinitionControllerError {
     #[error("the registry serves no apiextensions.k8s.io/v1 customresourcedefinitions")]
     NoDefinitions,
 }
+
+const WORKERS: usize = 1;
 
 pub struct DefinitionController {
     registry: Arc<Registry>,
@@ -40,13 +43,14 @@ pub struct DefinitionController {
 
 impl DefinitionController {
     pub fn new(
-        registry: Arc<Registry>,
+        informers: &InformerFactory,
         installer: Arc<Installer>,
     ) -> Result<Arc<Self>, DefinitionControllerError> {
+        let registry = informers.registry().clone();
         let definitions = registry
             .store("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             .ok_or(DefinitionControllerError::NoDefinitions)?;
-        let informer = SharedInformer::for_store(definitions.clone(), InformerConfig::default());
+        let informer = informers.informer_for(&definitions);
         Ok(Arc::new(Self {
             registry,
             definitions,
@@ -72,7 +76,6 @@ impl DefinitionController {
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         info!("starting customresourcedefinition controller");
         let notifications = self.informer.subscribe();
-        self.informer.start();
         let dispatcher = {
             let this = self.clone();
             dispatch(notifications, stop.clone(), move |n| {
@@ -90,14 +93,26 @@ impl DefinitionController {
             }
             self.serving.send_replace(true);
         }
-        let worker = tokio::spawn(self.clone().worker(stop.clone()));
-        stop.cancelled().await;
-        self.queue.shut_down();
-        self.informer.stop().await;
-        for task in [dispatcher, worker] {
-            if let Err(e) = task.await {
-                warn!(error = %e, "customresourcedefinition controller task failed");
-            }
+        let this = self.clone();
+        run_workers(
+            "customresourcedefinition",
+            self.queue.clone(),
+            WORKERS,
+            stop.clone(),
+            move |name| {
+                let this = this.clone();
+                async move {
+                    let result = this.sync(&name).await;
+                    if let Err(e) = &result {
+                        warn!(definition = %name, error = %e, "syncing customresourcedefinition failed; retrying");
+                    }
+                    Next::from(result)
+                }
+            },
+        )
+        .await;
+        if let Err(e) = dispatcher.await {
+            warn!(error = %e, "customresourcedefinition controller task failed");
         }
         info!("customresourcedefinition controller stopped");
     }
@@ -139,27 +154,6 @@ impl DefinitionController {
                     self.queue.add(other.metadata.name);
                 }
             }
-        }
-    }
-
-    async fn worker(self: Arc<Self>, stop: CancellationToken) {
-        while let Some(name) = self.queue.get().await {
-            let result = tokio::select! {
-                () = stop.cancelled() => {
-                    self.queue.done(&name);
-                    break;
-                }
-                result = self.sync(&name) => result,
-            };
-            match result {
-                Ok(None) => self.queue.forget(&name),
-                Ok(Some(after)) => self.queue.add_after(name.clone(), after),
-                Err(e) => {
-                    warn!(definition = %name, error = %e, "syncing customresourcedefinition failed; retrying");
-                    self.queue.add_rate_limited(name.clone());
-                }
-            }
-            self.queue.done(&name);
         }
     }
 

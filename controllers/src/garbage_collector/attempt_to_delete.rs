@@ -3,7 +3,6 @@
 //! deletion (upstream's attemptToDeleteItem and processDeletingDependentsItem).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use registry::object::{self, FINALIZER_FOREGROUND};
 use registry::options::PropagationPolicy;
@@ -26,20 +25,8 @@ enum Outcome {
 }
 
 impl GarbageCollector {
-    pub(super) async fn run_attempt_to_delete_worker(self: Arc<Self>) {
-        let queue = self.builder.attempt_to_delete.clone();
-        while let Some(uid) = queue.get().await {
-            if self.process_attempt_to_delete(&uid).await {
-                queue.add_rate_limited(uid.clone());
-            } else {
-                queue.forget(&uid);
-            }
-            queue.done(&uid);
-        }
-    }
-
     /// Handles one queued node; true when it must be retried later.
-    async fn process_attempt_to_delete(&self, uid: &Uid) -> bool {
+    pub(super) async fn process_attempt_to_delete(&self, uid: &Uid) -> bool {
         match self.attempt_to_delete_item(uid).await {
             // A node only imagined from a reference is checked again until a monitor sees
             // it or it is found absent (else it could linger in the graph forever).

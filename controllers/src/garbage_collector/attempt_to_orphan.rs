@@ -2,7 +2,6 @@
 //! removed from every dependent's ownerReferences, then loses the finalizer and goes.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use futures::StreamExt;
 use registry::object::FINALIZER_ORPHAN;
@@ -17,18 +16,15 @@ use super::GarbageCollector;
 const PROGRESS_EVERY: usize = 1000;
 
 impl GarbageCollector {
-    pub(super) async fn run_attempt_to_orphan_worker(self: Arc<Self>) {
-        let queue = self.builder.attempt_to_orphan.clone();
-        while let Some(uid) = queue.get().await {
-            match self.attempt_to_orphan(&uid).await {
-                Ok(()) => queue.forget(&uid),
-                Err(e) => {
-                    self.progress.failures.fetch_add(1, Ordering::Relaxed);
-                    warn!(uid = %uid, error = %e, "orphaning dependents failed; will retry");
-                    queue.add_rate_limited(uid.clone());
-                }
+    /// Handles one owner deleted with the orphan finalizer; true when it must be retried.
+    pub(super) async fn process_attempt_to_orphan(&self, uid: &Uid) -> bool {
+        match self.attempt_to_orphan(uid).await {
+            Ok(()) => false,
+            Err(e) => {
+                self.progress.failures.fetch_add(1, Ordering::Relaxed);
+                warn!(uid = %uid, error = %e, "orphaning dependents failed; will retry");
+                true
             }
-            queue.done(&uid);
         }
     }
 

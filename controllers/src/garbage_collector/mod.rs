@@ -42,7 +42,8 @@ use self::monitors::Monitors;
 use self::progress::Progress;
 use self::reference::Uid;
 use self::resolver::Resolver;
-use crate::informer::InformerConfig;
+use crate::informer::InformerFactory;
+use crate::worker::{run_workers, Next};
 use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
 
 #[derive(Clone, Debug)]
@@ -68,7 +69,6 @@ pub struct GcConfig {
     pub resync_timeout: Duration,
     /// How often progress is logged while there is work.
     pub progress_interval: Duration,
-    pub informer: InformerConfig,
 }
 
 impl Default for GcConfig {
@@ -86,7 +86,6 @@ impl Default for GcConfig {
             initial_sync_timeout: Duration::from_secs(30),
             resync_timeout: Duration::from_secs(30),
             progress_interval: progress::DEFAULT_PROGRESS_INTERVAL,
-            informer: InformerConfig::default(),
         }
     }
 }
@@ -105,7 +104,9 @@ pub struct GarbageCollector {
 }
 
 impl GarbageCollector {
-    pub fn new(registry: Arc<Registry>, config: GcConfig) -> Arc<Self> {
+    /// A collector whose monitors subscribe to `informers`' shared informers.
+    pub fn new(informers: Arc<InformerFactory>, config: GcConfig) -> Arc<Self> {
+        let registry = informers.registry().clone();
         let queue = || {
             RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
                 config.retry_base,
@@ -121,12 +122,7 @@ impl GarbageCollector {
         let builder = Arc::new(builder);
         Arc::new(Self {
             resolver: Resolver::new(registry.clone()),
-            monitors: Monitors::new(
-                registry.clone(),
-                builder.clone(),
-                config.ignored_resources.clone(),
-                config.informer.clone(),
-            ),
+            monitors: Monitors::new(informers, builder.clone(), config.ignored_resources.clone()),
             registry,
             config,
             builder,
@@ -165,10 +161,29 @@ impl GarbageCollector {
                 graph_nodes = self.builder.read().len(),
                 "garbage collector collecting"
             );
-            for _ in 0..self.config.workers.max(1) {
-                tasks.spawn(self.clone().run_attempt_to_delete_worker());
-                tasks.spawn(self.clone().run_attempt_to_orphan_worker());
-            }
+            let workers = self.config.workers;
+            let gc = self.clone();
+            tasks.spawn(run_workers(
+                "garbage-collector-delete",
+                self.builder.attempt_to_delete.clone(),
+                workers,
+                stop.clone(),
+                move |uid| {
+                    let gc = gc.clone();
+                    async move { retry_if(gc.process_attempt_to_delete(&uid).await) }
+                },
+            ));
+            let gc = self.clone();
+            tasks.spawn(run_workers(
+                "garbage-collector-orphan",
+                self.builder.attempt_to_orphan.clone(),
+                workers,
+                stop.clone(),
+                move |uid| {
+                    let gc = gc.clone();
+                    async move { retry_if(gc.process_attempt_to_orphan(&uid).await) }
+                },
+            ));
             tasks.spawn(self.clone().follow_resources(changes, stop.clone()));
             tasks.spawn(self.clone().report_progress(stop.clone()));
         }
@@ -181,7 +196,7 @@ impl GarbageCollector {
                 warn!(error = %e, "garbage collector task failed");
             }
         }
-        self.monitors.stop_all().await;
+        self.monitors.stop_all();
         info!("garbage collector stopped");
     }
 
@@ -246,5 +261,14 @@ impl GarbageCollector {
     /// Whether the graph has a node for `uid` (virtual or observed).
     pub fn graph_has_uid(&self, uid: &str) -> bool {
         self.builder.read().contains(uid)
+    }
+}
+
+/// A sync that reports whether to retry, as the queue wants it.
+fn retry_if(retry: bool) -> Next {
+    if retry {
+        Next::Retry
+    } else {
+        Next::Done
     }
 }

@@ -11,11 +11,20 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::graph_builder::{EventType, GraphBuilder, GraphEvent};
-use crate::informer::{DeltaObject, EventHandler, InformerConfig, SharedInformer};
+use crate::informer::{DeltaObject, EventHandler, HandlerId, InformerFactory, SharedInformer};
 
+/// The collector's subscription to the shared informer of one resource.
 struct Monitor {
     store: Arc<Store>,
     informer: SharedInformer,
+    handler: HandlerId,
+}
+
+impl Monitor {
+    /// Ends the subscription; the informer itself is shared and keeps running.
+    fn unsubscribe(&self) {
+        self.informer.remove_event_handler(self.handler);
+    }
 }
 
 /// Forwards an informer's notifications to graphChanges, tagged with the monitor's kind.
@@ -69,10 +78,10 @@ pub struct SyncSummary {
 
 pub struct Monitors {
     registry: Arc<Registry>,
+    informers: Arc<InformerFactory>,
     builder: Arc<GraphBuilder>,
     /// (group, plural) never monitored.
     ignored: Vec<(String, String)>,
-    informer_config: InformerConfig,
     /// By storage path: resources sharing storage are one set of objects, monitored once.
     running: Mutex<HashMap<String, Monitor>>,
     stopped: Mutex<bool>,
@@ -80,16 +89,15 @@ pub struct Monitors {
 
 impl Monitors {
     pub fn new(
-        registry: Arc<Registry>,
+        informers: Arc<InformerFactory>,
         builder: Arc<GraphBuilder>,
         ignored: Vec<(String, String)>,
-        informer_config: InformerConfig,
     ) -> Self {
         Self {
-            registry,
+            registry: informers.registry().clone(),
+            informers,
             builder,
             ignored,
-            informer_config,
             running: Mutex::new(HashMap::new()),
             stopped: Mutex::new(false),
         }
@@ -162,9 +170,12 @@ impl Monitors {
             removed
         };
         summary.removed = removed.len();
-        for monitor in removed {
+        for monitor in &removed {
             debug!(resource = %describe(&monitor.store), "stopping monitor");
-            monitor.informer.stop().await;
+            monitor.unsubscribe();
+        }
+        if !removed.is_empty() {
+            self.informers.forget_removed().await;
         }
         if summary.added + summary.removed > 0 {
             info!(
@@ -179,14 +190,17 @@ impl Monitors {
 
     fn start(&self, store: Arc<Store>) -> Monitor {
         debug!(resource = %describe(&store), "starting monitor");
-        let informer = SharedInformer::for_store(store.clone(), self.informer_config.clone());
-        informer.add_event_handler(Arc::new(ToGraphChanges {
+        let informer = self.informers.informer_for(&store);
+        let handler = informer.add_event_handler(Arc::new(ToGraphChanges {
             builder: self.builder.clone(),
             api_version: store.info.api_version(),
             kind: store.info.kind.clone(),
         }));
-        informer.start();
-        Monitor { store, informer }
+        Monitor {
+            store,
+            informer,
+            handler,
+        }
     }
 
     /// Whether every monitor has received the changes up to `revision` (revisions are global
@@ -240,15 +254,14 @@ impl Monitors {
         out
     }
 
-    /// Stops every monitor; later syncs start nothing.
-    pub async fn stop_all(&self) {
-        let monitors: Vec<Monitor> = {
-            *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
-            self.running().drain().map(|(_, m)| m).collect()
-        };
-        let count = monitors.len();
-        futures::future::join_all(monitors.iter().map(|m| m.informer.stop())).await;
-        debug!(count, "garbage collector monitors stopped");
+    /// Ends every monitor's subscription; later syncs start nothing.
+    pub fn stop_all(&self) {
+        *self.stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        let monitors: Vec<Monitor> = self.running().drain().map(|(_, m)| m).collect();
+        for monitor in &monitors {
+            monitor.unsubscribe();
+        }
+        debug!(count = monitors.len(), "garbage collector monitors stopped");
     }
 }
 

@@ -6,6 +6,7 @@ mod backoff;
 mod delta;
 mod delta_fifo;
 mod dispatch;
+mod factory;
 #[cfg(test)]
 mod fake;
 mod indexer;
@@ -17,6 +18,10 @@ mod shared_informer;
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
 pub use dispatch::dispatch;
+pub use factory::{
+    controller_uid, controller_uid_index, wait_for_sync, FactoryError, InformerFactory,
+    CONTROLLER_UID_INDEX,
+};
 pub use indexer::{namespace_index, IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX};
 pub use key::{object_key, split_key, KeyError};
 pub use lister_watcher::ListerWatcher;

@@ -14,7 +14,8 @@ use super::config::NamespaceControllerConfig;
 use super::content::ContentDeleter;
 use super::deleter::{DeletionError, NamespacedResourcesDeleter};
 use super::estimate;
-use crate::informer::{dispatch, InformerConfig, Notification, ReflectorConfig, SharedInformer};
+use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use crate::worker::{run_workers, Next};
 use crate::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimitingQueue,
 };
@@ -23,6 +24,8 @@ use crate::workqueue::{
 pub enum NamespaceControllerError {
     #[error("the registry serves no v1 namespaces")]
     NoNamespaces,
+    #[error(transparent)]
+    Informer(#[from] FactoryError),
 }
 
 pub struct NamespaceController {
@@ -35,21 +38,14 @@ pub struct NamespaceController {
 
 impl NamespaceController {
     pub fn new(
-        registry: Arc<Registry>,
+        informers: &InformerFactory,
         config: NamespaceControllerConfig,
     ) -> Result<Arc<Self>, NamespaceControllerError> {
+        let registry: Arc<Registry> = informers.registry().clone();
         let namespaces = registry
             .store("", "v1", "namespaces")
             .ok_or(NamespaceControllerError::NoNamespaces)?;
-        let informer = SharedInformer::for_store(
-            namespaces.clone(),
-            InformerConfig {
-                reflector: ReflectorConfig {
-                    resync_period: config.resync_period,
-                    ..Default::default()
-                },
-            },
-        );
+        let informer = informers.informer_for(&namespaces);
         let (base, max) = config.retry_backoff;
         // The bucket only spaces retries overall; first attempts are never rate limited.
         let limiter = MaxOfRateLimiter::new(vec![
@@ -77,8 +73,7 @@ impl NamespaceController {
             workers = self.config.workers,
             "starting namespace controller"
         );
-        let notifications = self.informer.subscribe_with_resync();
-        self.informer.start();
+        let notifications = self.informer.subscribe();
         let dispatcher = {
             let this = self.clone();
             dispatch(notifications, stop.clone(), move |n| {
@@ -89,26 +84,46 @@ impl NamespaceController {
             synced = self.informer.wait_for_sync() => synced,
             () = stop.cancelled() => false,
         };
-        let mut workers = Vec::new();
         if synced {
-            for _ in 0..self.config.workers.max(1) {
-                workers.push(tokio::spawn(self.clone().worker(stop.clone())));
-            }
-            stop.cancelled().await;
+            let resync = tokio::spawn(self.clone().resync(stop.clone()));
+            let this = self.clone();
+            run_workers(
+                "namespace",
+                self.queue.clone(),
+                self.config.workers,
+                stop.clone(),
+                move |name| {
+                    let this = this.clone();
+                    async move { this.process(name).await }
+                },
+            )
+            .await;
+            let _ = resync.await;
         } else if !stop.is_cancelled() {
             warn!("namespace informer stopped before it synced");
         }
         self.queue.shut_down();
-        self.informer.stop().await;
-        for worker in workers {
-            if let Err(e) = worker.await {
-                warn!(error = %e, "namespace worker failed");
-            }
-        }
         if let Err(e) = dispatcher.await {
             warn!(error = %e, "namespace event dispatch failed");
         }
         info!("namespace controller stopped");
+    }
+
+    /// Looks at every deleting namespace again each resync period although nothing changed
+    /// (`--namespace-sync-period`), as the informer resync does upstream.
+    async fn resync(self: Arc<Self>, stop: CancellationToken) {
+        let Some(period) = self.config.resync_period else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(period) => {}
+            }
+            for namespace in self.informer.indexer().list() {
+                self.on_notification(&Notification::Add(namespace));
+            }
+        }
     }
 
     fn on_notification(&self, notification: &Notification) {
@@ -127,33 +142,23 @@ impl NamespaceController {
         );
     }
 
-    async fn worker(self: Arc<Self>, stop: CancellationToken) {
-        while let Some(name) = self.queue.get().await {
-            let result = tokio::select! {
-                () = stop.cancelled() => {
-                    self.queue.done(&name);
-                    break;
-                }
-                result = self.sync(&name) => result,
-            };
-            match result {
-                Ok(()) => self.queue.forget(&name),
-                Err(DeletionError::ContentRemaining { estimate }) => {
-                    let wait = estimate::requeue_after(estimate);
-                    debug!(namespace = %name, estimate, wait = ?wait, "content remains in namespace; looking again later");
-                    self.queue.add_after(name.clone(), wait);
-                }
-                Err(e) => {
-                    warn!(
-                        namespace = %name,
-                        error = %e,
-                        retries = self.queue.num_requeues(&name),
-                        "namespace deletion failed; retrying"
-                    );
-                    self.queue.add_rate_limited(name.clone());
-                }
+    async fn process(&self, name: String) -> Next {
+        match self.sync(&name).await {
+            Ok(()) => Next::Done,
+            Err(DeletionError::ContentRemaining { estimate }) => {
+                let wait = estimate::requeue_after(estimate);
+                debug!(namespace = %name, estimate, wait = ?wait, "content remains in namespace; looking again later");
+                Next::After(wait)
             }
-            self.queue.done(&name);
+            Err(e) => {
+                warn!(
+                    namespace = %name,
+                    error = %e,
+                    retries = self.queue.num_requeues(&name),
+                    "namespace deletion failed; retrying"
+                );
+                Next::Retry
+            }
         }
     }
 
