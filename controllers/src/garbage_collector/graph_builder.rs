@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, trace, warn};
 
 use super::absent_owner_cache::AbsentOwnerCache;
-use super::events::EventRecorder;
 use super::graph::{Graph, Node};
 use super::reference::{owner_references, ObjectReference, ReferenceDiff, Uid};
+use crate::events::EventRecorder;
 use crate::workqueue::RateLimitingQueue;
 
 /// Cascades at least this large are logged at info level.

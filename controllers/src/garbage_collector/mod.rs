@@ -14,7 +14,6 @@ mod attempt_to_orphan;
 mod classify;
 mod dump;
 mod errors;
-mod events;
 mod graph;
 mod graph_builder;
 mod monitors;
@@ -36,12 +35,12 @@ pub use self::errors::GcError;
 pub use self::progress::GcStats;
 
 use self::absent_owner_cache::AbsentOwnerCache;
-use self::events::EventRecorder;
 use self::graph_builder::{GraphBuilder, GraphEvent};
 use self::monitors::Monitors;
 use self::progress::Progress;
 use self::reference::Uid;
 use self::resolver::Resolver;
+use crate::events::EventRecorder;
 use crate::informer::InformerFactory;
 use crate::worker::{run_workers, Next};
 use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
@@ -117,7 +116,7 @@ impl GarbageCollector {
             queue(),
             queue(),
             AbsentOwnerCache::new(config.absent_owner_cache_size),
-            EventRecorder::new(registry.clone()),
+            EventRecorder::new(registry.clone(), "garbage-collector-controller"),
         );
         let builder = Arc::new(builder);
         Arc::new(Self {

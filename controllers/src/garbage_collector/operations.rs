@@ -8,30 +8,19 @@ use std::time::Duration;
 use registry::options::{
     DeleteOptions, ListOptions, PreconditionsSpec, PropagationPolicy, WriteOptions,
 };
-use registry::patch::PatchType;
 use registry::{object, RegistryError, Store, Subresource};
-use serde_json::{json, Value};
-use tracing::debug;
+use serde_json::Value;
 
 use super::errors::GcError;
 use super::reference::{raw_owner_references, ObjectReference, Uid};
 use super::GarbageCollector;
-
-/// Attempts at an ownerReference patch whose references keep changing under it.
-const PATCH_ATTEMPTS: usize = 5;
+use crate::controller_utils::{self, SyncError};
 
 /// Finalizer removal on conflict: first wait, growth factor and attempts (client-go's
 /// retry.DefaultBackoff).
 const FINALIZER_RETRY_BASE: Duration = Duration::from_millis(10);
 const FINALIZER_RETRY_FACTOR: u32 = 5;
 const FINALIZER_ATTEMPTS: usize = 4;
-
-fn gone(store: &Store, name: &str) -> GcError {
-    GcError::Registry(RegistryError::not_found(
-        &store.info.qualified_resource(),
-        name,
-    ))
-}
 
 impl GarbageCollector {
     /// The Store of an object and the namespace to address it in.
@@ -113,60 +102,16 @@ impl GarbageCollector {
     pub(super) async fn patch_owner_references(
         &self,
         id: &ObjectReference,
-        mut latest: Option<Value>,
+        latest: Option<Value>,
         edit: impl Fn(&[Value]) -> Option<Vec<Value>>,
     ) -> Result<Option<Value>, GcError> {
         let (store, namespace) = self.locate(id)?;
-        for attempt in 0..PATCH_ATTEMPTS {
-            let current = match latest.take() {
-                Some(obj) => obj,
-                None => {
-                    store
-                        .get(namespace, &id.name, &ListOptions::default())
-                        .await?
-                }
-            };
-            if object::uid(&current) != &*id.uid {
-                return Err(gone(&store, &id.name));
-            }
-            let references = raw_owner_references(&current);
-            let list = references.as_array().map(Vec::as_slice).unwrap_or_default();
-            let Some(next) = edit(list) else {
-                return Ok(None);
-            };
-            let replace = if next.is_empty() {
-                json!({"op": "remove", "path": "/metadata/ownerReferences"})
-            } else {
-                json!({"op": "replace", "path": "/metadata/ownerReferences", "value": next})
-            };
-            let body = json!([
-                {"op": "test", "path": "/metadata/uid", "value": &*id.uid},
-                {"op": "test", "path": "/metadata/ownerReferences", "value": references},
-                replace,
-            ]);
-            let body = serde_json::to_vec(&body).map_err(|e| GcError::Failed(e.to_string()))?;
-            let result = store
-                .patch(
-                    namespace,
-                    &id.name,
-                    PatchType::Json,
-                    &body,
-                    Subresource::Main,
-                    &WriteOptions::default(),
-                )
-                .await;
-            match result {
-                Ok(patched) => return Ok(Some(patched)),
-                // A test failed: the references (or the object) changed since the read.
-                Err(RegistryError::Unprocessable) => {
-                    debug!(item = %id, attempt, "ownerReferences changed while patching; retrying");
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(GcError::Failed(format!(
-            "ownerReferences of {id} kept changing; will retry later"
-        )))
+        controller_utils::patch_owner_references(&store, namespace, &id.name, &id.uid, latest, edit)
+            .await
+            .map_err(|e| match e {
+                SyncError::Registry(e) => GcError::Registry(e),
+                SyncError::Failed(why) => GcError::Failed(why),
+            })
     }
 
     /// Drops the references to `owners`.

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+pub use crate::controller_utils::raw_owner_references;
+
 /// Object UIDs are cloned into queues and graph edges constantly; a shared str keeps that cheap.
 pub type Uid = Arc<str>;
 
@@ -91,13 +93,6 @@ impl OwnerReference {
             block_owner_deletion: value.get("blockOwnerDeletion").and_then(Value::as_bool),
         })
     }
-}
-
-/// The raw ownerReferences array of an object (Null when it has none).
-pub fn raw_owner_references(obj: &Value) -> &Value {
-    obj.get("metadata")
-        .and_then(|m| m.get("ownerReferences"))
-        .unwrap_or(&Value::Null)
 }
 
 /// The ownerReferences of an object. Entries the registry would never have admitted (no uid,

@@ -3,6 +3,8 @@
 
 use tracing::{debug, trace};
 
+use crate::events::{EventType, InvolvedObject};
+
 use super::super::graph::{Graph, Node};
 use super::super::reference::{ObjectReference, OwnerReference, ReferenceDiff, Uid};
 use super::GraphBuilder;
@@ -89,8 +91,17 @@ impl GraphBuilder {
             return;
         };
         let absent = ObjectReference::of_owner(reference, &dependent.identity.namespace);
-        self.recorder.warning(
-            &dependent.identity,
+        let id = &dependent.identity;
+        let involved = InvolvedObject {
+            api_version: id.api_version.clone(),
+            kind: id.kind.clone(),
+            namespace: id.namespace.clone(),
+            name: id.name.clone(),
+            uid: id.uid.to_string(),
+        };
+        self.recorder.record(
+            &involved,
+            EventType::Warning,
             "OwnerRefInvalidNamespace",
             format!(
                 "ownerRef {absent} does not exist in namespace \"{}\"",

@@ -19,7 +19,7 @@ fn builder() -> GraphBuilder {
         queue(),
         queue(),
         AbsentOwnerCache::new(10),
-        EventRecorder::default(),
+        EventRecorder::log_only("garbage-collector-controller"),
     );
     builder
 }

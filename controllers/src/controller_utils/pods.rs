@@ -1,0 +1,38 @@
+//! Pod predicates the workload controllers share (upstream's podutil and IsPodActive).
+
+use chrono::{DateTime, Duration, Utc};
+use registry::object;
+use serde_json::Value;
+
+/// Not finished and not being deleted: counts toward a controller's replicas.
+pub fn is_pod_active(pod: &Value) -> bool {
+    let phase = pod["status"]["phase"].as_str().unwrap_or_default();
+    phase != "Succeeded" && phase != "Failed" && object::deletion_timestamp(pod).is_none()
+}
+
+/// When the pod's Ready condition turned True, if it is True.
+pub fn pod_ready_since(pod: &Value) -> Option<Option<DateTime<Utc>>> {
+    let ready = pod["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?;
+    (ready["status"] == "True").then(|| {
+        ready["lastTransitionTime"]
+            .as_str()
+            .and_then(object::parse_time)
+    })
+}
+
+pub fn is_pod_ready(pod: &Value) -> bool {
+    pod_ready_since(pod).is_some()
+}
+
+/// Ready for at least `min_ready_seconds` at `now` (upstream's IsPodAvailable).
+pub fn is_pod_available(pod: &Value, min_ready_seconds: i64, now: DateTime<Utc>) -> bool {
+    match pod_ready_since(pod) {
+        None => false,
+        Some(_) if min_ready_seconds <= 0 => true,
+        Some(None) => false,
+        Some(Some(since)) => since + Duration::seconds(min_ready_seconds) <= now,
+    }
+}
