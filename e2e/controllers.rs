@@ -528,3 +528,32 @@ fn two_servers_on_one_etcd_run_the_controllers_once() {
         !exists(survivor, &format!("{CMS}/ha-dep-2"))
     });
 }
+
+#[test]
+fn every_namespace_gets_a_default_service_account_on_embedded() {
+    default_service_accounts(&start());
+}
+
+#[test]
+fn every_namespace_gets_a_default_service_account_on_etcd() {
+    default_service_accounts(&start_on_etcd());
+}
+
+fn default_service_accounts(s: &Server) {
+    let path = "/api/v1/namespaces/team/serviceaccounts/default";
+    s.kubectl(&["create", "namespace", "team"]);
+    wait_until("default account created", LONG, || exists(s, path));
+    let names = s.kubectl(&["get", "serviceaccounts", "-n", "team", "-o", "name"]);
+    assert_eq!(names.trim(), "serviceaccount/default");
+    // Existing namespaces got one at start too.
+    assert!(exists(
+        s,
+        "/api/v1/namespaces/default/serviceaccounts/default"
+    ));
+    let first = s.get(path).json()["metadata"]["uid"].clone();
+    s.kubectl(&["delete", "serviceaccount", "default", "-n", "team"]);
+    wait_until("default account made again", LONG, || {
+        let r = s.get(path);
+        r.status == 200 && r.json()["metadata"]["uid"] != first
+    });
+}

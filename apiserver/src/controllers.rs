@@ -1,4 +1,5 @@
-//! The in-process controllers (garbage collector, namespace controller): started with the
+//! The in-process controllers (kube-controller-manager's: garbage collector, namespace,
+//! serviceaccount, workload controllers): started with the
 //! server, and with several servers on one storage run only by the holder of the
 //! `kube-system/kube-controller-manager` Lease, as kube-controller-manager's leader election.
 
@@ -11,6 +12,9 @@ use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use controllers::serviceaccount::ServiceAccountController;
+use futures::future::BoxFuture;
+use futures::FutureExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -128,21 +132,17 @@ async fn run_controllers(
     info!("starting controllers");
     let gc = GarbageCollector::new(informers.clone(), GcConfig::default());
     handle.set_gc(Some(gc.clone()));
-    let namespaces =
-        match NamespaceController::new(&informers, NamespaceControllerConfig::default()) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                error!(error = %e, "namespace controller cannot run");
-                None
-            }
-        };
-    let gc_run = gc.run(stop.clone());
-    match namespaces {
-        Some(n) => {
-            tokio::join!(gc_run, n.run(stop.clone()));
-        }
-        None => gc_run.await,
+    // Each runs until `stop`; one that cannot start is logged and the others run.
+    let mut running: Vec<BoxFuture<'static, ()>> = vec![gc.run(stop.clone()).boxed()];
+    match NamespaceController::new(&informers, NamespaceControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "namespace controller cannot run"),
     }
+    match ServiceAccountController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "serviceaccount controller cannot run"),
+    }
+    futures::future::join_all(running).await;
     handle.set_gc(None);
     info!("controllers stopped");
 }
