@@ -8,7 +8,6 @@ use std::time::Duration;
 use controllers::events::{EventRecorder, EventType};
 use serde_json::{json, Value};
 use support::*;
-use test_support::FromBackend;
 
 async fn events_in(h: &Harness, ns: &str) -> Vec<Value> {
     let list = h
