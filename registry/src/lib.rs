@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod catalogue;
+pub mod cron;
 pub mod error;
 pub mod fields;
 pub mod object;

@@ -223,7 +223,7 @@ impl Store {
         };
         if self.info.has_generation {
             let generation = object::generation(&old).max(1);
-            let bumped = if object::spec_part(&new) != object::spec_part(&old) {
+            let bumped = if self.strategy.generation_changes(&new, &old) {
                 generation + 1
             } else {
                 generation
@@ -245,7 +245,10 @@ impl Store {
             }
         }
         causes.extend(self.validate_meta(&new));
-        causes.extend(self.strategy.validate_update(&new, &old));
+        causes.extend(match sub {
+            Subresource::Status => self.strategy.validate_status_update(&new, &old),
+            _ => self.strategy.validate_update(&new, &old),
+        });
         self.invalid_if_any(name, causes)?;
         crate::warning::finalizers(
             new_finalizers

@@ -32,6 +32,18 @@ pub trait Strategy: Send + Sync {
         self.validate(new)
     }
 
+    /// Field problems of a write through the status subresource (upstream's status strategy
+    /// ValidateUpdate); the spec is the stored one by then.
+    fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.validate_update(new, old)
+    }
+
+    /// Whether an update moves metadata.generation on (kinds with generations): a change of
+    /// the spec, or whatever else the kind counts as one.
+    fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+        crate::object::spec_part(new) != crate::object::spec_part(old)
+    }
+
     /// Whether `graceful_period` ever applies (upstream: the strategy implements
     /// RESTGracefulDeleteStrategy).
     fn deletes_gracefully(&self) -> bool {

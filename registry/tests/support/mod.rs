@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod workloads;
+
 use std::sync::Arc;
 
 use registry::options::{DeleteOptions, DryRun, ListOptions, WriteOptions};
