@@ -13,7 +13,7 @@ use serde_json::Value;
 use storage::{Preconditions, ReadRevision, StorageError, Update, UpdateOptions};
 use tracing::debug;
 
-use super::{encode, stamp, Store};
+use super::{stamp, Store};
 use crate::catalogue::GcPolicy;
 use crate::error::{Details, RegistryError, Result, Status};
 use crate::object::{self, Object, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
@@ -91,7 +91,7 @@ impl Store {
                 let update = match &mut plan {
                     DeletePlan::Remove => Update::Delete,
                     DeletePlan::Mark { object, .. } => {
-                        Update::Write(encode(object).map_err(RegistryError::into_storage)?)
+                        Update::Write(self.encode(object).map_err(RegistryError::into_storage)?)
                     }
                     DeletePlan::AlreadyDeleting => Update::Keep,
                 };
