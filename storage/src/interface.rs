@@ -47,7 +47,8 @@ pub struct UpdateOptions {
     pub cached: Option<KeyValue>,
     /// The written value expires this long after the write (upstream's ttl argument): the key
     /// is then deleted as by any delete, so watchers see it go. None: it never expires, and a
-    /// write without a ttl clears the expiry an earlier write set.
+    /// write without a ttl clears the expiry an earlier write set. A write that changes
+    /// nothing writes nothing, so it renews nothing.
     pub ttl: Option<Duration>,
 }
 

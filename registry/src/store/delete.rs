@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use storage::{Preconditions, ReadRevision, StorageError, Update, UpdateOptions};
+use storage::{Preconditions, ReadRevision, StorageError, Update};
 use tracing::debug;
 
 use super::{stamp, Store};
@@ -82,7 +82,7 @@ impl Store {
         let mut planned: Option<(DeletePlan, Object)> = None;
         let kv = self
             .storage
-            .guaranteed_update(&key, UpdateOptions::default(), &mut |current| {
+            .guaranteed_update(&key, self.write_options(), &mut |current| {
                 let kv = current.ok_or_else(|| StorageError::not_found(&key))?;
                 let stored = self.decode(kv).map_err(RegistryError::into_storage)?;
                 let mut plan = self

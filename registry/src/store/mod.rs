@@ -123,6 +123,14 @@ impl Store {
         Ok(obj)
     }
 
+    /// How every write of this Store goes to storage: with the kind's ttl, if it has one.
+    pub(crate) fn write_options(&self) -> storage::UpdateOptions {
+        storage::UpdateOptions {
+            ttl: self.ttl,
+            ..Default::default()
+        }
+    }
+
     /// The bytes to store for `obj` (see [`encode`]); `obj` becomes what reading them back
     /// shows, so a write answers with the object as stored.
     pub(crate) fn encode(&self, obj: &mut Object) -> Result<Bytes> {

@@ -113,8 +113,7 @@ impl Store {
                 &key,
                 UpdateOptions {
                     ignore_not_found: may_create,
-                    ttl: self.ttl,
-                    ..Default::default()
+                    ..self.write_options()
                 },
                 &mut |current| {
                     let mut attempt = || -> Result<Next> {

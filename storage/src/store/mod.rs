@@ -262,8 +262,8 @@ impl Interface for KvStore {
                     }
                 }
             };
-            // An unchanged value is not written, unless the write is what keeps it alive.
-            if let Some(kv) = current.as_ref().filter(|_| opts.ttl.is_none()) {
+            // An unchanged value is not written, its ttl not renewed either (as upstream).
+            if let Some(kv) = &current {
                 if kv.value == value {
                     if from_cache {
                         current = self.read_latest(&full).await?;
