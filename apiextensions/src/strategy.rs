@@ -10,8 +10,10 @@ use super::conditions::set_condition;
 use super::definition::{Definition, CLEANUP_FINALIZER};
 use super::schema::CustomSchema;
 use super::validate_definition;
+use registry::catalogue::ResourceInfo;
 use registry::error::Cause;
-use registry::strategy::{default_at, Strategy};
+use registry::strategy::conversion::ApiVersion;
+use registry::strategy::{default_at, Conversion, Strategy};
 
 /// A served version of a custom resource: its schema's defaults and validation, and its CEL
 /// rules. Objects are otherwise plain: the generic Store does the rest.
@@ -46,8 +48,9 @@ impl Strategy for CustomResourceStrategy {
         self.check(new, Some(old))
     }
 
-    fn converts_versions(&self) -> bool {
+    fn conversion(&self, info: &ResourceInfo) -> Option<Arc<dyn Conversion>> {
         self.multi_version
+            .then(|| Arc::new(ApiVersion(info.api_version())) as Arc<dyn Conversion>)
     }
 
     fn refuses_create(&self) -> Option<String> {

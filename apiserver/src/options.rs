@@ -41,6 +41,10 @@ pub struct Options {
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,
 
+    /// How long events are kept after their last write (kube-apiserver's default: 1h).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
+
     /// Do not run the in-process controllers (garbage collector, namespace controller).
     #[arg(long)]
     pub disable_controllers: bool,

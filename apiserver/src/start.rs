@@ -46,10 +46,13 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
     }
     let root = storage::KvStore::new(backend.clone(), &options.etcd_prefix);
-    let registry = registry::Registry::new(
+    let registry = registry::Registry::with_config(
         root,
         Arc::new(registry::Catalogue::builtin()),
         storage::CacherConfig::default(),
+        registry::strategy::StrategyConfig {
+            event_ttl: options.event_ttl,
+        },
     );
     apiextensions::install(&registry);
     registry.set_schemas(crate::openapi::for_validation());

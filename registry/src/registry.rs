@@ -14,7 +14,7 @@ use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
 use crate::store::Store;
-use crate::strategy::{self, Strategy};
+use crate::strategy::{self, Strategy, StrategyConfig};
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
@@ -30,15 +30,27 @@ pub struct Registry {
     changes: tokio::sync::watch::Sender<u64>,
     /// The schemas writes are checked against (server-side field validation).
     fields: Arc<FieldSchemas>,
+    /// What the server's flags decide about built-in kinds (the event ttl).
+    strategies: StrategyConfig,
 }
 
 impl Registry {
-    /// Builds a Store for every catalogued resource. Must run inside a tokio runtime (the
-    /// watch caches start their feeds).
+    /// Builds a Store for every catalogued resource, with the built-in kinds' defaults. Must
+    /// run inside a tokio runtime (the watch caches start their feeds).
     pub fn new(
         root: storage::KvStore,
         catalogue: Arc<Catalogue>,
         cacher_config: CacherConfig,
+    ) -> Arc<Self> {
+        Self::with_config(root, catalogue, cacher_config, StrategyConfig::default())
+    }
+
+    /// As [`Registry::new`], the built-in kinds configured by `strategies`.
+    pub fn with_config(
+        root: storage::KvStore,
+        catalogue: Arc<Catalogue>,
+        cacher_config: CacherConfig,
+        strategies: StrategyConfig,
     ) -> Arc<Self> {
         let namespaces_path = catalogue
             .lookup("", "v1", "namespaces")
@@ -58,6 +70,7 @@ impl Registry {
             stores: RwLock::new(Vec::new()),
             changes: tokio::sync::watch::Sender::new(0),
             fields: Arc::default(),
+            strategies,
         });
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
@@ -120,7 +133,7 @@ impl Registry {
 
     /// Creates (or replaces) the Store of a resource.
     pub fn install(&self, info: Arc<ResourceInfo>) -> Arc<Store> {
-        let strategy = strategy::for_resource(&info);
+        let strategy = strategy::for_resource(&info, &self.strategies);
         self.install_with(info, strategy)
     }
 

@@ -1,6 +1,8 @@
 //! The storage interface the registry programs against (upstream's storage.Interface), served
 //! by [`crate::KvStore`] straight from the backend and by [`crate::Cacher`] from the watch cache.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 
@@ -43,12 +45,27 @@ pub struct UpdateOptions {
     /// A recent read of the key (e.g. from the watch cache) to start from instead of reading;
     /// if it proves stale the store re-reads, so it only saves a round trip.
     pub cached: Option<KeyValue>,
+    /// The written value expires this long after the write (upstream's ttl argument): the key
+    /// is then deleted as by any delete, so watchers see it go. None: it never expires, and a
+    /// write without a ttl clears the expiry an earlier write set. A write that changes
+    /// nothing writes nothing, so it renews nothing.
+    pub ttl: Option<Duration>,
 }
 
 #[async_trait]
 pub trait Interface: Send + Sync {
     /// Stores a new key; AlreadyExists if present.
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue>;
+    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+        self.create_with_ttl(key, value, None).await
+    }
+
+    /// As `create`, the key expiring `ttl` after the write (see [`UpdateOptions::ttl`]).
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue>;
 
     /// NotFound if absent.
     async fn get(&self, key: &str, revision: ReadRevision) -> Result<KeyValue>;

@@ -46,8 +46,14 @@ impl Backend for Partition {
         self.inner.range(req).await
     }
 
-    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> storage::Result<TxnOutcome> {
-        self.inner.put_if(key, value, expected).await
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: i64,
+        ttl: Option<std::time::Duration>,
+    ) -> storage::Result<TxnOutcome> {
+        self.inner.put_if(key, value, expected, ttl).await
     }
 
     async fn delete_if(&self, key: &str, expected: i64) -> storage::Result<TxnOutcome> {

@@ -290,10 +290,8 @@ fn others() -> Vec<ResourceInfo> {
                 "reportingController",
                 "type",
             ]),
-            // Upstream serves both event APIs from one storage, converting between the two
-            // shapes; until that conversion exists each keeps its own, so neither reads
-            // objects of the other's shape.
-            storage_path: "/events.k8s.io/events".to_string(),
+            // Upstream serves both event APIs from one storage (`/events`, the default path),
+            // kept in the core shape; the strategy converts (`strategy::EventsV1`).
             ..resource("events.k8s.io", "Event", "events", NAMESPACED)
         },
         ResourceInfo {

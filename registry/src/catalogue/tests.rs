@@ -191,8 +191,8 @@ fn storage_paths_follow_upstream_prefixes() {
         ("", "nodes", "/minions"),
         ("", "replicationcontrollers", "/controllers"),
         ("", "events", "/events"),
-        // Own storage until the two event shapes convert into each other (see builtin.rs).
-        ("events.k8s.io", "events", "/events.k8s.io/events"),
+        // One storage for both event APIs, as upstream.
+        ("events.k8s.io", "events", "/events"),
         ("apps", "deployments", "/deployments"),
         (
             "apiextensions.k8s.io",

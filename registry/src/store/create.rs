@@ -5,7 +5,7 @@ use serde_json::json;
 use storage::StorageError;
 use tracing::debug;
 
-use super::{encode, stamp, Store};
+use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
@@ -68,8 +68,8 @@ impl Store {
         loop {
             let name = object::name(&obj).to_string();
             let key = self.key(namespace, &name);
-            let bytes = encode(&mut obj)?;
-            match self.storage.create(&key, bytes).await {
+            let bytes = self.encode(&mut obj)?;
+            match self.storage.create_with_ttl(&key, bytes, self.ttl).await {
                 Ok(kv) => {
                     stamp(&mut obj, kv.mod_revision);
                     self.admission.created(&self.info, &name);

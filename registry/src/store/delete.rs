@@ -10,10 +10,10 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use storage::{Preconditions, ReadRevision, StorageError, Update, UpdateOptions};
+use storage::{Preconditions, ReadRevision, StorageError, Update};
 use tracing::debug;
 
-use super::{encode, stamp, Store};
+use super::{stamp, Store};
 use crate::catalogue::GcPolicy;
 use crate::error::{Details, RegistryError, Result, Status};
 use crate::object::{self, Object, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
@@ -82,7 +82,7 @@ impl Store {
         let mut planned: Option<(DeletePlan, Object)> = None;
         let kv = self
             .storage
-            .guaranteed_update(&key, UpdateOptions::default(), &mut |current| {
+            .guaranteed_update(&key, self.write_options(), &mut |current| {
                 let kv = current.ok_or_else(|| StorageError::not_found(&key))?;
                 let stored = self.decode(kv).map_err(RegistryError::into_storage)?;
                 let mut plan = self
@@ -91,7 +91,7 @@ impl Store {
                 let update = match &mut plan {
                     DeletePlan::Remove => Update::Delete,
                     DeletePlan::Mark { object, .. } => {
-                        Update::Write(encode(object).map_err(RegistryError::into_storage)?)
+                        Update::Write(self.encode(object).map_err(RegistryError::into_storage)?)
                     }
                     DeletePlan::AlreadyDeleting => Update::Keep,
                 };

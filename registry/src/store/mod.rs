@@ -13,6 +13,7 @@ pub mod update;
 pub mod watch;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -23,7 +24,7 @@ use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::object::{self, Object};
-use crate::strategy::Strategy;
+use crate::strategy::{Conversion, Strategy};
 
 pub use self::delete::{DeleteOutcome, DeletePlan};
 pub use self::watch::{WatchEvent, WatchEventType};
@@ -34,8 +35,10 @@ pub struct Store {
     storage: Arc<dyn Interface>,
     admission: Arc<NamespaceLifecycle>,
     fields: Arc<FieldSchemas>,
-    /// The apiVersion read objects are shown in, when several versions share the storage.
-    convert_to: Option<String>,
+    /// Between the shape stored and the shape served, when they differ.
+    conversion: Option<Arc<dyn Conversion>>,
+    /// How long written objects live (the strategy's ttl).
+    ttl: Option<Duration>,
 }
 
 impl Store {
@@ -45,9 +48,11 @@ impl Store {
         storage: Arc<dyn Interface>,
         admission: Arc<NamespaceLifecycle>,
     ) -> Self {
-        let convert_to = strategy.converts_versions().then(|| info.api_version());
+        let conversion = strategy.conversion(&info);
+        let ttl = strategy.ttl();
         Self {
-            convert_to,
+            conversion,
+            ttl,
             info,
             strategy,
             storage,
@@ -109,14 +114,35 @@ impl Store {
         self.decode_bytes(&kv.value, kv.mod_revision)
     }
 
-    /// A stored object in this Store's version: with conversion strategy None only
-    /// apiVersion differs between versions.
+    /// A stored object in the shape this Store serves.
     pub(crate) fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
         let mut obj = decode_at(value, revision)?;
-        if let (Some(version), Some(map)) = (&self.convert_to, obj.as_object_mut()) {
-            map.insert("apiVersion".into(), Value::from(version.as_str()));
+        if let Some(conversion) = &self.conversion {
+            conversion.to_served(&mut obj);
         }
         Ok(obj)
+    }
+
+    /// How every write of this Store goes to storage: with the kind's ttl, if it has one.
+    pub(crate) fn write_options(&self) -> storage::UpdateOptions {
+        storage::UpdateOptions {
+            ttl: self.ttl,
+            ..Default::default()
+        }
+    }
+
+    /// The bytes to store for `obj` (see [`encode`]); `obj` becomes what reading them back
+    /// shows, so a write answers with the object as stored.
+    pub(crate) fn encode(&self, obj: &mut Object) -> Result<Bytes> {
+        let Some(conversion) = &self.conversion else {
+            return encode(obj);
+        };
+        let mut stored = obj.clone();
+        conversion.to_stored(&mut stored);
+        let bytes = encode(&mut stored)?;
+        conversion.to_served(&mut stored);
+        *obj = stored;
+        Ok(bytes)
     }
 }
 

@@ -94,7 +94,7 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<Bytes> {
         let kv = self.read_one(namespace, name, opts).await?;
-        let spliced = match self.convert_to {
+        let spliced = match self.conversion {
             None => with_resource_version(&kv.value, kv.mod_revision),
             Some(_) => None,
         };

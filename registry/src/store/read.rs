@@ -69,16 +69,22 @@ impl Store {
         Ok(Selection { labels, fields })
     }
 
-    /// The storage predicate of a selection (None: everything matches).
-    pub(crate) fn predicate(selection: Selection) -> Option<Predicate> {
+    /// The storage predicate of a selection (None: everything matches). Selectors name the
+    /// fields of the shape served, so stored objects are converted to it first.
+    pub(crate) fn predicate(&self, selection: Selection) -> Option<Predicate> {
         if selection.is_everything() {
             return None;
         }
         let selection = Arc::new(selection);
+        let conversion = self.conversion.clone();
         Some(Arc::new(move |kv: &KeyValue| {
-            serde_json::from_slice::<Value>(&kv.value)
-                .map(|obj| selection.matches(&obj))
-                .unwrap_or(false)
+            let Ok(mut obj) = serde_json::from_slice::<Value>(&kv.value) else {
+                return false;
+            };
+            if let Some(conversion) = &conversion {
+                conversion.to_served(&mut obj);
+            }
+            selection.matches(&obj)
         }))
     }
 
@@ -123,7 +129,7 @@ impl Store {
                     revision: opts.read_revision()?,
                     limit: opts.limit.max(0),
                     continue_token: opts.continue_token.clone().filter(|c| !c.is_empty()),
-                    predicate: Self::predicate(selection),
+                    predicate: self.predicate(selection),
                     recursive: true,
                 },
             )

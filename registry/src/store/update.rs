@@ -5,7 +5,7 @@
 use serde_json::Value;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
-use super::{encode, stamp, Store};
+use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
@@ -113,7 +113,7 @@ impl Store {
                 &key,
                 UpdateOptions {
                     ignore_not_found: may_create,
-                    ..Default::default()
+                    ..self.write_options()
                 },
                 &mut |current| {
                     let mut attempt = || -> Result<Next> {
@@ -127,7 +127,7 @@ impl Store {
                     // Encoding drops resourceVersion; the result is stamped with the new one.
                     let update = match &mut next {
                         Next::Write(obj) | Next::Create(obj) => {
-                            Update::Write(encode(obj).map_err(RegistryError::into_storage)?)
+                            Update::Write(self.encode(obj).map_err(RegistryError::into_storage)?)
                         }
                         // Removed at the revision the decision was made on.
                         Next::Delete(_) => Update::Delete,

@@ -75,7 +75,7 @@ impl Store {
                 WatchOptions {
                     revision,
                     recursive,
-                    predicate: Self::predicate(selection),
+                    predicate: self.predicate(selection),
                     bookmarks: opts.allow_watch_bookmarks,
                     send_initial_events,
                 },
@@ -85,7 +85,7 @@ impl Store {
         let api_version = self.info.api_version();
         let kind = self.info.kind.clone();
         let resource = self.info.qualified_resource();
-        let convert_to = self.convert_to.clone();
+        let conversion = self.conversion.clone();
         let events = stream.map(move |event| match event {
             Err(e) => WatchEvent {
                 kind: WatchEventType::Error,
@@ -112,8 +112,8 @@ impl Store {
                 };
                 match decode_at(&e.value, e.revision) {
                     Ok(mut object) => {
-                        if let (Some(version), Some(map)) = (&convert_to, object.as_object_mut()) {
-                            map.insert("apiVersion".into(), Value::from(version.as_str()));
+                        if let Some(conversion) = &conversion {
+                            conversion.to_served(&mut object);
                         }
                         WatchEvent { kind, object }
                     }

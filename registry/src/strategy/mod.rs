@@ -2,10 +2,15 @@
 //! RESTDeleteStrategy): defaults, validation, graceful deletion. Everything common lives in
 //! the generic Store.
 
+pub mod conversion;
 mod defaults;
+mod events;
 mod namespace;
 mod pod;
 mod workloads;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -13,6 +18,8 @@ use crate::catalogue::ResourceInfo;
 use crate::error::Cause;
 use crate::store::DeletePlan;
 
+pub use self::conversion::Conversion;
+pub use self::events::{EventStrategy, EventsV1};
 pub use self::namespace::NamespaceStrategy;
 pub use self::pod::PodStrategy;
 
@@ -76,10 +83,17 @@ pub trait Strategy: Send + Sync {
     /// What else that first delete records, e.g. a status condition.
     fn mark_deleting(&self, _obj: &mut Value) {}
 
-    /// Several versions share the resource's storage: objects read through this one are
-    /// shown in its apiVersion (custom resources with conversion strategy None).
-    fn converts_versions(&self) -> bool {
-        false
+    /// How objects are converted between the shape stored and the shape `info` serves, when
+    /// they differ: several versions or APIs share the resource's storage. None: stored as
+    /// served.
+    fn conversion(&self, _info: &ResourceInfo) -> Option<Arc<dyn Conversion>> {
+        None
+    }
+
+    /// How long after its last write an object expires (upstream's Store.TTLFunc). None: it
+    /// stays until deleted.
+    fn ttl(&self) -> Option<Duration> {
+        None
     }
 
     /// Why creates are refused at the moment, if they are (a custom resource whose definition
@@ -109,8 +123,24 @@ pub struct GenericStrategy;
 
 impl Strategy for GenericStrategy {}
 
+/// What the server's configuration decides about built-in strategies.
+#[derive(Clone, Copy, Debug)]
+pub struct StrategyConfig {
+    /// How long events live after their last write (`--event-ttl`).
+    pub event_ttl: Duration,
+}
+
+impl Default for StrategyConfig {
+    /// kube-apiserver's defaults.
+    fn default() -> Self {
+        Self {
+            event_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
 /// The Strategy of a catalogued resource.
-pub fn for_resource(info: &ResourceInfo) -> Box<dyn Strategy> {
+pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Strategy> {
     match (info.group.as_str(), info.kind.as_str()) {
         ("", "Pod") => Box::new(PodStrategy),
         ("", "Namespace") => Box::new(NamespaceStrategy),
@@ -126,11 +156,12 @@ pub fn for_resource(info: &ResourceInfo) -> Box<dyn Strategy> {
         ("apps", "DaemonSet") => Box::new(workloads::DaemonSetStrategy),
         ("batch", "Job") => Box::new(workloads::JobStrategy),
         ("batch", "CronJob") => Box::new(workloads::CronJobStrategy),
-        ("coordination.k8s.io", "Lease")
-        | ("", "Endpoints")
-        | ("", "Event")
-        | ("events.k8s.io", "Event")
-        | ("", "LimitRange") => Box::new(defaults::CreateOnUpdateStrategy),
+        ("", "Event") | ("events.k8s.io", "Event") => {
+            Box::new(EventStrategy::new(info, config.event_ttl))
+        }
+        ("coordination.k8s.io", "Lease") | ("", "Endpoints") | ("", "LimitRange") => {
+            Box::new(defaults::CreateOnUpdateStrategy)
+        }
         _ => Box::new(GenericStrategy),
     }
 }

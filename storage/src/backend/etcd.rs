@@ -14,6 +14,7 @@ use futures::StreamExt;
 use tokio::sync::Mutex;
 use tonic::Code;
 
+use super::etcd_leases::LeaseManager;
 use super::{
     Backend, BackendWatch, KeyRange, RangeRequest, RangeResponse, RawEvent, RawEventKind,
     TxnOutcome, WatchMessage,
@@ -41,6 +42,7 @@ impl EtcdConfig {
 
 pub struct EtcdBackend {
     client: Client,
+    leases: LeaseManager,
 }
 
 impl EtcdBackend {
@@ -55,7 +57,10 @@ impl EtcdBackend {
         let client = Client::connect(&config.endpoints, Some(options))
             .await
             .map_err(map_error)?;
-        Ok(Self { client })
+        Ok(Self {
+            leases: LeaseManager::new(client.clone()),
+            client,
+        })
     }
 
     /// One txn: `op` if the key's mod revision is `expected`, else read the key (so a lost
@@ -199,8 +204,18 @@ impl Backend for EtcdBackend {
         })
     }
 
-    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome> {
-        let put = TxnOp::put(key, value.to_vec(), Some(PutOptions::new().with_prev_key()));
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: i64,
+        ttl: Option<Duration>,
+    ) -> Result<TxnOutcome> {
+        let mut options = PutOptions::new().with_prev_key();
+        if let Some(ttl) = ttl {
+            options = options.with_lease(self.leases.lease_for(ttl).await?);
+        }
+        let put = TxnOp::put(key, value.to_vec(), Some(options));
         let (revision, responses) = match self.compare_and(key, expected, put).await? {
             Ok(applied) => applied,
             Err(failed) => return Ok(failed),

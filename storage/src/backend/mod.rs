@@ -2,9 +2,11 @@
 //! built once on top of them (`store`, `cacher`).
 
 pub mod etcd;
+mod etcd_leases;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -145,8 +147,16 @@ pub struct BackendWatch {
 pub trait Backend: Send + Sync + 'static {
     async fn range(&self, req: RangeRequest) -> Result<RangeResponse>;
 
-    /// Writes `value` if the key's mod revision is `expected` (0: the key must be absent).
-    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome>;
+    /// Writes `value` if the key's mod revision is `expected` (0: the key must be absent). With
+    /// a `ttl` the key is deleted once it passes with no later write; a write without one
+    /// leaves the key with no expiry.
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: i64,
+        ttl: Option<Duration>,
+    ) -> Result<TxnOutcome>;
 
     /// Deletes the key if its mod revision is `expected`.
     async fn delete_if(&self, key: &str, expected: i64) -> Result<TxnOutcome>;

@@ -171,8 +171,13 @@ impl Cacher {
 
 #[async_trait]
 impl Interface for Cacher {
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
-        self.store.create(key, value).await
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<KeyValue> {
+        self.store.create_with_ttl(key, value, ttl).await
     }
 
     async fn get(&self, key: &str, revision: ReadRevision) -> Result<KeyValue> {

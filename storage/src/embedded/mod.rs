@@ -5,6 +5,7 @@
 //! Why redb: a maintained, pure-Rust, crash-safe B-tree with checksummed commits and fsync on
 //! every durable commit; we add only the MVCC layout (`record`) and the batching.
 
+mod expiry;
 mod read;
 mod record;
 mod watch;
@@ -13,6 +14,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -20,7 +22,7 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 use tokio::sync::oneshot;
 use tracing::info;
 
-use self::record::{storage_err, EVENTS, KEYS, META, META_COMPACTED, META_REVISION};
+use self::record::{storage_err, META, META_COMPACTED, META_REVISION};
 use self::watch::Hub;
 use self::writer::WriteOp;
 use crate::backend::{Backend, BackendWatch, KeyRange, RangeRequest, RangeResponse, TxnOutcome};
@@ -38,6 +40,8 @@ pub struct EmbeddedBackend {
     db: Arc<Database>,
     writes: mpsc::Sender<WriteOp>,
     writer: std::thread::JoinHandle<()>,
+    /// Dropped with the backend, which stops the expiry sweeper.
+    _sweeper_stop: mpsc::Sender<()>,
     shared: Arc<Shared>,
     path: PathBuf,
 }
@@ -52,22 +56,24 @@ impl EmbeddedBackend {
         let db = Database::builder()
             .create(&path)
             .map_err(|e| StorageError::Internal(format!("opening {}: {e}", path.display())))?;
-        // Create the tables so readers never meet a missing one.
+        // Create the tables so readers never meet a missing one, and delete what expired
+        // while the store was closed before anyone can read it.
         let txn = db.begin_write().map_err(storage_err)?;
-        let (revision, compacted) = {
-            txn.open_table(EVENTS).map_err(storage_err)?;
-            txn.open_table(KEYS).map_err(storage_err)?;
-            let meta = txn.open_table(META).map_err(storage_err)?;
-            let get = |name| -> Result<Option<u64>> {
+        let (revision, compacted, expired) = {
+            let mut tables = writer::Tables::open(&txn)?;
+            let mut meta = txn.open_table(META).map_err(storage_err)?;
+            let get = |meta: &redb::Table<&str, u64>, name| -> Result<Option<u64>> {
                 Ok(meta.get(name).map_err(storage_err)?.map(|g| g.value()))
             };
-            (
-                get(META_REVISION)?.unwrap_or(1),
-                get(META_COMPACTED)?.unwrap_or(0),
-            )
+            let mut next = get(&meta, META_REVISION)?.unwrap_or(1) + 1;
+            let expired = writer::apply_expire(&mut tables, &mut next, &mut Vec::new())?;
+            if expired > 0 {
+                meta.insert(META_REVISION, next - 1).map_err(storage_err)?;
+            }
+            (next - 1, get(&meta, META_COMPACTED)?.unwrap_or(0), expired)
         };
         txn.commit().map_err(storage_err)?;
-        info!(path = %path.display(), revision, compacted, "opened embedded store");
+        info!(path = %path.display(), revision, compacted, expired, "opened embedded store");
 
         let db = Arc::new(db);
         let shared = Arc::new(Shared {
@@ -80,10 +86,17 @@ impl EmbeddedBackend {
             .name("embedded-writer".into())
             .spawn(move || writer::run(writer_db, rx, writer_shared))
             .map_err(|e| StorageError::Internal(format!("starting writer thread: {e}")))?;
+        let (sweeper_stop, stop) = mpsc::channel();
+        let (sweeper_db, sweeper_writes) = (db.clone(), writes.clone());
+        std::thread::Builder::new()
+            .name("embedded-expiry".into())
+            .spawn(move || expiry::run_sweeper(sweeper_db, sweeper_writes, stop))
+            .map_err(|e| StorageError::Internal(format!("starting expiry thread: {e}")))?;
         Ok(Self {
             db,
             writer,
             writes,
+            _sweeper_stop: sweeper_stop,
             shared,
             path,
         })
@@ -117,12 +130,19 @@ impl Backend for EmbeddedBackend {
             .map_err(|e| StorageError::Internal(format!("embedded read task: {e}")))?
     }
 
-    async fn put_if(&self, key: &str, value: Bytes, expected: i64) -> Result<TxnOutcome> {
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: i64,
+        ttl: Option<Duration>,
+    ) -> Result<TxnOutcome> {
         let key = key.to_string();
         self.submit(|reply| WriteOp::Put {
             key,
             value,
             expected,
+            ttl,
             reply,
         })
         .await

@@ -4,6 +4,9 @@
 //! - `keys`: key → revision of its latest change (high bit set when that change is a delete);
 //!   the index that makes latest reads one hop and historical reads a short walk back.
 //! - `meta`: the current and compacted revisions.
+//!
+//! And two for keys written with a ttl (see `expiry`): `deadlines`, key → when it expires
+//! (Unix milliseconds), and `expiry`, the same pairs ordered by time for the sweeper.
 
 use bytes::Bytes;
 use redb::{ReadableTable, TableDefinition};
@@ -14,6 +17,8 @@ use crate::{KeyValue, Result, StorageError};
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 pub const KEYS: TableDefinition<&[u8], u64> = TableDefinition::new("keys");
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub const DEADLINES: TableDefinition<&[u8], u64> = TableDefinition::new("deadlines");
+pub const EXPIRY: TableDefinition<&[u8], ()> = TableDefinition::new("expiry");
 
 pub const META_REVISION: &str = "revision";
 pub const META_COMPACTED: &str = "compacted";

@@ -6,14 +6,17 @@
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use redb::{Database, ReadableTable, Table};
 use tokio::sync::oneshot;
 use tracing::{debug, error, info};
 
+use super::expiry::{deadline_after, due, now_millis, schedule_key};
 use super::record::{
-    read_record, storage_err, KeyEntry, Record, EVENTS, KEYS, META, META_COMPACTED, META_REVISION,
+    read_record, storage_err, KeyEntry, Record, DEADLINES, EVENTS, EXPIRY, KEYS, META,
+    META_COMPACTED, META_REVISION,
 };
 use super::Shared;
 use crate::backend::{RawEvent, RawEventKind, TxnOutcome};
@@ -29,6 +32,7 @@ pub enum WriteOp {
         key: String,
         value: Bytes,
         expected: i64,
+        ttl: Option<Duration>,
         reply: oneshot::Sender<Result<TxnOutcome>>,
     },
     Delete {
@@ -40,11 +44,43 @@ pub enum WriteOp {
         revision: i64,
         reply: oneshot::Sender<Result<()>>,
     },
+    /// Delete the keys whose ttl ran out (the sweeper's request; nobody waits on it).
+    Expire,
 }
 
-struct Tables<'t> {
+pub(super) struct Tables<'t> {
     events: Table<'t, u64, &'static [u8]>,
     keys: Table<'t, &'static [u8], u64>,
+    deadlines: Table<'t, &'static [u8], u64>,
+    expiry: Table<'t, &'static [u8], ()>,
+}
+
+impl<'t> Tables<'t> {
+    pub(super) fn open(txn: &'t redb::WriteTransaction) -> Result<Self> {
+        Ok(Self {
+            events: txn.open_table(EVENTS).map_err(storage_err)?,
+            keys: txn.open_table(KEYS).map_err(storage_err)?,
+            deadlines: txn.open_table(DEADLINES).map_err(storage_err)?,
+            expiry: txn.open_table(EXPIRY).map_err(storage_err)?,
+        })
+    }
+
+    /// Records when the key expires (None: never), replacing what an earlier write set.
+    fn schedule(&mut self, key: &[u8], deadline: Option<u64>) -> Result<()> {
+        let old = self.deadlines.remove(key).map_err(storage_err)?;
+        if let Some(old) = old.map(|g| g.value()) {
+            self.expiry
+                .remove(schedule_key(old, key).as_slice())
+                .map_err(storage_err)?;
+        }
+        if let Some(deadline) = deadline {
+            self.deadlines.insert(key, deadline).map_err(storage_err)?;
+            self.expiry
+                .insert(schedule_key(deadline, key).as_slice(), ())
+                .map_err(storage_err)?;
+        }
+        Ok(())
+    }
 }
 
 pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
@@ -84,10 +120,7 @@ fn commit_writes(db: &Database, ops: Vec<WriteOp>, shared: &Shared) {
         let revision;
         {
             let mut meta = txn.open_table(META).map_err(storage_err)?;
-            let mut tables = Tables {
-                events: txn.open_table(EVENTS).map_err(storage_err)?,
-                keys: txn.open_table(KEYS).map_err(storage_err)?,
-            };
+            let mut tables = Tables::open(&txn)?;
             let mut next = current_revision(&meta)? + 1;
             for op in ops {
                 let (outcome, reply) = match op {
@@ -95,11 +128,16 @@ fn commit_writes(db: &Database, ops: Vec<WriteOp>, shared: &Shared) {
                         key,
                         value,
                         expected,
+                        ttl,
                         reply,
                     } => (
-                        apply_put(&mut tables, &mut next, &key, value, expected)?,
+                        apply_put(&mut tables, &mut next, &key, value, expected, ttl)?,
                         reply,
                     ),
+                    WriteOp::Expire => {
+                        apply_expire(&mut tables, &mut next, &mut events)?;
+                        continue;
+                    }
                     WriteOp::Delete {
                         key,
                         expected,
@@ -170,6 +208,7 @@ fn apply_put(
     key: &str,
     value: Bytes,
     expected: i64,
+    ttl: Option<Duration>,
 ) -> Result<Applied> {
     let (entry, live) = current(tables, key)?;
     if live.as_ref().map_or(0, |kv| kv.mod_revision) != expected {
@@ -199,6 +238,7 @@ fn apply_put(
         .keys
         .insert(key.as_bytes(), entry.encode())
         .map_err(storage_err)?;
+    tables.schedule(key.as_bytes(), ttl.map(deadline_after))?;
     let kv = record.key_value(revision);
     let event = RawEvent {
         kind: RawEventKind::Put,
@@ -250,6 +290,7 @@ fn apply_delete(
         .keys
         .insert(key.as_bytes(), tombstone.encode())
         .map_err(storage_err)?;
+    tables.schedule(key.as_bytes(), None)?;
     let event = RawEvent {
         kind: RawEventKind::Delete,
         kv: KeyValue {
@@ -269,6 +310,37 @@ fn apply_delete(
         },
         Some(event),
     ))
+}
+
+/// Deletes every key whose deadline has passed, each at its own revision as any delete.
+pub(super) fn apply_expire(
+    tables: &mut Tables<'_>,
+    next: &mut u64,
+    events: &mut Vec<RawEvent>,
+) -> Result<usize> {
+    let mut expired = 0;
+    for key in due(&tables.expiry, now_millis())? {
+        let Ok(key) = String::from_utf8(key.clone()) else {
+            // Keys are written from strings; anything else cannot be live, so just forget it.
+            tables.schedule(&key, None)?;
+            continue;
+        };
+        let (_, live) = current(tables, &key)?;
+        let Some(live) = live else {
+            tables.schedule(key.as_bytes(), None)?;
+            continue;
+        };
+        if let (TxnOutcome::Applied { .. }, Some(event)) =
+            apply_delete(tables, next, &key, live.mod_revision)?
+        {
+            events.push(event);
+            expired += 1;
+        }
+    }
+    if expired > 0 {
+        debug!(expired, "deleted expired keys");
+    }
+    Ok(expired)
 }
 
 /// Drops history before `target`, keeping for every key its state as of `target` so reads at
@@ -299,10 +371,7 @@ fn compact(db: &Database, target: i64) -> Result<()> {
                 return Ok(());
             }
             let upto = target.min(compacted + COMPACT_CHUNK);
-            let mut tables = Tables {
-                events: txn.open_table(EVENTS).map_err(storage_err)?,
-                keys: txn.open_table(KEYS).map_err(storage_err)?,
-            };
+            let mut tables = Tables::open(&txn)?;
             let mut touched = std::collections::BTreeSet::new();
             for item in tables
                 .events

@@ -7,6 +7,7 @@ mod list;
 mod watch;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -152,9 +153,14 @@ impl KvStore {
 
 #[async_trait]
 impl Interface for KvStore {
-    async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
+    async fn create_with_ttl(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<KeyValue> {
         let full = self.full_key(key);
-        match self.backend.put_if(&full, value, 0).await? {
+        match self.backend.put_if(&full, value, 0, ttl).await? {
             TxnOutcome::Applied { kv: Some(kv), .. } => Ok(self.strip(kv)),
             TxnOutcome::Applied { kv: None, .. } => {
                 Err(StorageError::Internal("create returned no value".into()))
@@ -256,6 +262,7 @@ impl Interface for KvStore {
                     }
                 }
             };
+            // An unchanged value is not written, its ttl not renewed either (as upstream).
             if let Some(kv) = &current {
                 if kv.value == value {
                     if from_cache {
@@ -267,7 +274,11 @@ impl Interface for KvStore {
                 }
             }
             let expected = current.as_ref().map_or(0, |kv| kv.mod_revision);
-            match self.backend.put_if(&full, value, expected).await? {
+            match self
+                .backend
+                .put_if(&full, value, expected, opts.ttl)
+                .await?
+            {
                 TxnOutcome::Applied { kv: Some(kv), .. } => return Ok(self.strip(kv)),
                 TxnOutcome::Applied { kv: None, .. } => {
                     return Err(StorageError::Internal("update returned no value".into()))
