@@ -1,6 +1,7 @@
-//! The in-process controllers (garbage collector, namespace controller): started with the
-//! server, and with several servers on one storage run only by the holder of the
-//! `kube-system/kube-controller-manager` Lease, as kube-controller-manager's leader election.
+//! The in-process controllers (garbage collector, namespace, ReplicaSet and
+//! ReplicationController controllers): started with the server, and with several servers on
+//! one storage run only by the holder of the `kube-system/kube-controller-manager` Lease, as
+//! kube-controller-manager's leader election.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -11,6 +12,8 @@ use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use futures::future::{join_all, BoxFuture};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -136,13 +139,20 @@ async fn run_controllers(
                 None
             }
         };
-    let gc_run = gc.run(stop.clone());
-    match namespaces {
-        Some(n) => {
-            tokio::join!(gc_run, n.run(stop.clone()));
-        }
-        None => gc_run.await,
+    let mut running: Vec<BoxFuture<'static, ()>> = vec![Box::pin(gc.run(stop.clone()))];
+    if let Some(n) = namespaces {
+        running.push(Box::pin(n.run(stop.clone())));
     }
+    for kind in [
+        ReplicaSetKind::ReplicaSet,
+        ReplicaSetKind::ReplicationController,
+    ] {
+        match ReplicaSetController::new(&informers, ReplicaSetControllerConfig::for_kind(kind)) {
+            Ok(c) => running.push(Box::pin(c.run(stop.clone()))),
+            Err(e) => error!(error = %e, controller = kind.component(), "controller cannot run"),
+        }
+    }
+    join_all(running).await;
     handle.set_gc(None);
     info!("controllers stopped");
 }

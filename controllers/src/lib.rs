@@ -7,5 +7,6 @@ pub mod garbage_collector;
 pub mod informer;
 pub mod leader_election;
 pub mod namespace;
+pub mod replicaset;
 pub mod worker;
 pub mod workqueue;
