@@ -50,12 +50,9 @@ impl InvolvedObject {
     /// The reference to a stored object (which carries its apiVersion and kind).
     pub fn of(obj: &Value) -> Self {
         Self {
-            api_version: object::str_field(obj, "apiVersion")
-                .unwrap_or_default()
-                .to_string(),
-            kind: object::str_field(obj, "kind")
-                .unwrap_or_default()
-                .to_string(),
+            // Top-level fields: `object::str_field` reads metadata's.
+            api_version: obj["apiVersion"].as_str().unwrap_or_default().to_string(),
+            kind: obj["kind"].as_str().unwrap_or_default().to_string(),
             namespace: object::namespace(obj).to_string(),
             name: object::name(obj).to_string(),
             uid: object::uid(obj).to_string(),
@@ -247,5 +244,32 @@ async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<W
         if let Err(e) = events.create(ns, write.event, &opts).await {
             debug!(event = %write.name, error = %e, "could not record event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn involved_object_takes_kind_from_the_object_and_names_from_metadata() {
+        let rs = json!({
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+        });
+        let involved = InvolvedObject::of(&rs);
+        assert_eq!(
+            (involved.api_version.as_str(), involved.kind.as_str()),
+            ("apps/v1", "ReplicaSet")
+        );
+        assert_eq!(
+            (
+                involved.namespace.as_str(),
+                involved.name.as_str(),
+                involved.uid.as_str()
+            ),
+            ("default", "web", "u1")
+        );
     }
 }
