@@ -196,13 +196,13 @@ impl ReplicaSetController {
                 if object::deletion_timestamp(&pod).is_some() {
                     // Seen already going (a relist after a restart): a deletion, not a creation.
                     self.pod_gone(&DeltaObject::Object(pod));
+                } else if controller_reference(&pod).is_none() {
+                    self.enqueue_selecting(&pod);
                 } else if let Some(set) = self.controller_of(&pod) {
                     if let Ok(key) = object_key(&set) {
                         self.expectations.creation_observed(&key);
                         self.queue.add(key);
                     }
-                } else {
-                    self.enqueue_selecting(&pod);
                 }
             }
             Notification::Update { old, new } => self.pod_updated(&old, &new),
@@ -229,7 +229,11 @@ impl ReplicaSetController {
                 self.enqueue(&set);
             }
         }
-        if let Some(set) = self.controller_of(new) {
+        if controller_reference(new).is_some() {
+            // Controlled by someone else (or a set not seen yet): not an orphan to adopt.
+            let Some(set) = self.controller_of(new) else {
+                return;
+            };
             self.enqueue(&set);
             let min_ready = min_ready_seconds(&set);
             if min_ready > 0 && !is_pod_ready(old) && is_pod_ready(new) {

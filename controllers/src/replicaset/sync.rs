@@ -88,8 +88,8 @@ impl ReplicaSetController {
         if let Some(Err(e)) = managed {
             return Err(e.error);
         }
-        let desired = set["spec"]["replicas"].as_i64().unwrap_or(1);
-        if counts.ready == desired && counts.available != desired {
+        // Ready pods become available with no event to say so: look again then.
+        if counts.available < counts.ready {
             return Ok(status::next_available_in(&set, &pods, now));
         }
         Ok(None)
