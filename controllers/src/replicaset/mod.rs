@@ -15,10 +15,11 @@
 
 mod controller;
 mod kind;
-pub mod ranking;
+mod ranking;
 mod status;
 mod sync;
 
 pub use controller::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetControllerError};
 pub use kind::ReplicaSetKind;
+pub use ranking::POD_DELETION_COST;
 pub use status::REPLICA_FAILURE;
