@@ -12,6 +12,7 @@ use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::serviceaccount::ServiceAccountController;
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -141,6 +142,15 @@ async fn run_controllers(
     match ServiceAccountController::new(&informers) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "serviceaccount controller cannot run"),
+    }
+    for kind in [
+        ReplicaSetKind::ReplicaSet,
+        ReplicaSetKind::ReplicationController,
+    ] {
+        match ReplicaSetController::new(&informers, ReplicaSetControllerConfig::for_kind(kind)) {
+            Ok(c) => running.push(c.run(stop.clone()).boxed()),
+            Err(e) => error!(error = %e, controller = kind.component(), "controller cannot run"),
+        }
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

@@ -7,7 +7,8 @@
 //! Run: `cargo bench -p controllers --bench deletion` (`DELETION_OBJECTS=n` to change 10,000,
 //! `DELETION_BACKENDS=embedded` or `=etcd` for one backend).
 
-use std::sync::Arc;
+mod support;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,18 +17,15 @@ use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use futures::stream::{self, StreamExt};
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
-use registry::{Catalogue, Registry};
 use serde_json::json;
 use storage::backend::DynBackend;
-use storage::{CacherConfig, Interface, Preconditions};
-use test_support::{BackendKind, TestBackend};
+use storage::{Interface, Preconditions};
+use support::{backends, env_count, registry_at, wait_for, CONCURRENCY};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Requests in flight while setting up and for the raw baseline.
-const CONCURRENCY: usize = 64;
 /// The namespace's objects are spread over these.
 const NAMESPACED: [(&str, &str); 5] = [
     ("", "configmaps"),
@@ -45,32 +43,15 @@ struct Row {
 }
 
 fn main() {
-    let objects: usize = std::env::var("DELETION_OBJECTS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
+    let objects = env_count("DELETION_OBJECTS", 10_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let kinds = BackendKind::chosen(
-        "DELETION_BACKENDS",
-        &[BackendKind::Etcd, BackendKind::Embedded],
-    );
     let rows = runtime.block_on(async {
         let mut rows = Vec::new();
-        for kind in kinds {
-            let backend = TestBackend::open(kind).await;
-            rows.push(
-                measure(
-                    kind.name(),
-                    storage::backend::open(&backend.etcd_servers(), backend.data_dir())
-                        .await
-                        .expect("open the test backend"),
-                    objects,
-                )
-                .await,
-            );
+        for (name, _kept, backend) in backends("DELETION_BACKENDS").await {
+            rows.push(measure(name, backend, objects).await);
         }
         rows
     });
@@ -147,24 +128,6 @@ async fn raw_delete_rate(backend: DynBackend, objects: usize) -> f64 {
         })
         .await;
     objects as f64 / started.elapsed().as_secs_f64()
-}
-
-async fn registry_at(backend: DynBackend, prefix: &str) -> Arc<Registry> {
-    let registry = Registry::new(
-        storage::KvStore::new(backend, prefix),
-        Arc::new(Catalogue::builtin()),
-        CacherConfig::default(),
-    );
-    registry.bootstrap().await.expect("bootstrap");
-    registry
-}
-
-async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
-    let started = Instant::now();
-    while !done().await {
-        assert!(started.elapsed() < limit, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Seconds from deleting one owner in the background until its dependents are all gone.

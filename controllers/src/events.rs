@@ -245,3 +245,30 @@ async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<W
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn involved_object_takes_kind_from_the_object_and_names_from_metadata() {
+        let rs = json!({
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+        });
+        let involved = InvolvedObject::of(&rs);
+        assert_eq!(
+            (involved.api_version.as_str(), involved.kind.as_str()),
+            ("apps/v1", "ReplicaSet")
+        );
+        assert_eq!(
+            (
+                involved.namespace.as_str(),
+                involved.name.as_str(),
+                involved.uid.as_str()
+            ),
+            ("default", "web", "u1")
+        );
+    }
+}

@@ -7,6 +7,7 @@ pub mod garbage_collector;
 pub mod informer;
 pub mod leader_election;
 pub mod namespace;
+pub mod replicaset;
 pub mod serviceaccount;
 pub mod worker;
 pub mod workqueue;

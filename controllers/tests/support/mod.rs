@@ -1,5 +1,7 @@
 //! A registry over a real backend (the embedded store in a temp dir, or a real etcd) whose
-//! configmap watches can be cut, to make an informer miss changes the way a partition would.
+//! configmap watches can be cut, to make an informer miss changes the way a partition would,
+//! whose pod watches can be slowed, to make an informer lag behind the store, and which counts
+//! the pods ever created.
 
 #![allow(dead_code)]
 
@@ -8,6 +10,7 @@ mod registry_support;
 
 use std::ops::{Deref, DerefMut};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,12 +31,17 @@ use tokio::sync::watch;
 
 /// Watches under this prefix (the configmaps' watch cache) can be cut.
 const CUT_PREFIX: &[u8] = b"/registry/configmaps/";
+/// Watches under this prefix (the pods' watch cache) can be slowed, and creations counted.
+const PODS_PREFIX: &str = "/registry/pods/";
 
 /// Passes everything through to the real backend, except that while cut, watches under
 /// [`CUT_PREFIX`] fail and open ones break, as if the network between them went away.
 pub struct Partition {
     inner: DynBackend,
     cut: watch::Sender<bool>,
+    /// Each pod watch message waits this long before it is passed on.
+    pod_watch_delay: watch::Sender<Duration>,
+    pod_creations: AtomicUsize,
 }
 
 fn partitioned() -> StorageError {
@@ -53,7 +61,14 @@ impl Backend for Partition {
         expected: i64,
         ttl: Option<std::time::Duration>,
     ) -> storage::Result<TxnOutcome> {
-        self.inner.put_if(key, value, expected, ttl).await
+        let outcome = self.inner.put_if(key, value, expected, ttl).await?;
+        if expected == 0
+            && key.starts_with(PODS_PREFIX)
+            && matches!(outcome, TxnOutcome::Applied { .. })
+        {
+            self.pod_creations.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(outcome)
     }
 
     async fn delete_if(&self, key: &str, expected: i64) -> storage::Result<TxnOutcome> {
@@ -61,6 +76,9 @@ impl Backend for Partition {
     }
 
     async fn watch(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
+        if range.start.starts_with(PODS_PREFIX.as_bytes()) {
+            return self.slowed(range, start_revision).await;
+        }
         if !range.start.starts_with(CUT_PREFIX) {
             return self.inner.watch(range, start_revision).await;
         }
@@ -111,6 +129,27 @@ impl Backend for Partition {
     }
 }
 
+impl Partition {
+    async fn slowed(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
+        let watch = self.inner.watch(range, start_revision).await?;
+        let delay = self.pod_watch_delay.subscribe();
+        let mut upstream = watch.messages;
+        let messages = async_stream::stream! {
+            while let Some(msg) = upstream.next().await {
+                let wait = *delay.borrow();
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+                yield msg;
+            }
+        };
+        Ok(BackendWatch {
+            messages: messages.boxed(),
+            progress: watch.progress,
+        })
+    }
+}
+
 /// The registry tests' harness over a [`Partition`] of the test backend.
 pub struct Harness {
     inner: registry_support::Harness,
@@ -124,6 +163,8 @@ impl FromBackend for Harness {
                 .await
                 .expect("open the test backend"),
             cut: watch::Sender::new(false),
+            pod_watch_delay: watch::Sender::new(Duration::ZERO),
+            pod_creations: AtomicUsize::new(0),
         });
         let cache = CacherConfig {
             progress_interval: Duration::from_millis(100),
@@ -160,6 +201,16 @@ impl Harness {
 
     pub fn heal(&self) {
         self.partition.cut.send_replace(false);
+    }
+
+    /// Delays every pod watch message by `delay` from now on (zero: no delay).
+    pub fn slow_pod_watches(&self, delay: Duration) {
+        self.partition.pod_watch_delay.send_replace(delay);
+    }
+
+    /// Pods created in storage so far.
+    pub fn pod_creations(&self) -> usize {
+        self.partition.pod_creations.load(Ordering::SeqCst)
     }
 
     /// Compacts all history up to now; returns the revision.

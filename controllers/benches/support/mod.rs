@@ -1,0 +1,57 @@
+//! What the controller benchmarks share: the backends to run on, a registry per run, and
+//! waiting for a controller's work to show.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use registry::{Catalogue, Registry};
+use storage::backend::DynBackend;
+use storage::CacherConfig;
+use test_support::{BackendKind, TestBackend};
+
+/// Requests in flight while setting up and for the raw baselines.
+pub const CONCURRENCY: usize = 64;
+
+/// A number from the environment variable `var`, or `default`.
+pub fn env_count(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The backends chosen by `var` (`embedded` or `etcd`; both when unset), each opened; the
+/// TestBackend keeps its etcd or directory alive.
+pub async fn backends(var: &str) -> Vec<(&'static str, TestBackend, DynBackend)> {
+    let mut opened = Vec::new();
+    for kind in BackendKind::chosen(var, &[BackendKind::Etcd, BackendKind::Embedded]) {
+        let test_backend = TestBackend::open(kind).await;
+        let backend = storage::backend::open(&test_backend.etcd_servers(), test_backend.data_dir())
+            .await
+            .expect("open the test backend");
+        opened.push((kind.name(), test_backend, backend));
+    }
+    opened
+}
+
+/// A bootstrapped registry of the built-in resources under `prefix` of `backend`.
+pub async fn registry_at(backend: DynBackend, prefix: &str) -> Arc<Registry> {
+    let registry = Registry::new(
+        storage::KvStore::new(backend, prefix),
+        Arc::new(Catalogue::builtin()),
+        CacherConfig::default(),
+    );
+    registry.bootstrap().await.expect("bootstrap");
+    registry
+}
+
+/// Polls `done` every 10 ms; panics after `limit`.
+pub async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let started = Instant::now();
+    while !done().await {
+        assert!(started.elapsed() < limit, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
