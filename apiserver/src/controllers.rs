@@ -5,6 +5,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
 use controllers::leader_election::{
@@ -136,12 +137,23 @@ async fn run_controllers(
                 None
             }
         };
+    let deployments =
+        match DeploymentController::new(&informers, DeploymentControllerConfig::default()) {
+            Ok(d) => Some(tokio::spawn(d.run(stop.clone()))),
+            Err(e) => {
+                error!(error = %e, "deployment controller cannot run");
+                None
+            }
+        };
     let gc_run = gc.run(stop.clone());
     match namespaces {
         Some(n) => {
             tokio::join!(gc_run, n.run(stop.clone()));
         }
         None => gc_run.await,
+    }
+    if let Some(d) = deployments {
+        let _ = d.await;
     }
     handle.set_gc(None);
     info!("controllers stopped");
