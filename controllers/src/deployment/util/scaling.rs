@@ -84,7 +84,8 @@ pub fn proportional_sizes(d: &Value, active: &[Value]) -> (Ordering, Vec<(usize,
 /// available, less the new ReplicaSet's replicas that are not available yet.
 pub fn old_scale_down_room(d: &Value, all_pods: i32, new_rs: &Value) -> i32 {
     let min_available = spec_replicas(d) - max_unavailable(d);
-    let new_unavailable = spec_replicas(new_rs) - status_count(new_rs, "availableReplicas");
+    let new_unavailable =
+        (spec_replicas(new_rs) - status_count(new_rs, "availableReplicas")).max(0);
     all_pods - min_available - new_unavailable
 }
 
@@ -100,7 +101,9 @@ pub fn unhealthy_cleanup(old: &[Value], max: i32) -> Vec<(usize, i32)> {
         }
         let size = spec_replicas(rs);
         let available = status_count(rs, "availableReplicas");
-        if size == 0 || size == available {
+        // Status can lag a scale-down and report more available than wanted: nothing
+        // unhealthy there (upstream refuses such a step as invalid).
+        if size == 0 || available >= size {
             continue;
         }
         let down = (max - total).min(size - available);
@@ -119,9 +122,11 @@ pub fn old_scale_down<'a>(
     old: &[Value],
 ) -> Vec<(usize, i32)> {
     let min_available = spec_replicas(d) - max_unavailable(d);
+    // A ReplicaSet just scaled down still reports the pods it is about to delete; counting
+    // them would let availability drop below the minimum (upstream counts them).
     let available: i32 = all
         .into_iter()
-        .map(|rs| status_count(rs, "availableReplicas"))
+        .map(|rs| status_count(rs, "availableReplicas").min(spec_replicas(rs)))
         .sum();
     if available <= min_available {
         return Vec::new();
@@ -229,6 +234,9 @@ mod tests {
         // Nothing above the minimum: nothing shrinks.
         let old = vec![rs("old", "2024-01-01T00:00:00Z", 9, None, 9)];
         assert!(old_scale_down(&d, old.iter().chain([&new]), &old).is_empty());
+        // Pods a shrunk ReplicaSet still reports do not count as available.
+        let old = vec![rs("old", "2024-01-01T00:00:00Z", 9, None, 10)];
+        assert!(old_scale_down(&d, old.iter().chain([&new]), &old).is_empty());
     }
 
     #[test]
@@ -241,5 +249,8 @@ mod tests {
         assert_eq!(unhealthy_cleanup(&old, 4), vec![(1, 1), (2, 1)]);
         assert_eq!(unhealthy_cleanup(&old, 10), vec![(1, 1), (2, 0)]);
         assert!(unhealthy_cleanup(&old, 0).is_empty());
+        // A status lagging a scale-down never turns the cleanup into a scale-up.
+        let lagging = vec![rs("a", "2024-01-01T00:00:00Z", 3, None, 4)];
+        assert!(unhealthy_cleanup(&lagging, 2).is_empty());
     }
 }
