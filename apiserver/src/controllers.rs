@@ -6,6 +6,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
 use controllers::leader_election::{
@@ -151,6 +152,10 @@ async fn run_controllers(
             Ok(c) => running.push(c.run(stop.clone()).boxed()),
             Err(e) => error!(error = %e, controller = kind.component(), "controller cannot run"),
         }
+    }
+    match DeploymentController::new(&informers, DeploymentControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "deployment controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

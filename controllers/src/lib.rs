@@ -2,6 +2,7 @@
 //! (no HTTP loopback) through the same informer machinery a client would use.
 pub mod apiextensions;
 pub mod controller_utils;
+pub mod deployment;
 pub mod events;
 pub mod garbage_collector;
 pub mod informer;

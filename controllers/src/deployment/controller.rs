@@ -1,0 +1,268 @@
+//! The controller loop: deployments are queued when they, their ReplicaSets, or (for
+//! Recreate) their pods change, and each sync reconciles one deployment from the informers'
+//! view, writing through the Stores.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use registry::selector::labels::LabelSelector;
+use registry::{object, Store};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::config::DeploymentControllerConfig;
+use crate::events::EventRecorder;
+use crate::informer::{
+    controller_uid, dispatch, wait_for_sync, FactoryError, InformerFactory, Notification,
+    SharedInformer, NAMESPACE_INDEX,
+};
+use crate::worker::{run_workers, Next};
+use crate::workqueue::RateLimitingQueue;
+
+pub struct DeploymentController {
+    pub(super) config: DeploymentControllerConfig,
+    pub(super) deployments: Arc<Store>,
+    pub(super) replica_sets: Arc<Store>,
+    pub(super) deployment_informer: SharedInformer,
+    pub(super) rs_informer: SharedInformer,
+    pub(super) pod_informer: SharedInformer,
+    /// `namespace/name` of deployments.
+    pub(super) queue: RateLimitingQueue<String>,
+    pub(super) recorder: EventRecorder,
+}
+
+fn store(
+    informers: &InformerFactory,
+    group: &str,
+    plural: &str,
+) -> Result<Arc<Store>, FactoryError> {
+    informers
+        .registry()
+        .store(group, "v1", plural)
+        .ok_or_else(|| FactoryError::NotServed(format!("{group}/v1/{plural}")))
+}
+
+impl DeploymentController {
+    pub fn new(
+        informers: &InformerFactory,
+        config: DeploymentControllerConfig,
+    ) -> Result<Arc<Self>, FactoryError> {
+        let deployments = store(informers, "apps", "deployments")?;
+        let replica_sets = store(informers, "apps", "replicasets")?;
+        Ok(Arc::new(Self {
+            deployment_informer: informers.informer_for(&deployments),
+            rs_informer: informers.informer_for(&replica_sets),
+            pod_informer: informers.informer("", "v1", "pods")?,
+            recorder: EventRecorder::new(informers.registry().clone(), "deployment-controller"),
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+            deployments,
+            replica_sets,
+            config,
+        }))
+    }
+
+    /// Runs until `stop` fires; runs once.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!(
+            workers = self.config.workers,
+            "starting deployment controller"
+        );
+        let mut dispatchers = Vec::new();
+        for (informer, kind) in [
+            (&self.deployment_informer, Kind::Deployment),
+            (&self.rs_informer, Kind::ReplicaSet),
+            (&self.pod_informer, Kind::Pod),
+        ] {
+            let this = self.clone();
+            dispatchers.push(dispatch(informer.subscribe(), stop.clone(), move |n| {
+                this.on_notification(kind, &n)
+            }));
+        }
+        let informers = [
+            &self.deployment_informer,
+            &self.rs_informer,
+            &self.pod_informer,
+        ];
+        let synced = tokio::select! {
+            synced = wait_for_sync(&informers) => synced,
+            () = stop.cancelled() => false,
+        };
+        if synced {
+            let this = self.clone();
+            run_workers(
+                "deployment",
+                self.queue.clone(),
+                self.config.workers,
+                stop.clone(),
+                move |key| {
+                    let this = this.clone();
+                    async move { this.process(key).await }
+                },
+            )
+            .await;
+        } else if !stop.is_cancelled() {
+            warn!("deployment controller informers stopped before they synced");
+        }
+        self.queue.shut_down();
+        for d in dispatchers {
+            let _ = d.await;
+        }
+        info!("deployment controller stopped");
+    }
+
+    async fn process(&self, key: String) -> Next {
+        match self.sync_deployment(&key).await {
+            Ok(None) => Next::Done,
+            Ok(Some(after)) => Next::After(after),
+            Err(e) => {
+                warn!(deployment = %key, error = %e, retries = self.queue.num_requeues(&key), "deployment sync failed; retrying");
+                Next::Retry
+            }
+        }
+    }
+
+    pub(super) fn enqueue(&self, d: &Value) {
+        self.queue.add(key(d));
+    }
+
+    fn on_notification(&self, kind: Kind, n: &Notification) {
+        match (kind, n) {
+            (Kind::Deployment, Notification::Add(d)) => self.enqueue(d),
+            (Kind::Deployment, Notification::Update { new, .. }) => self.enqueue(new),
+            (Kind::Deployment, Notification::Delete(d)) => match d.object() {
+                Some(d) => self.enqueue(d),
+                None => {
+                    if let Ok(k) = d.key() {
+                        self.queue.add(k);
+                    }
+                }
+            },
+            (Kind::ReplicaSet, Notification::Add(rs)) => self.on_replica_set(rs, None),
+            (Kind::ReplicaSet, Notification::Update { old, new }) => {
+                if object::resource_version(old) != object::resource_version(new) {
+                    self.on_replica_set(new, Some(old));
+                }
+            }
+            (Kind::ReplicaSet, Notification::Delete(rs)) => {
+                if let Some(d) = rs.object().and_then(|rs| self.controlling_deployment(rs)) {
+                    self.enqueue(&d);
+                }
+            }
+            // A Recreate rollout waits for the old pods to be gone.
+            (Kind::Pod, Notification::Delete(pod)) => {
+                if let Some(d) = pod.object().and_then(|p| self.deployment_of_pod(p)) {
+                    if d["spec"]["strategy"]["type"] == "Recreate" {
+                        self.enqueue(&d);
+                    }
+                }
+            }
+            (Kind::Pod, _) => {}
+        }
+    }
+
+    /// A ReplicaSet changed: its controller (and a former one) looks again; an orphan is
+    /// offered to every deployment that selects it.
+    fn on_replica_set(&self, rs: &Value, old: Option<&Value>) {
+        if let Some(old) = old {
+            if controller_uid(old) != controller_uid(rs) {
+                if let Some(d) = self.controlling_deployment(old) {
+                    self.enqueue(&d);
+                }
+            }
+        }
+        if controller_uid(rs).is_some() {
+            if let Some(d) = self.controlling_deployment(rs) {
+                self.enqueue(&d);
+            }
+            return;
+        }
+        let relabeled = old.is_none_or(|o| object::labels(o) != object::labels(rs));
+        if relabeled || old.is_some_and(|o| controller_uid(o).is_some()) {
+            for d in self.deployments_selecting(rs) {
+                self.enqueue(&d);
+            }
+        }
+    }
+
+    /// The deployment named by `obj`'s controller reference, if it is still that one.
+    pub(super) fn controlling_deployment(&self, obj: &Value) -> Option<Arc<Value>> {
+        let reference = obj["metadata"]["ownerReferences"]
+            .as_array()?
+            .iter()
+            .find(|r| r["controller"].as_bool() == Some(true))?;
+        if reference["kind"] != "Deployment" {
+            return None;
+        }
+        let name = reference["name"].as_str()?;
+        let d = self
+            .deployment_informer
+            .indexer()
+            .get(&format!("{}/{name}", object::namespace(obj)))?;
+        (object::uid(&d) == reference["uid"].as_str()?).then_some(d)
+    }
+
+    fn deployment_of_pod(&self, pod: &Value) -> Option<Arc<Value>> {
+        let uid = controller_uid(pod)?;
+        let rs = self
+            .rs_informer
+            .indexer()
+            .by_index(NAMESPACE_INDEX, object::namespace(pod))
+            .ok()?
+            .into_iter()
+            .find(|rs| object::uid(rs) == uid)?;
+        self.controlling_deployment(&rs)
+    }
+
+    fn deployments_selecting(&self, rs: &Value) -> Vec<Arc<Value>> {
+        self.deployment_informer
+            .indexer()
+            .by_index(NAMESPACE_INDEX, object::namespace(rs))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| {
+                selector(d).is_some_and(|s| !s.is_empty() && s.matches_labels(object::labels(rs)))
+            })
+            .collect()
+    }
+
+    /// Pods of the namespace selected by the deployment, by the uid of the ReplicaSet among
+    /// `rss` that controls them (upstream's getPodMapForDeployment).
+    pub(super) fn pod_map(&self, d: &Value, rss: &[Value]) -> HashMap<String, Vec<Arc<Value>>> {
+        let mut map: HashMap<String, Vec<Arc<Value>>> = rss
+            .iter()
+            .map(|rs| (object::uid(rs).to_string(), Vec::new()))
+            .collect();
+        let Some(sel) = selector(d) else { return map };
+        for pod in self
+            .pod_informer
+            .indexer()
+            .by_index(NAMESPACE_INDEX, object::namespace(d))
+            .unwrap_or_default()
+        {
+            if !sel.matches_labels(object::labels(&pod)) {
+                continue;
+            }
+            if let Some(list) = controller_uid(&pod).and_then(|uid| map.get_mut(uid)) {
+                list.push(pod);
+            }
+        }
+        map
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Deployment,
+    ReplicaSet,
+    Pod,
+}
+
+pub(super) fn key(obj: &Value) -> String {
+    format!("{}/{}", object::namespace(obj), object::name(obj))
+}
+
+/// The deployment's selector, if it parses.
+pub(super) fn selector(d: &Value) -> Option<LabelSelector> {
+    LabelSelector::from_label_selector_json(&d["spec"]["selector"]).ok()
+}
