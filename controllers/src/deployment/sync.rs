@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
-use registry::patch::PatchType;
 use registry::{object, RegistryError, Subresource};
 use serde_json::{json, Value};
 use tracing::{debug, warn};
@@ -525,25 +524,28 @@ impl DeploymentController {
         Ok(())
     }
 
-    /// Sets the deployment's revision annotation. Our status subresource keeps metadata as
-    /// stored (upstream's lets annotations through), so it is a patch of its own.
+    /// Sets the deployment's revision annotation, through the status subresource as upstream
+    /// (it lets annotations through and does not move the generation).
     async fn set_revision(&self, d: &mut Value, revision: &str) -> Result<(), SyncError> {
         if annotation(d, REVISION) == Some(revision) {
             return Ok(());
         }
-        let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
-        let patched = self
+        let mut next = d.clone();
+        object::meta_mut(&mut next)
+            .entry("annotations")
+            .or_insert_with(|| json!({}));
+        next["metadata"]["annotations"][REVISION] = json!(revision);
+        let (updated, _) = self
             .deployments
-            .patch(
+            .update(
                 Some(object::namespace(d)),
                 object::name(d),
-                PatchType::Merge,
-                patch.to_string().as_bytes(),
-                Subresource::Main,
+                next,
+                Subresource::Status,
                 &write(),
             )
             .await?;
-        d["metadata"] = patched["metadata"].clone();
+        *d = updated;
         Ok(())
     }
 }

@@ -218,16 +218,29 @@ impl Store {
                 self.strategy.prepare_for_update(&mut new, &old);
                 new
             }
-            Subresource::Status => replace_part(&old, &new, &["status"]),
+            Subresource::Status => {
+                let mut next = replace_part(&old, &new, &["status"]);
+                for field in self.strategy.status_metadata_fields() {
+                    let value = new.pointer(&format!("/metadata/{field}")).cloned();
+                    let meta = object::meta_mut(&mut next);
+                    match value {
+                        Some(v) => meta.insert(field.to_string(), v),
+                        None => meta.remove(*field),
+                    };
+                }
+                next
+            }
             Subresource::Finalize => replace_part(&old, &new, &["spec", "finalizers"]),
         };
         if self.info.has_generation {
             let generation = object::generation(&old).max(1);
-            let bumped = if self.strategy.generation_changes(&new, &old) {
-                generation + 1
-            } else {
-                generation
-            };
+            // A status write never counts as a change of what the user asked for.
+            let bumped =
+                if sub != Subresource::Status && self.strategy.generation_changes(&new, &old) {
+                    generation + 1
+                } else {
+                    generation
+                };
             object::meta_mut(&mut new).insert("generation".into(), Value::from(bumped));
         }
         let old_finalizers = object::finalizers(&old);

@@ -45,6 +45,13 @@ pub trait Strategy: Send + Sync {
         self.validate_update(new, old)
     }
 
+    /// Metadata fields a status update takes from the request rather than keeping the stored
+    /// ones (upstream's deployment status strategy lets annotations through: the controller
+    /// records the revision there without counting it as a change of the spec).
+    fn status_metadata_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Whether an update moves metadata.generation on (kinds with generations): a change of
     /// the spec, or whatever else the kind counts as one.
     fn generation_changes(&self, new: &Value, old: &Value) -> bool {

@@ -101,6 +101,10 @@ fn validate_spec(obj: &Value) -> Vec<Cause> {
 }
 
 impl Strategy for DeploymentStrategy {
+    fn status_metadata_fields(&self) -> &'static [&'static str] {
+        &["annotations"]
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         defaults(obj);
     }

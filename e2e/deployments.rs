@@ -1,0 +1,170 @@
+//! Deployments end to end through the real binary and the real kubectl, on the embedded store
+//! and on etcd: the Deployment and ReplicaSet controllers together take `kubectl create
+//! deployment` to ready pods, and `rollout status | history | undo`, `set image`, `scale` and a
+//! foreground delete behave as on a real cluster. A thread here stands in for the kubelet,
+//! marking every new pod Running and Ready.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{start, start_on_etcd, Kubectl, Server};
+use test_support::wait_until;
+
+const LONG: Duration = Duration::from_secs(60);
+const PODS: &str = "/api/v1/namespaces/default/pods";
+
+fn live(list: Value) -> Vec<Value> {
+    let mut items = list["items"].as_array().cloned().unwrap_or_default();
+    items.retain(|p| p["metadata"]["deletionTimestamp"].is_null());
+    items
+}
+
+/// Marks pods Running and Ready until dropped, as a kubelet would report them.
+struct Kubelet {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Kubelet {
+    fn start(s: &Server) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, port) = (stop.clone(), s.port);
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let list = Server::send(port, "GET", PODS, &[], b"");
+                if list.status != 200 {
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
+                for mut pod in live(list.json()) {
+                    if pod["status"]["phase"] == "Running" {
+                        continue;
+                    }
+                    let name = pod["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    pod["status"] = json!({
+                        "phase": "Running",
+                        "conditions": [{"type": "Ready", "status": "True",
+                                        "lastTransitionTime": registry_now()}],
+                    });
+                    // A pod deleted meanwhile answers 404 or 409: the next round sees it.
+                    let body = serde_json::to_vec(&pod).unwrap_or_default();
+                    let path = format!("{PODS}/{name}/status");
+                    let json = [("Content-Type", "application/json")];
+                    let _ = Server::send(port, "PUT", &path, &json, &body);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn registry_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn replica_sets(s: &Server) -> Vec<Value> {
+    live(s.json(&["get", "rs", "-l", "app=web"]))
+}
+
+fn rollout_status(s: &Server) {
+    let out = s.kubectl(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+}
+
+fn deployment_lifecycle(s: &Server) {
+    let _kubelet = Kubelet::start(s);
+    s.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1",
+        "--replicas=3",
+    ]);
+    rollout_status(s);
+    let d = s.json(&["get", "deployment", "web"]);
+    assert_eq!(d["status"]["availableReplicas"], 3, "{d}");
+    assert_eq!(
+        d["status"]["observedGeneration"],
+        d["metadata"]["generation"]
+    );
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    let available = d["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Available").cloned())
+        .expect("Available condition");
+    assert_eq!(available["status"], "True");
+    assert_eq!(available["reason"], "MinimumReplicasAvailable");
+
+    s.kubectl(&["set", "image", "deployment/web", "nginx=nginx:2"]);
+    rollout_status(s);
+    let sets = replica_sets(s);
+    assert_eq!(sets.len(), 2, "{sets:?}");
+    let by_image = |image: &str| {
+        sets.iter()
+            .find(|rs| rs["spec"]["template"]["spec"]["containers"][0]["image"] == image)
+            .cloned()
+            .expect("replica set of the image")
+    };
+    assert_eq!(by_image("nginx:2")["spec"]["replicas"], 3);
+    assert_eq!(by_image("nginx:1")["spec"]["replicas"], 0);
+    let history = s.kubectl(&["rollout", "history", "deployment/web"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+
+    s.kubectl(&["rollout", "undo", "deployment/web"]);
+    rollout_status(s);
+    let d = s.json(&["get", "deployment", "web"]);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1"
+    );
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    // The first ReplicaSet was reused, not a third one made.
+    assert_eq!(replica_sets(s).len(), 2);
+
+    s.kubectl(&["scale", "deployment", "web", "--replicas=5"]);
+    rollout_status(s);
+    wait_until("5 pods", LONG, || live(s.get(PODS).json()).len() == 5);
+    let events = s.kubectl(&["describe", "deployment", "web"]);
+    assert!(events.contains("ScalingReplicaSet"), "{events}");
+
+    s.kubectl(&["delete", "deployment", "web", "--cascade=foreground"]);
+    wait_until("replica sets and pods gone", LONG, || {
+        replica_sets(s).is_empty() && live(s.get(PODS).json()).is_empty()
+    });
+}
+
+#[test]
+fn deployment_rollouts_with_kubectl_on_embedded() {
+    deployment_lifecycle(&start());
+}
+
+#[test]
+fn deployment_rollouts_with_kubectl_on_etcd() {
+    deployment_lifecycle(&start_on_etcd());
+}
