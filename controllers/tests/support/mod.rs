@@ -6,6 +6,8 @@
 #[path = "../../../registry/tests/support/mod.rs"]
 mod registry_support;
 
+pub mod batch;
+
 use std::ops::{Deref, DerefMut};
 
 use std::sync::Arc;
