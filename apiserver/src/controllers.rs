@@ -5,12 +5,15 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
+use controllers::job::{JobController, JobControllerConfig};
 use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -136,6 +139,19 @@ async fn run_controllers(
                 None
             }
         };
+    let mut workloads = tokio::task::JoinSet::new();
+    match JobController::new(&informers, JobControllerConfig::default()) {
+        Ok(c) => drop(workloads.spawn(c.run(stop.clone()))),
+        Err(e) => error!(error = %e, "job controller cannot run"),
+    }
+    match CronJobController::new(&informers, CronJobControllerConfig::default()) {
+        Ok(c) => drop(workloads.spawn(c.run(stop.clone()))),
+        Err(e) => error!(error = %e, "cronjob controller cannot run"),
+    }
+    match TtlAfterFinishedController::new(&informers, TtlAfterFinishedConfig::default()) {
+        Ok(c) => drop(workloads.spawn(c.run(stop.clone()))),
+        Err(e) => error!(error = %e, "TTL after finished controller cannot run"),
+    }
     let gc_run = gc.run(stop.clone());
     match namespaces {
         Some(n) => {
@@ -143,6 +159,7 @@ async fn run_controllers(
         }
         None => gc_run.await,
     }
+    while workloads.join_next().await.is_some() {}
     handle.set_gc(None);
     info!("controllers stopped");
 }

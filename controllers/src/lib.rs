@@ -3,11 +3,13 @@
 pub mod apiextensions;
 pub mod clock;
 pub mod controller_utils;
+pub mod cronjob;
 pub mod events;
 pub mod garbage_collector;
 pub mod informer;
 pub mod job;
 pub mod leader_election;
 pub mod namespace;
+pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;

@@ -6,13 +6,14 @@ mod support;
 use std::time::Duration;
 
 use controllers::job::{JobController, JobControllerConfig, JOB_TRACKING_FINALIZER};
+use controllers::ttl_after_finished::TtlAfterFinishedController;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::Subresource;
 use serde_json::{json, Value};
 use support::batch::{
-    create, event_reasons, get, has_condition, informers, job, list, running_pods, set_phase,
-    true_conditions, wait_for, wait_running,
+    create, event_reasons, finish_job, get, has_condition, informers, job, list, running_pods,
+    set_phase, true_conditions, wait_for, wait_running,
 };
 use support::Harness;
 use tokio_util::sync::CancellationToken;
@@ -226,10 +227,42 @@ async fn an_active_deadline_fails_the_job(h: &Harness) {
     stop.cancel();
 }
 
+async fn a_finished_job_is_deleted_after_its_ttl(h: &Harness) {
+    let controller =
+        TtlAfterFinishedController::new(&informers(h), Default::default()).expect("ttl controller");
+    let stop = CancellationToken::new();
+    tokio::spawn(controller.run(stop.clone()));
+    let jobs = h.store("batch", "jobs");
+    create(
+        &jobs,
+        NS,
+        job("brief", json!({"ttlSecondsAfterFinished": 1})),
+    )
+    .await;
+    create(&jobs, NS, job("kept", json!({}))).await;
+    create(
+        &jobs,
+        NS,
+        job("later", json!({"ttlSecondsAfterFinished": 3600})),
+    )
+    .await;
+    for name in ["brief", "kept", "later"] {
+        finish_job(&jobs, NS, name, "Complete").await;
+    }
+    wait_for("the expired job to go", || async {
+        get(&jobs, NS, "brief").await.is_none()
+    })
+    .await;
+    assert!(get(&jobs, NS, "kept").await.is_some());
+    assert!(get(&jobs, NS, "later").await.is_some());
+    stop.cancel();
+}
+
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
     completions_run_at_most_parallelism_pods,
     failures_past_the_backoff_limit_fail_the_job,
     suspend_deletes_pods_and_resume_starts_over,
     an_active_deadline_fails_the_job,
+    a_finished_job_is_deleted_after_its_ttl,
 );

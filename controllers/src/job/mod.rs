@@ -16,7 +16,7 @@ mod tracking;
 
 pub use config::JobControllerConfig;
 pub use controller::{JobController, JobControllerError};
-pub use status::is_finished;
+pub use status::{finished_condition, finished_condition_type, is_finished, Condition};
 
 /// Held by every pod of a Job until the controller has counted it.
 pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";

@@ -151,3 +151,8 @@ pub fn finished_condition(job: &Value) -> Option<Condition> {
         .into_iter()
         .find(|c| (c.type_ == COMPLETE || c.type_ == FAILED) && c.is_true())
 }
+
+/// "Complete" or "Failed" once the Job finished.
+pub fn finished_condition_type(job: &Value) -> Option<String> {
+    finished_condition(job).map(|c| c.type_)
+}
