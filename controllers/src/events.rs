@@ -50,12 +50,9 @@ impl InvolvedObject {
     /// The reference to a stored object (which carries its apiVersion and kind).
     pub fn of(obj: &Value) -> Self {
         Self {
-            api_version: object::str_field(obj, "apiVersion")
-                .unwrap_or_default()
-                .to_string(),
-            kind: object::str_field(obj, "kind")
-                .unwrap_or_default()
-                .to_string(),
+            // Top-level fields: `object::str_field` reads metadata's.
+            api_version: obj["apiVersion"].as_str().unwrap_or_default().to_string(),
+            kind: obj["kind"].as_str().unwrap_or_default().to_string(),
             namespace: object::namespace(obj).to_string(),
             name: object::name(obj).to_string(),
             uid: object::uid(obj).to_string(),
