@@ -6,15 +6,18 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
+use controllers::job::{JobController, JobControllerConfig};
 use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::serviceaccount::ServiceAccountController;
+use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::watch;
@@ -156,6 +159,18 @@ async fn run_controllers(
     match DeploymentController::new(&informers, DeploymentControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "deployment controller cannot run"),
+    }
+    match JobController::new(&informers, JobControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "job controller cannot run"),
+    }
+    match CronJobController::new(&informers, CronJobControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "cronjob controller cannot run"),
+    }
+    match TtlAfterFinishedController::new(&informers, TtlAfterFinishedConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "TTL after finished controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

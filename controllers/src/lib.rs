@@ -1,14 +1,18 @@
 //! Controllers running inside the server: they consume the registry's watch streams directly
 //! (no HTTP loopback) through the same informer machinery a client would use.
 pub mod apiextensions;
+pub mod clock;
 pub mod controller_utils;
+pub mod cronjob;
 pub mod deployment;
 pub mod events;
 pub mod garbage_collector;
 pub mod informer;
+pub mod job;
 pub mod leader_election;
 pub mod namespace;
 pub mod replicaset;
 pub mod serviceaccount;
+pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;

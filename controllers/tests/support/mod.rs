@@ -8,6 +8,8 @@
 #[path = "../../../registry/tests/support/mod.rs"]
 mod registry_support;
 
+pub mod batch;
+
 use std::ops::{Deref, DerefMut};
 
 use std::sync::atomic::{AtomicUsize, Ordering};

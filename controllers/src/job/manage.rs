@@ -1,0 +1,214 @@
+//! Creating and deleting a Job's pods toward the number that should run (upstream's
+//! manageJob, deleteJobPods, getPodsForJob).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use registry::object;
+use registry::options::ListOptions;
+use serde_json::{json, Value};
+
+use super::backoff::BackoffRecord;
+use super::controller::JobController;
+use super::pods;
+use super::sync::SyncCtx;
+use super::JOB_TRACKING_FINALIZER;
+use crate::controller_utils::{
+    claim, controller_ref, is_pod_ready, pod_from_template, slow_start_batch, Claimable, SyncError,
+};
+use crate::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+
+/// At most this many pods are created or deleted in one sync (MaxPodCreateDeletePerSync).
+const MAX_POD_CHANGES_PER_SYNC: usize = 500;
+
+pub(super) struct Managed {
+    pub active: i64,
+    pub requeue: Option<Duration>,
+    pub error: Option<SyncError>,
+}
+
+impl JobController {
+    /// The Job's pods: those its selector claims, or, while it has no selector, those it
+    /// controls.
+    pub(super) async fn pods_for_job(
+        &self,
+        job: &Arc<Value>,
+        spec: &super::spec::JobSpec,
+    ) -> Result<Vec<Arc<Value>>, SyncError> {
+        let indexer = self.pod_informer.indexer();
+        let Some(selector) = &spec.selector else {
+            return Ok(indexer
+                .by_index(CONTROLLER_UID_INDEX, object::uid(job))
+                .unwrap_or_default());
+        };
+        let candidates = indexer
+            .by_index(NAMESPACE_INDEX, object::namespace(job))
+            .unwrap_or_default();
+        let jobs = self.jobs.clone();
+        let namespace = object::namespace(job).to_string();
+        let name = object::name(job).to_string();
+        let claimable = Claimable {
+            owner: job,
+            store: &self.pods,
+            selector,
+            fresh_owner: Box::new(move || {
+                let (jobs, namespace, name) = (jobs.clone(), namespace.clone(), name.clone());
+                async move {
+                    Ok(jobs
+                        .get(Some(&namespace), &name, &ListOptions::default())
+                        .await?)
+                }
+                .boxed()
+            }),
+        };
+        claim(&claimable, candidates).await
+    }
+
+    pub(super) async fn manage_job(
+        &self,
+        ctx: &SyncCtx,
+        active_pods: &[Arc<Value>],
+        succeeded: i64,
+        backoff: &BackoffRecord,
+    ) -> Managed {
+        let active = active_pods.len() as i64;
+        let spec = &ctx.spec;
+        if spec.suspend {
+            let (deleted, error) = self.delete_pods(ctx, active_pods).await;
+            return Managed {
+                active: active - deleted as i64,
+                requeue: None,
+                error,
+            };
+        }
+        let want_active = match spec.completions {
+            // A work queue: once one pod succeeded, whatever runs is left to finish.
+            None if succeeded > 0 => active,
+            None => spec.parallelism,
+            Some(completions) => (completions - succeeded).clamp(0, spec.parallelism),
+        };
+        let excess = (active - want_active).max(0) as usize;
+        if excess > 0 {
+            let doomed = pods_for_removal(active_pods, excess.min(MAX_POD_CHANGES_PER_SYNC));
+            let (deleted, error) = self.delete_pods(ctx, &doomed).await;
+            return Managed {
+                active: active - deleted as i64,
+                requeue: None,
+                error,
+            };
+        }
+        let terminating = if spec.only_replace_failed {
+            ctx.pods.iter().filter(|p| pods::is_terminating(p)).count() as i64
+        } else {
+            0
+        };
+        if active + terminating >= want_active {
+            return Managed {
+                active,
+                requeue: None,
+                error: None,
+            };
+        }
+        let wait = backoff.remaining(
+            ctx.now,
+            self.config.pod_failure_backoff,
+            self.config.max_pod_failure_backoff,
+        );
+        if !wait.is_zero() {
+            return Managed {
+                active,
+                requeue: Some(wait),
+                error: None,
+            };
+        }
+        let wanted = ((want_active - active - terminating) as usize).min(MAX_POD_CHANGES_PER_SYNC);
+        let mut pod = pod_from_template(
+            &spec.template,
+            object::name(&ctx.job),
+            controller_ref(&ctx.job),
+        );
+        add_tracking_finalizer(&mut pod);
+        self.expectations.expect_creations(&ctx.key, wanted);
+        let (created, error) = slow_start_batch(wanted, || {
+            let pod = pod.clone();
+            async move { self.pod_control.create(&ctx.job, pod).await.map(|_| ()) }
+        })
+        .await;
+        // Creations that failed or never started will never be seen.
+        self.expectations
+            .lower_creations(&ctx.key, wanted - created);
+        Managed {
+            active: active + created as i64,
+            requeue: None,
+            error,
+        }
+    }
+
+    /// Deletes `victims` at once; how many went and the first error.
+    pub(super) async fn delete_pods(
+        &self,
+        ctx: &SyncCtx,
+        victims: &[Arc<Value>],
+    ) -> (usize, Option<SyncError>) {
+        if victims.is_empty() {
+            return (0, None);
+        }
+        let keys: Vec<String> = victims
+            .iter()
+            .map(|p| format!("{}/{}", object::namespace(p), object::name(p)))
+            .collect();
+        self.expectations.expect_deletions(&ctx.key, keys.clone());
+        let results = futures::future::join_all(
+            victims
+                .iter()
+                .map(|p| self.pod_control.delete(&ctx.job, object::name(p))),
+        )
+        .await;
+        let mut deleted = 0;
+        let mut first_error = None;
+        for (result, key) in results.into_iter().zip(keys) {
+            match result {
+                Ok(()) => deleted += 1,
+                Err(e) => {
+                    self.expectations.deletion_observed(&ctx.key, &key);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        (deleted, first_error)
+    }
+}
+
+fn add_tracking_finalizer(pod: &mut Value) {
+    let finalizers = object::meta_mut(pod)
+        .entry("finalizers")
+        .or_insert_with(|| json!([]));
+    if !finalizers.is_array() {
+        *finalizers = json!([]);
+    }
+    if let Some(list) = finalizers.as_array_mut() {
+        if !list.iter().any(|f| f == JOB_TRACKING_FINALIZER) {
+            list.push(json!(JOB_TRACKING_FINALIZER));
+        }
+    }
+}
+
+/// The `count` pods best removed first: not ready before ready, younger before older
+/// (upstream's activePodsForRemoval, by controller.ActivePods' ranking, simplified).
+fn pods_for_removal(active: &[Arc<Value>], count: usize) -> Vec<Arc<Value>> {
+    let mut ranked = active.to_vec();
+    ranked.sort_by(|a, b| {
+        let created = |p: &Value| {
+            p["metadata"]["creationTimestamp"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        is_pod_ready(a)
+            .cmp(&is_pod_ready(b))
+            .then_with(|| created(b).cmp(&created(a)))
+    });
+    ranked.truncate(count);
+    ranked
+}
