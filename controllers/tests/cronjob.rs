@@ -15,7 +15,9 @@ use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::Subresource;
 use serde_json::{json, Value};
-use support::batch::{create, event_reasons, finish_job, get, informers, job_spec, list, wait_for};
+use support::batch::{
+    create, event_reasons, finish_job, get, informers, list, template_spec, wait_for,
+};
 use support::Harness;
 use tokio_util::sync::CancellationToken;
 
@@ -82,7 +84,7 @@ fn cronjob(name: &str, extra: Value) -> Value {
         "schedule": "*/1 * * * *",
         "jobTemplate": {
             "metadata": {"labels": {"made-by": name}},
-            "spec": job_spec(name, json!({})),
+            "spec": template_spec(name, json!({})),
         },
     });
     if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {

@@ -38,9 +38,16 @@ where
 /// A Job's spec with a selector of its own and matching template labels, as a Job made by the
 /// server's defaulting would have (`manualSelector`, so nothing is generated).
 pub fn job_spec(name: &str, extra: Value) -> Value {
+    let mut spec = template_spec(name, extra);
+    spec["manualSelector"] = json!(true);
+    spec["selector"] = json!({"matchLabels": {"job": name}});
+    spec
+}
+
+/// A CronJob's jobTemplate spec: no selector, which the server generates for each Job (upstream
+/// refuses one in a template).
+pub fn template_spec(name: &str, extra: Value) -> Value {
     let mut spec = json!({
-        "manualSelector": true,
-        "selector": {"matchLabels": {"job": name}},
         "template": {
             "metadata": {"labels": {"job": name}},
             "spec": {
