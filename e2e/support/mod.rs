@@ -3,9 +3,12 @@
 #![allow(dead_code)]
 
 mod kubectl;
+mod kubelet;
 
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;
+#[allow(unused_imports)]
+pub use kubelet::Kubelet;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -25,8 +28,10 @@ pub struct Server {
     pub dir: tempfile::TempDir,
     /// The log line that said the server is serving (carries `startup_ms=`).
     pub serving_line: String,
-    /// Every line the server logged so far.
+    /// Every line the server logged so far (across restarts).
     pub logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The binary's arguments, to start it again on the same port and data.
+    command_line: Vec<String>,
 }
 
 impl Drop for Server {
@@ -61,13 +66,30 @@ pub fn start_with_args(
     let dir = tempfile::tempdir().expect("temp dir");
     let port = free_port();
     let kubeconfig = dir.path().join("kubeconfig");
+    let mut command_line: Vec<String> = vec!["--port".into(), port.to_string()];
+    command_line.push("--data-dir".into());
+    command_line.push(dir.path().join("data").display().to_string());
+    command_line.push("--write-kubeconfig".into());
+    command_line.push(kubeconfig.display().to_string());
+    command_line.extend(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")));
+    command_line.extend(args.iter().map(|a| a.to_string()));
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (child, serving_line) = spawn(&command_line, &logs);
+    Server {
+        etcd,
+        child,
+        port,
+        kubeconfig,
+        dir,
+        serving_line,
+        logs,
+        command_line,
+    }
+}
+
+/// Runs the binary with `args`, its log lines appended to `logs`; returns once it serves.
+fn spawn(args: &[String], logs: &std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-        .args(["--port", &port.to_string()])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .arg("--write-kubeconfig")
-        .arg(&kubeconfig)
-        .args(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")))
         .args(args)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
@@ -76,7 +98,6 @@ pub fn start_with_args(
         .expect("start apiserver");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
-    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let kept = logs.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -91,15 +112,7 @@ pub fn start_with_args(
     let serving_line = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("apiserver serving");
-    Server {
-        etcd,
-        child,
-        port,
-        kubeconfig,
-        dir,
-        serving_line,
-        logs,
-    }
+    (child, serving_line)
 }
 
 pub struct Response {
@@ -134,7 +147,14 @@ impl Server {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Response {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        // A server that is down (restarting) answers status 0, so pollers can go on.
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+            return Response {
+                status: 0,
+                headers: String::new(),
+                body: String::new(),
+            };
+        };
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
@@ -187,6 +207,16 @@ impl Server {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+    }
+
+    /// Kills the server as a crash would (SIGKILL: no lease released, nothing flushed on the
+    /// way out) and starts it again on the same port, data dir and storage.
+    pub fn crash_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (child, serving_line) = spawn(&self.command_line, &self.logs);
+        self.child = child;
+        self.serving_line = serving_line;
     }
 
     pub fn get(&self, path: &str) -> Response {

@@ -1,0 +1,98 @@
+//! A stand-in for the kubelet until nodes exist: a thread that reports the pods of the default
+//! namespace Running and Ready over HTTP, as a kubelet writes pod status.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Server;
+
+const PODS: &str = "/api/v1/namespaces/default/pods";
+
+/// Marks pods Running and Ready until dropped.
+pub struct Kubelet {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Kubelet {
+    /// Every new pod is reported ready within about 100 ms.
+    pub fn start(s: &Server) -> Self {
+        Self::run(s.port, None)
+    }
+
+    /// At most one pod is reported ready per `interval`, so that a rollout takes steps a test
+    /// can act between. Keeps going across restarts of the server on the same port.
+    pub fn paced(s: &Server, interval: Duration) -> Self {
+        Self::run(s.port, Some(interval))
+    }
+
+    fn run(port: u16, interval: Option<Duration>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let list = Server::send(port, "GET", PODS, &[], b"");
+                let pending = if list.status == 200 {
+                    not_running(list.json())
+                } else {
+                    Vec::new()
+                };
+                let batch = if interval.is_some() { 1 } else { pending.len() };
+                for pod in pending.into_iter().take(batch) {
+                    report_ready(port, pod);
+                }
+                std::thread::sleep(interval.unwrap_or(Duration::from_millis(100)));
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Kubelet {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Live pods not reported running yet, oldest first.
+fn not_running(list: Value) -> Vec<Value> {
+    let mut items = list["items"].as_array().cloned().unwrap_or_default();
+    items.retain(|p| {
+        p["metadata"]["deletionTimestamp"].is_null() && p["status"]["phase"] != "Running"
+    });
+    items.sort_by(|a, b| {
+        let created = |p: &Value| {
+            p["metadata"]["creationTimestamp"]
+                .as_str()
+                .map(str::to_string)
+        };
+        created(a).cmp(&created(b))
+    });
+    items
+}
+
+fn report_ready(port: u16, mut pod: Value) {
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    pod["status"] = json!({
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
+    });
+    // A pod deleted meanwhile answers 404 or 409: the next round sees it.
+    let body = serde_json::to_vec(&pod).unwrap_or_default();
+    let path = format!("{PODS}/{name}/status");
+    let json = [("Content-Type", "application/json")];
+    let _ = Server::send(port, "PUT", &path, &json, &body);
+}
