@@ -10,6 +10,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::informer::{wait_for_sync, SharedInformer};
 use crate::workqueue::RateLimitingQueue;
 
 /// What the queue does with a key after its sync.
@@ -33,6 +34,33 @@ impl<E: std::fmt::Display> From<Result<Option<Duration>, E>> for Next {
             Err(_) => Next::Retry,
         }
     }
+}
+
+/// A controller's life once its event handlers are registered: wait until `informers` have
+/// synced (upstream's WaitForCacheSync), then run the workers until `stop`. The queue is shut
+/// down either way, so handlers still firing add nothing.
+pub async fn run_when_synced<K, F, Fut>(
+    name: &'static str,
+    informers: &[&SharedInformer],
+    queue: RateLimitingQueue<K>,
+    workers: usize,
+    stop: CancellationToken,
+    sync: F,
+) where
+    K: Clone + Eq + Hash + Send + Sync + std::fmt::Debug + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Next> + Send + 'static,
+{
+    let synced = tokio::select! {
+        synced = wait_for_sync(informers) => synced,
+        () = stop.cancelled() => false,
+    };
+    if synced {
+        run_workers(name, queue.clone(), workers, stop, sync).await;
+    } else if !stop.is_cancelled() {
+        warn!(controller = name, "informers stopped before they synced");
+    }
+    queue.shut_down();
 }
 
 /// Runs `workers` workers over `queue` until `stop` fires, then shuts the queue down and

@@ -13,10 +13,9 @@ use super::config::CronJobControllerConfig;
 use super::COMPONENT;
 use crate::events::EventRecorder;
 use crate::informer::{
-    dispatch, object_key, wait_for_sync, FactoryError, InformerFactory, Notification,
-    SharedInformer,
+    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
 };
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -79,26 +78,19 @@ impl CronJobController {
                 this.enqueue_controller_of(job);
             }
         });
-        let informers = [&self.cronjob_informer, &self.job_informer];
-        let synced = tokio::select! {
-            synced = wait_for_sync(&informers) => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers(
-                "cronjob",
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |key| {
-                    let this = this.clone();
-                    async move { this.process(key).await }
-                },
-            )
-            .await;
-        }
-        self.queue.shut_down();
+        let this = self.clone();
+        run_when_synced(
+            "cronjob",
+            &[&self.cronjob_informer, &self.job_informer],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.process(key).await }
+            },
+        )
+        .await;
         let _ = tokio::join!(cronjobs, jobs);
         info!("cronjob controller stopped");
     }

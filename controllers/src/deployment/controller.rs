@@ -14,10 +14,10 @@ use tracing::{info, warn};
 use super::config::DeploymentControllerConfig;
 use crate::events::EventRecorder;
 use crate::informer::{
-    controller_uid, dispatch, wait_for_sync, FactoryError, InformerFactory, Notification,
-    SharedInformer, NAMESPACE_INDEX,
+    controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
+    NAMESPACE_INDEX,
 };
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 pub struct DeploymentController {
@@ -79,32 +79,23 @@ impl DeploymentController {
                 this.on_notification(kind, &n)
             }));
         }
-        let informers = [
-            &self.deployment_informer,
-            &self.rs_informer,
-            &self.pod_informer,
-        ];
-        let synced = tokio::select! {
-            synced = wait_for_sync(&informers) => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers(
-                "deployment",
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |key| {
-                    let this = this.clone();
-                    async move { this.process(key).await }
-                },
-            )
-            .await;
-        } else if !stop.is_cancelled() {
-            warn!("deployment controller informers stopped before they synced");
-        }
-        self.queue.shut_down();
+        let this = self.clone();
+        run_when_synced(
+            "deployment",
+            &[
+                &self.deployment_informer,
+                &self.rs_informer,
+                &self.pod_informer,
+            ],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.process(key).await }
+            },
+        )
+        .await;
         for d in dispatchers {
             let _ = d.await;
         }

@@ -17,10 +17,10 @@ use super::COMPONENT;
 use crate::controller_utils::{Expectations, PodControl};
 use crate::events::EventRecorder;
 use crate::informer::{
-    dispatch, object_key, wait_for_sync, FactoryError, InformerFactory, Notification,
-    SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
+    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
+    CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -96,26 +96,19 @@ impl JobController {
         let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
             this.on_pod(&n)
         });
-        let informers = [&self.job_informer, &self.pod_informer];
-        let synced = tokio::select! {
-            synced = wait_for_sync(&informers) => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers(
-                "job",
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |key| {
-                    let this = this.clone();
-                    async move { this.process(key).await }
-                },
-            )
-            .await;
-        }
-        self.queue.shut_down();
+        let this = self.clone();
+        run_when_synced(
+            "job",
+            &[&self.job_informer, &self.pod_informer],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.process(key).await }
+            },
+        )
+        .await;
         let _ = tokio::join!(jobs, pods);
         info!("job controller stopped");
     }

@@ -15,10 +15,10 @@ use super::status::min_ready_seconds;
 use crate::controller_utils::{is_pod_ready, Expectations, PodControl};
 use crate::events::EventRecorder;
 use crate::informer::{
-    dispatch, object_key, wait_for_sync, DeltaObject, FactoryError, InformerFactory, Notification,
-    SharedInformer, NAMESPACE_INDEX,
+    dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
+    NAMESPACE_INDEX,
 };
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -113,31 +113,19 @@ impl ReplicaSetController {
             let this = self.clone();
             dispatch(self.pods.subscribe(), stop.clone(), move |n| this.on_pod(n))
         };
-        let informers = [&self.sets, &self.pods];
-        let synced = tokio::select! {
-            synced = wait_for_sync(&informers) => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers(
-                component,
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |key| {
-                    let this = this.clone();
-                    async move { this.process(key).await }
-                },
-            )
-            .await;
-        } else if !stop.is_cancelled() {
-            warn!(
-                controller = component,
-                "informers stopped before they synced"
-            );
-        }
-        self.queue.shut_down();
+        let this = self.clone();
+        run_when_synced(
+            component,
+            &[&self.sets, &self.pods],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.process(key).await }
+            },
+        )
+        .await;
         for events in [set_events, pod_events] {
             if let Err(e) = events.await {
                 warn!(controller = component, error = %e, "event dispatch failed");

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 /// The accounts every namespace gets (`--service-account-names`... upstream has just this one).
@@ -66,14 +66,14 @@ impl ServiceAccountController {
                 }
             }
         });
-        let informers = [&self.namespaces, &self.accounts];
-        let synced = tokio::select! {
-            synced = crate::informer::wait_for_sync(&informers) => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers("serviceaccount", self.queue.clone(), WORKERS, stop.clone(), move |ns| {
+        let this = self.clone();
+        run_when_synced(
+            "serviceaccount",
+            &[&self.namespaces, &self.accounts],
+            self.queue.clone(),
+            WORKERS,
+            stop.clone(),
+            move |ns| {
                 let this = this.clone();
                 async move {
                     match this.sync(&ns).await {
@@ -84,10 +84,9 @@ impl ServiceAccountController {
                         }
                     }
                 }
-            })
-            .await;
-        }
-        self.queue.shut_down();
+            },
+        )
+        .await;
         for task in [namespaces, accounts] {
             let _ = task.await;
         }
