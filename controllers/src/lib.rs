@@ -12,6 +12,7 @@ pub mod job;
 pub mod leader_election;
 pub mod namespace;
 pub mod replicaset;
+pub mod scheduling;
 pub mod serviceaccount;
 pub mod ttl_after_finished;
 pub mod worker;
