@@ -4,6 +4,7 @@ pub mod apiextensions;
 pub mod clock;
 pub mod controller_utils;
 pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod events;
 pub mod garbage_collector;
