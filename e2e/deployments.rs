@@ -9,18 +9,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{start, start_on_etcd, Kubectl, Kubelet, Server};
+use support::{live, start, start_on_etcd, Kubectl, Kubelet, Server, PODS};
 use test_support::wait_until;
 
 const LONG: Duration = Duration::from_secs(60);
-const PODS: &str = "/api/v1/namespaces/default/pods";
-
-fn live(list: Value) -> Vec<Value> {
-    let mut items = list["items"].as_array().cloned().unwrap_or_default();
-    items.retain(|p| p["metadata"]["deletionTimestamp"].is_null());
-    items
-}
-
 fn replica_sets(s: &Server) -> Vec<Value> {
     live(s.json(&["get", "rs", "-l", "app=web"]))
 }

@@ -11,11 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start_with_args, Kubectl, Kubelet, Server};
+use support::{start_with_args, Kubectl, Kubelet, Server, PODS};
 use test_support::{wait_until, EtcdServer};
 
 const LONG: Duration = Duration::from_secs(90);
-const PODS: &str = "/api/v1/namespaces/default/pods";
 const REPLICAS: usize = 4;
 const HASH: &str = "pod-template-hash";
 

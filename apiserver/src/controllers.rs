@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
+use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
@@ -159,6 +160,10 @@ async fn run_controllers(
     match DeploymentController::new(&informers, DeploymentControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "deployment controller cannot run"),
+    }
+    match DaemonSetController::new(&informers, DaemonSetControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "daemon set controller cannot run"),
     }
     match JobController::new(&informers, JobControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),

@@ -9,7 +9,14 @@ use serde_json::{json, Value};
 
 use super::Server;
 
-const PODS: &str = "/api/v1/namespaces/default/pods";
+pub const PODS: &str = "/api/v1/namespaces/default/pods";
+
+/// The items of a list that are not being deleted.
+pub fn live(list: Value) -> Vec<Value> {
+    let mut items = list["items"].as_array().cloned().unwrap_or_default();
+    items.retain(|p| p["metadata"]["deletionTimestamp"].is_null());
+    items
+}
 
 /// Marks pods Running and Ready until dropped.
 pub struct Kubelet {

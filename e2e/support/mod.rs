@@ -8,7 +8,7 @@ mod kubelet;
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;
 #[allow(unused_imports)]
-pub use kubelet::Kubelet;
+pub use kubelet::{live, Kubelet, PODS};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -73,6 +73,21 @@ impl Expectations {
         });
     }
 
+    /// Records creations and deletions about to be made together (upstream's
+    /// SetExpectations), for a controller that does both in one sync.
+    pub fn expect(&self, key: &str, adds: usize, deletes: impl IntoIterator<Item = String>) {
+        self.with(|m| {
+            m.insert(
+                key.to_string(),
+                Expected {
+                    adds: adds as i64,
+                    deletes: deletes.into_iter().collect(),
+                    set_at: Instant::now(),
+                },
+            )
+        });
+    }
+
     /// A created pod was seen, or a creation was given up (it will never be seen).
     pub fn creation_observed(&self, key: &str) {
         self.lower_creations(key, 1);

@@ -18,7 +18,7 @@ use crate::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
 };
 use crate::job::finished_condition;
-use crate::worker::{run_workers, Next};
+use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -95,31 +95,25 @@ impl TtlAfterFinishedController {
                 }
             }
         });
-        let synced = tokio::select! {
-            synced = self.informer.wait_for_sync() => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let this = self.clone();
-            run_workers(
-                "ttl-after-finished",
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |key| {
-                    let this = this.clone();
-                    async move {
-                        let result = this.sync(&key).await;
-                        if let Err(e) = &result {
-                            warn!(job = %key, error = %e, "TTL cleanup failed; retrying");
-                        }
-                        Next::from(result)
+        let this = self.clone();
+        run_when_synced(
+            "ttl-after-finished",
+            &[&self.informer],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move {
+                    let result = this.sync(&key).await;
+                    if let Err(e) = &result {
+                        warn!(job = %key, error = %e, "TTL cleanup failed; retrying");
                     }
-                },
-            )
-            .await;
-        }
-        self.queue.shut_down();
+                    Next::from(result)
+                }
+            },
+        )
+        .await;
         let _ = events.await;
         info!("TTL after finished controller stopped");
     }
