@@ -7,6 +7,7 @@ pub mod cronjob;
 pub mod deployment;
 pub mod events;
 pub mod garbage_collector;
+pub mod history;
 pub mod informer;
 pub mod job;
 pub mod leader_election;

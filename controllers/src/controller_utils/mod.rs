@@ -5,6 +5,7 @@
 
 mod claim;
 mod expectations;
+pub mod hash;
 mod owner_references;
 mod pod_control;
 mod pods;
