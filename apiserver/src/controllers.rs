@@ -17,6 +17,7 @@ use controllers::leader_election::{
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::serviceaccount::ServiceAccountController;
+use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -159,6 +160,10 @@ async fn run_controllers(
     match DeploymentController::new(&informers, DeploymentControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "deployment controller cannot run"),
+    }
+    match StatefulSetController::new(&informers, StatefulSetControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "statefulset controller cannot run"),
     }
     match JobController::new(&informers, JobControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),

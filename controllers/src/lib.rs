@@ -14,6 +14,7 @@ pub mod leader_election;
 pub mod namespace;
 pub mod replicaset;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;
