@@ -3,9 +3,12 @@
 #![allow(dead_code)]
 
 mod kubectl;
+mod kubelet;
 
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;
+#[allow(unused_imports)]
+pub use kubelet::{live, Kubelet};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
