@@ -18,6 +18,7 @@ use controllers::leader_election::{
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::serviceaccount::ServiceAccountController;
+use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -164,6 +165,10 @@ async fn run_controllers(
     match DaemonSetController::new(&informers, DaemonSetControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "daemon set controller cannot run"),
+    }
+    match StatefulSetController::new(&informers, StatefulSetControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "statefulset controller cannot run"),
     }
     match JobController::new(&informers, JobControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),

@@ -16,6 +16,7 @@ pub mod namespace;
 pub mod replicaset;
 pub mod scheduling;
 pub mod serviceaccount;
+pub mod statefulset;
 pub mod ttl_after_finished;
 pub mod worker;
 pub mod workqueue;

@@ -1,0 +1,216 @@
+//! The controller loop: sets are queued when they, their pods or their revisions change;
+//! each sync reconciles one set from the informers' view, writing through the Stores.
+
+use std::sync::Arc;
+
+use registry::selector::labels::LabelSelector;
+use registry::{object, Store};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::config::StatefulSetControllerConfig;
+use super::pod_control::StatefulPodControl;
+use crate::events::EventRecorder;
+use crate::history::History;
+use crate::informer::{
+    controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
+    NAMESPACE_INDEX,
+};
+use crate::worker::{run_when_synced, Next};
+use crate::workqueue::RateLimitingQueue;
+
+pub struct StatefulSetController {
+    pub(super) config: StatefulSetControllerConfig,
+    pub(super) sets: Arc<Store>,
+    pub(super) set_informer: SharedInformer,
+    pub(super) pod_informer: SharedInformer,
+    pub(super) history: History,
+    pub(super) pod_control: StatefulPodControl,
+    /// `namespace/name` of sets.
+    pub(super) queue: RateLimitingQueue<String>,
+}
+
+fn store(
+    informers: &InformerFactory,
+    group: &str,
+    plural: &str,
+) -> Result<Arc<Store>, FactoryError> {
+    informers
+        .registry()
+        .store(group, "v1", plural)
+        .ok_or_else(|| FactoryError::NotServed(format!("{group}/v1/{plural}")))
+}
+
+impl StatefulSetController {
+    pub fn new(
+        informers: &InformerFactory,
+        config: StatefulSetControllerConfig,
+    ) -> Result<Arc<Self>, FactoryError> {
+        let sets = store(informers, "apps", "statefulsets")?;
+        let pods = store(informers, "", "pods")?;
+        let claims = store(informers, "", "persistentvolumeclaims")?;
+        let recorder = EventRecorder::new(informers.registry().clone(), "statefulset-controller");
+        Ok(Arc::new(Self {
+            set_informer: informers.informer_for(&sets),
+            pod_informer: informers.informer_for(&pods),
+            history: History::new(informers, sets.clone())?,
+            pod_control: StatefulPodControl {
+                claim_informer: informers.informer_for(&claims),
+                pods,
+                claims,
+                recorder,
+            },
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+            sets,
+            config,
+        }))
+    }
+
+    /// Runs until `stop` fires; runs once.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!(
+            workers = self.config.workers,
+            "starting statefulset controller"
+        );
+        let mut dispatchers = Vec::new();
+        for (informer, kind) in [
+            (&self.set_informer, Kind::Set),
+            (&self.pod_informer, Kind::Owned),
+            (self.history.informer(), Kind::Owned),
+        ] {
+            let this = self.clone();
+            dispatchers.push(dispatch(informer.subscribe(), stop.clone(), move |n| {
+                this.on_notification(kind, &n)
+            }));
+        }
+        let informers = [
+            &self.set_informer,
+            &self.pod_informer,
+            self.history.informer(),
+            &self.pod_control.claim_informer,
+        ];
+        let this = self.clone();
+        run_when_synced(
+            "statefulset",
+            &informers,
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.process(key).await }
+            },
+        )
+        .await;
+        for d in dispatchers {
+            let _ = d.await;
+        }
+        info!("statefulset controller stopped");
+    }
+
+    async fn process(&self, key: String) -> Next {
+        match self.sync(&key).await {
+            Ok(None) => Next::Done,
+            Ok(Some(after)) => Next::After(after),
+            Err(e) => {
+                warn!(statefulset = %key, error = %e, retries = self.queue.num_requeues(&key), "statefulset sync failed; retrying");
+                Next::Retry
+            }
+        }
+    }
+
+    fn enqueue(&self, set: &Value) {
+        self.queue.add(key(set));
+    }
+
+    fn on_notification(&self, kind: Kind, n: &Notification) {
+        match (kind, n) {
+            (Kind::Set, Notification::Add(s)) => self.enqueue(s),
+            (Kind::Set, Notification::Update { new, .. }) => self.enqueue(new),
+            (Kind::Set, Notification::Delete(s)) => match s.object() {
+                Some(s) => self.enqueue(s),
+                None => {
+                    if let Ok(k) = s.key() {
+                        self.queue.add(k);
+                    }
+                }
+            },
+            (Kind::Owned, Notification::Add(obj)) => self.on_owned(obj, None),
+            (Kind::Owned, Notification::Update { old, new }) => {
+                if object::resource_version(old) != object::resource_version(new) {
+                    self.on_owned(new, Some(old));
+                }
+            }
+            (Kind::Owned, Notification::Delete(obj)) => {
+                if let Some(set) = obj.object().and_then(|o| self.controlling_set(o)) {
+                    self.enqueue(&set);
+                }
+            }
+        }
+    }
+
+    /// A pod or revision changed: its controller (and a former one) looks again; an orphan
+    /// is offered to every set that selects it.
+    fn on_owned(&self, obj: &Value, old: Option<&Value>) {
+        if let Some(old) = old.filter(|o| controller_uid(o) != controller_uid(obj)) {
+            if let Some(set) = self.controlling_set(old) {
+                self.enqueue(&set);
+            }
+        }
+        if controller_uid(obj).is_some() {
+            if let Some(set) = self.controlling_set(obj) {
+                self.enqueue(&set);
+            }
+            return;
+        }
+        for set in self.sets_selecting(obj) {
+            self.enqueue(&set);
+        }
+    }
+
+    /// The set named by `obj`'s controller reference, if it is still that one.
+    fn controlling_set(&self, obj: &Value) -> Option<Arc<Value>> {
+        let reference = obj["metadata"]["ownerReferences"]
+            .as_array()?
+            .iter()
+            .find(|r| r["controller"].as_bool() == Some(true))?;
+        if reference["kind"] != "StatefulSet" {
+            return None;
+        }
+        let name = reference["name"].as_str()?;
+        let set = self
+            .set_informer
+            .indexer()
+            .get(&format!("{}/{name}", object::namespace(obj)))?;
+        (object::uid(&set) == reference["uid"].as_str()?).then_some(set)
+    }
+
+    fn sets_selecting(&self, obj: &Value) -> Vec<Arc<Value>> {
+        self.set_informer
+            .indexer()
+            .by_index(NAMESPACE_INDEX, object::namespace(obj))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| {
+                selector(s)
+                    .is_some_and(|sel| !sel.is_empty() && sel.matches_labels(object::labels(obj)))
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Set,
+    /// Pods and ControllerRevisions: both found through their controller reference.
+    Owned,
+}
+
+pub(super) fn key(obj: &Value) -> String {
+    format!("{}/{}", object::namespace(obj), object::name(obj))
+}
+
+pub(super) fn selector(set: &Value) -> Option<LabelSelector> {
+    LabelSelector::from_label_selector_json(&set["spec"]["selector"]).ok()
+}
