@@ -33,19 +33,35 @@ fn running_pods(s: &Server, job: &str) -> Vec<Value> {
 
 /// Finishes the next pod of `job` with `phase`, as a kubelet would report it.
 fn finish_next_pod(s: &Server, job: &str, phase: &str) {
+    finish_next_pod_with(s, job, &json!({ "phase": phase }));
+}
+
+/// Finishes `count` pods of `job` with the given status fields, one after another.
+fn finish_pods(s: &Server, job: &str, count: usize, status: &Value) {
+    for _ in 0..count {
+        finish_next_pod_with(s, job, status);
+    }
+}
+
+/// Finishes the next pod of `job` with the given status fields.
+fn finish_next_pod_with(s: &Server, job: &str, status: &Value) {
     let mut pods = Vec::new();
     wait_until(&format!("a pod of {job}"), WAIT, || {
         pods = running_pods(s, job);
         !pods.is_empty()
     });
     let mut pod = pods.remove(0);
-    pod["status"]["phase"] = json!(phase);
+    if let Some(fields) = status.as_object() {
+        for (key, value) in fields {
+            pod["status"][key] = value.clone();
+        }
+    }
     let name = pod["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     let r = s.send_json("PUT", &format!("{PODS}/{name}/status"), &pod);
-    assert_eq!(r.status, 200, "set {name} {phase}: {}", r.body);
+    assert_eq!(r.status, 200, "finish {name}: {}", r.body);
 }
 
 fn jsonpath(s: &Server, resource: &str, path: &str) -> String {
@@ -147,6 +163,89 @@ fn jobs(s: &Server) {
         "job/by-hand",
         "--timeout=60s",
     ]);
+}
+
+fn policies(s: &Server) {
+    // An Indexed Job completes once each of its indexes has a succeeded pod.
+    s.with_manifest(
+        "create",
+        &json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "indexed"},
+            "spec": {
+                "completionMode": "Indexed", "completions": 3, "parallelism": 3,
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}],
+                }},
+            },
+        })
+        .to_string(),
+    );
+    finish_pods(s, "indexed", 3, &json!({"phase": "Succeeded"}));
+    s.kubectl(&[
+        "wait",
+        "--for=condition=complete",
+        "job/indexed",
+        "--timeout=60s",
+    ]);
+    assert_eq!(
+        jsonpath(s, "job/indexed", "{.status.completedIndexes}"),
+        "0-2"
+    );
+    assert_eq!(jsonpath(s, "job/indexed", "{.status.succeeded}"), "3");
+
+    // A pod failure policy fails the Job on the first exit code it names.
+    s.with_manifest(
+        "create",
+        &json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "fatal"},
+            "spec": {
+                "podFailurePolicy": {"rules": [{
+                    "action": "FailJob",
+                    "onExitCodes": {"containerName": "c", "operator": "In", "values": [42]},
+                }]},
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}],
+                }},
+            },
+        })
+        .to_string(),
+    );
+    let exited = json!({
+        "phase": "Failed",
+        "containerStatuses": [{
+            "name": "c", "ready": false, "restartCount": 0, "image": "busybox", "imageID": "",
+            "state": {"terminated": {"exitCode": 42, "reason": "Error"}},
+        }],
+    });
+    finish_next_pod_with(s, "fatal", &exited);
+    s.kubectl(&[
+        "wait",
+        "--for=condition=failed",
+        "job/fatal",
+        "--timeout=60s",
+    ]);
+    let reason = jsonpath(
+        s,
+        "job/fatal",
+        r#"{.status.conditions[?(@.type=="Failed")].reason}"#,
+    );
+    assert_eq!(reason, "PodFailurePolicy");
+}
+
+#[test]
+fn policies_on_embedded() {
+    policies(&start());
+}
+
+#[test]
+fn policies_on_etcd() {
+    policies(&start_on_etcd());
 }
 
 #[test]

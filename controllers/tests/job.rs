@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use controllers::job::{JobController, JobControllerConfig, JOB_TRACKING_FINALIZER};
+use controllers::job::JOB_TRACKING_FINALIZER;
 use controllers::ttl_after_finished::TtlAfterFinishedController;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
@@ -13,33 +13,19 @@ use registry::Subresource;
 use serde_json::{json, Value};
 use support::batch::{
     create, event_reasons, finish_job, get, has_condition, informers, job, list, running_pods,
-    set_phase, true_conditions, wait_for, wait_running,
+    set_phase, start_job_controller, true_conditions, wait_for, wait_running,
 };
 use support::Harness;
 use tokio_util::sync::CancellationToken;
 
 const NS: &str = "default";
 
-fn config() -> JobControllerConfig {
-    JobControllerConfig {
-        workers: 2,
-        pod_failure_backoff: Duration::from_millis(20),
-        max_pod_failure_backoff: Duration::from_millis(200),
-        ..Default::default()
-    }
-}
-
 fn start(h: &Harness) -> CancellationToken {
-    let controller = JobController::new(&informers(h), config()).expect("job controller");
-    let stop = CancellationToken::new();
-    tokio::spawn(controller.run(stop.clone()));
-    stop
+    start_job_controller(h)
 }
 
 async fn get_job(h: &Harness, name: &str) -> Value {
-    get(&h.store("batch", "jobs"), NS, name)
-        .await
-        .unwrap_or_else(|| panic!("job {name} exists"))
+    support::batch::get_job(h, NS, name).await
 }
 
 async fn patch_job(h: &Harness, name: &str, patch: Value) {
@@ -198,7 +184,7 @@ async fn suspend_deletes_pods_and_resume_starts_over(h: &Harness) {
             && job["status"]["startTime"] != started
     })
     .await;
-    // Events are written behind the controller's back, in their own time.
+    // Events are written in the background.
     wait_for("the events", || async {
         let reasons = event_reasons(h, NS, "paused").await;
         ["Suspended", "Resumed", "SuccessfulDelete"]

@@ -12,6 +12,7 @@ test_support::embedded_only!(
     crate::support::Harness;
     job_selector_is_generated_from_the_uid,
     job_rules,
+    job_policy_rules,
     cron_job_rules,
 );
 
@@ -154,6 +155,125 @@ async fn job_rules(h: &Harness) {
         "spec.completions",
         "Invalid value: 4: field is immutable",
     );
+}
+
+async fn job_policy_rules(h: &Harness) {
+    let mut j = job("policies");
+    j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+    j["spec"]["podReplacementPolicy"] = json!("TerminatingOrFailed");
+    j["spec"]["podFailurePolicy"] = json!({"rules": [
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [3, 0, 3]}},
+        {"action": "Explode", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "Ignore"},
+        {"onExitCodes": {"containerName": "nope", "operator": "In", "values": [1]}},
+    ]});
+    j["spec"]["successPolicy"] = json!({"rules": [{"succeededCount": 1}]});
+    let err = create_err(h, "batch", "jobs", j).await;
+    let rules = "spec.podFailurePolicy.rules";
+    has(
+        &err,
+        "spec.template.spec.restartPolicy",
+        r#"Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified"#,
+    );
+    has(
+        &err,
+        "spec.podReplacementPolicy",
+        r#"Unsupported value: "TerminatingOrFailed": supported values: "Failed""#,
+    );
+    has(
+        &err,
+        &format!("{rules}[0].action"),
+        r#"Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set"#,
+    );
+    has(
+        &err,
+        &format!("{rules}[0].onExitCodes.values[1]"),
+        "Invalid value: 0: must not be 0 for the In operator",
+    );
+    has(
+        &err,
+        &format!("{rules}[0].onExitCodes.values[2]"),
+        "Duplicate value: 3",
+    );
+    has(
+        &err,
+        &format!("{rules}[0].onExitCodes.values"),
+        "Invalid value: []int32{3, 0, 3}: must be ordered",
+    );
+    has(
+        &err,
+        &format!("{rules}[1].action"),
+        r#"Unsupported value: "Explode": supported values: "Count", "FailIndex", "FailJob", "Ignore""#,
+    );
+    has(
+        &err,
+        &format!("{rules}[1].onPodConditions[0].status"),
+        r#"Required value: valid values: ["False" "True" "Unknown"]"#,
+    );
+    has(
+        &err,
+        &format!("{rules}[2]"),
+        "Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+    );
+    has(
+        &err,
+        &format!("{rules}[3].action"),
+        r#"Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]"#,
+    );
+    has(
+        &err,
+        &format!("{rules}[3].onExitCodes.containerName"),
+        r#"Invalid value: "nope": must be one of the container or initContainer names in the pod template"#,
+    );
+    assert!(
+        causes(&err)
+            .iter()
+            .any(|(f, m)| f == "spec.successPolicy"
+                && m.ends_with("requires indexed completion mode")),
+        "{err}"
+    );
+
+    let mut indexed = job("indexed-policies");
+    indexed["spec"]["completionMode"] = json!("Indexed");
+    indexed["spec"]["completions"] = json!(3);
+    indexed["spec"]["successPolicy"] = json!({"rules": [
+        {"succeededIndexes": "0-1,1", "succeededCount": 5},
+        {},
+    ]});
+    let err = create_err(h, "batch", "jobs", indexed).await;
+    let rules = "spec.successPolicy.rules";
+    has(
+        &err,
+        &format!("{rules}[0].succeededIndexes"),
+        r#"Invalid value: "0-1,1": error parsing succeededIndexes: non-increasing order, previous: 1, current: 1"#,
+    );
+    has(
+        &err,
+        &format!("{rules}[0].succeededCount"),
+        "Invalid value: 5: must be less than or equal to 3 (the number of specified completions)",
+    );
+    has(
+        &err,
+        &format!("{rules}[1]"),
+        "Required value: at least one of succeededCount or succeededIndexes must be specified",
+    );
+
+    let mut good = job("good-policies");
+    good["spec"]["completionMode"] = json!("Indexed");
+    good["spec"]["completions"] = json!(3);
+    good["spec"]["backoffLimitPerIndex"] = json!(1);
+    good["spec"]["podFailurePolicy"] = json!({"rules": [
+        {"action": "FailIndex", "onExitCodes": {"operator": "NotIn", "values": [0, 1]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]});
+    good["spec"]["successPolicy"] =
+        json!({"rules": [{"succeededIndexes": "0,2", "succeededCount": 1}]});
+    let created = h
+        .store("batch", "jobs")
+        .create(NS, good, &write())
+        .await
+        .expect("valid policies");
+    assert_eq!(created["spec"]["podReplacementPolicy"], "Failed");
 }
 
 async fn cron_job_rules(h: &Harness) {

@@ -1,7 +1,8 @@
 //! Creating and deleting a Job's pods toward the number that should run (upstream's
 //! manageJob, deleteJobPods, getPodsForJob).
 
-use std::sync::Arc;
+use std::cmp::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -11,7 +12,9 @@ use serde_json::{json, Value};
 
 use super::backoff::BackoffRecord;
 use super::controller::JobController;
+use super::indexed;
 use super::pods;
+use super::spec::JobSpec;
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
 use crate::controller_utils::{
@@ -89,9 +92,11 @@ impl JobController {
             Some(completions) => (completions - succeeded).clamp(0, spec.parallelism),
         };
         let excess = (active - want_active).max(0) as usize;
-        if excess > 0 {
-            let doomed = pods_for_removal(active_pods, excess.min(MAX_POD_CHANGES_PER_SYNC));
-            let (deleted, error) = self.delete_pods(ctx, &doomed).await;
+        let doomed = pods_for_removal(active_pods, spec, excess);
+        if !doomed.is_empty() {
+            let doomed = &doomed[..doomed.len().min(MAX_POD_CHANGES_PER_SYNC)];
+            let (deleted, error) = self.delete_pods(ctx, doomed).await;
+            // Deletions go first; pods missing meanwhile are created in a later sync.
             return Managed {
                 active: active - deleted as i64,
                 requeue: None,
@@ -103,36 +108,59 @@ impl JobController {
         } else {
             0
         };
+        let idle = Managed {
+            active,
+            requeue: None,
+            error: None,
+        };
         if active + terminating >= want_active {
-            return Managed {
-                active,
-                requeue: None,
-                error: None,
-            };
+            return idle;
         }
-        let wait = backoff.remaining(
-            ctx.now,
-            self.config.pod_failure_backoff,
-            self.config.max_pod_failure_backoff,
-        );
-        if !wait.is_zero() {
-            return Managed {
-                active,
-                requeue: Some(wait),
-                error: None,
-            };
+        // With backoffLimitPerIndex each index waits on its own failures instead.
+        if spec.backoff_limit_per_index.is_none() {
+            let wait = backoff.remaining(
+                ctx.now,
+                self.config.pod_failure_backoff,
+                self.config.max_pod_failure_backoff,
+            );
+            if !wait.is_zero() {
+                return Managed {
+                    requeue: Some(wait),
+                    ..idle
+                };
+            }
         }
         let wanted = ((want_active - active - terminating) as usize).min(MAX_POD_CHANGES_PER_SYNC);
-        let mut pod = pod_from_template(
+        let mut template = pod_from_template(
             &spec.template,
             object::name(&ctx.job),
             controller_ref(&ctx.job),
         );
-        add_tracking_finalizer(&mut pod);
+        add_tracking_finalizer(&mut template);
+        let new_pods = if spec.indexed {
+            match self.indexed_pods(ctx, active_pods, &template, wanted) {
+                Ok(pods) => pods,
+                Err(wait) => {
+                    return Managed {
+                        requeue: Some(wait),
+                        ..idle
+                    }
+                }
+            }
+        } else {
+            vec![template; wanted]
+        };
+        let wanted = new_pods.len();
+        let queue = Mutex::new(new_pods.into_iter());
         self.expectations.expect_creations(&ctx.key, wanted);
         let (created, error) = slow_start_batch(wanted, || {
-            let pod = pod.clone();
-            async move { self.pod_control.create(&ctx.job, pod).await.map(|_| ()) }
+            let pod = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
+            async move {
+                match pod {
+                    Some(pod) => self.pod_control.create(&ctx.job, pod).await.map(|_| ()),
+                    None => Ok(()),
+                }
+            }
         })
         .await;
         // Creations that failed or never started will never be seen.
@@ -143,6 +171,53 @@ impl JobController {
             requeue: None,
             error,
         }
+    }
+
+    /// The pods for up to `count` pending indexes, lowest first; with backoffLimitPerIndex
+    /// only indexes past their backoff, or Err(the shortest wait) when none is.
+    fn indexed_pods(
+        &self,
+        ctx: &SyncCtx,
+        active_pods: &[Arc<Value>],
+        template: &Value,
+        count: usize,
+    ) -> Result<Vec<Value>, Duration> {
+        let spec = &ctx.spec;
+        let mut indexes = indexed::pending_indexes(
+            spec,
+            &ctx.pods,
+            active_pods,
+            &ctx.succeeded_indexes,
+            ctx.failed_indexes.as_ref(),
+            count,
+        );
+        if spec.backoff_limit_per_index.is_some() {
+            let wait_of = |ix: &i64| {
+                indexed::index_backoff_left(
+                    ctx.awaiting_replacement.get(ix).map(|p| p.as_ref()),
+                    ctx.now,
+                    self.config.pod_failure_backoff,
+                    self.config.max_pod_failure_backoff,
+                )
+            };
+            let shortest = indexes.iter().map(wait_of).min();
+            indexes.retain(|ix| wait_of(ix).is_zero());
+            if let Some(wait) = shortest.filter(|_| indexes.is_empty()) {
+                return Err(wait);
+            }
+        }
+        let mut template = template.clone();
+        indexed::add_index_env(&mut template);
+        let job_name = object::name(&ctx.job);
+        Ok(indexes
+            .into_iter()
+            .map(|ix| {
+                let mut pod = template.clone();
+                let replaced = ctx.awaiting_replacement.get(&ix).map(|p| p.as_ref());
+                indexed::decorate(&mut pod, spec, job_name, ix, replaced);
+                pod
+            })
+            .collect())
     }
 
     /// Deletes `victims` at once; how many went and the first error.
@@ -194,21 +269,33 @@ fn add_tracking_finalizer(pod: &mut Value) {
     }
 }
 
-/// The `count` pods best removed first: not ready before ready, younger before older
-/// (upstream's activePodsForRemoval, by controller.ActivePods' ranking, simplified).
-fn pods_for_removal(active: &[Arc<Value>], count: usize) -> Vec<Arc<Value>> {
-    let mut ranked = active.to_vec();
-    ranked.sort_by(|a, b| {
-        let created = |p: &Value| {
-            p["metadata"]["creationTimestamp"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        };
-        is_pod_ready(a)
-            .cmp(&is_pod_ready(b))
-            .then_with(|| created(b).cmp(&created(a)))
-    });
-    ranked.truncate(count);
-    ranked
+/// The active pods to remove: for Indexed Jobs those without a valid index and the extra
+/// pods of a repeated index; then, up to `count`, the pods best removed first: not ready
+/// before ready, younger before older (upstream's activePodsForRemoval, by
+/// controller.ActivePods' ranking, simplified).
+fn pods_for_removal(active: &[Arc<Value>], spec: &JobSpec, count: usize) -> Vec<Arc<Value>> {
+    let (mut remove, mut kept) = if spec.indexed {
+        indexed::duplicates(active, spec, removal_order)
+    } else {
+        (Vec::new(), active.to_vec())
+    };
+    if remove.len() < count {
+        kept.sort_by(|a, b| removal_order(a, b));
+        kept.truncate(count - remove.len());
+        remove.extend(kept);
+    }
+    remove
+}
+
+/// Less: removed first.
+fn removal_order(a: &Value, b: &Value) -> Ordering {
+    let created = |p: &Value| {
+        p["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    is_pod_ready(a)
+        .cmp(&is_pod_ready(b))
+        .then_with(|| created(b).cmp(&created(a)))
 }

@@ -34,8 +34,9 @@ pub fn is_terminating(pod: &Value) -> bool {
     object::deletion_timestamp(pod).is_some() && !matches!(phase(pod), "Succeeded" | "Failed")
 }
 
-/// When the pod finished: the last container's termination, else its deletion, else `now`
-/// (upstream's getFinishedTime).
+/// When the pod finished: the last container's termination, else when it stopped being
+/// ready, else its deletion, else its creation (upstream's getFinishedTime); `now` only for
+/// a pod without any of them.
 pub fn finished_time(pod: &Value, now: DateTime<Utc>) -> DateTime<Utc> {
     let terminated = pod["status"]["containerStatuses"]
         .as_array()
@@ -44,8 +45,23 @@ pub fn finished_time(pod: &Value, now: DateTime<Utc>) -> DateTime<Utc> {
         .filter_map(|c| c["state"]["terminated"]["finishedAt"].as_str())
         .filter_map(object::parse_time)
         .max();
+    let unready = || {
+        pod["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Ready" && c["status"] == "False")?["lastTransitionTime"]
+            .as_str()
+            .and_then(object::parse_time)
+    };
+    let created = || {
+        pod["metadata"]["creationTimestamp"]
+            .as_str()
+            .and_then(object::parse_time)
+    };
     terminated
+        .or_else(unready)
         .or_else(|| object::deletion_timestamp(pod).and_then(object::parse_time))
+        .or_else(created)
         .unwrap_or(now)
 }
 

@@ -20,6 +20,14 @@ pub struct JobSpec {
     /// Pods only replaced once Failed, not while terminating (podReplacementPolicy Failed).
     pub only_replace_failed: bool,
     pub restart_on_failure: bool,
+    /// completionMode Indexed: each pod runs one index of `0..completions`.
+    pub indexed: bool,
+    pub backoff_limit_per_index: Option<i64>,
+    pub max_failed_indexes: Option<i64>,
+    /// Null without a policy.
+    pub pod_failure_policy: Value,
+    /// Null without a policy; only Indexed Jobs have one.
+    pub success_policy: Value,
 }
 
 impl JobSpec {
@@ -40,7 +48,17 @@ impl JobSpec {
                     |e| JobControllerError::InvalidSpec(format!("invalid selector: {e}")),
                 )?),
             };
+        let indexed = spec["completionMode"] == "Indexed";
         Ok(Self {
+            indexed,
+            backoff_limit_per_index: int("backoffLimitPerIndex").filter(|_| indexed),
+            max_failed_indexes: int("maxFailedIndexes").filter(|_| indexed),
+            pod_failure_policy: spec["podFailurePolicy"].clone(),
+            success_policy: if indexed {
+                spec["successPolicy"].clone()
+            } else {
+                Value::Null
+            },
             parallelism: parallelism.unwrap_or(1).max(0),
             completions,
             backoff_limit: int("backoffLimit").unwrap_or(6),

@@ -73,6 +73,12 @@ pub struct JobStatus {
     pub ready: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminating: Option<i64>,
+    /// Indexed Jobs: the succeeded indexes, compressed ("1,3-5").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub completed_indexes: String,
+    /// Indexed Jobs with backoffLimitPerIndex: the failed indexes, compressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_indexes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncounted_terminated_pods: Option<UncountedTerminatedPods>,
     /// Fields of newer features this controller does not manage, kept as they are.

@@ -2,6 +2,7 @@
 //! must fail, otherwise create or delete pods toward the wanted number, then record what
 //! changed in its status.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,14 +12,14 @@ use serde_json::Value;
 use tracing::{debug, warn};
 
 use super::controller::JobController;
+use super::failure_policy;
+use super::indexed;
+use super::intervals::Intervals;
 use super::pods::{self, has_tracking_finalizer};
 use super::spec::JobSpec;
-use super::status::{Condition, JobStatus, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
+use super::status::{Condition, JobStatus, SUCCESS_CRITERIA_MET};
 use super::tracking::Tracking;
 use crate::controller_utils::{is_pod_active, is_pod_ready, SyncError};
-
-pub const BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
-pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 
 /// What one sync works with.
 pub(super) struct SyncCtx {
@@ -27,6 +28,14 @@ pub(super) struct SyncCtx {
     pub spec: JobSpec,
     pub pods: Vec<Arc<Value>>,
     pub now: DateTime<Utc>,
+    /// Indexed Jobs: the indexes recorded as succeeded before this sync...
+    pub prev_succeeded_indexes: Intervals,
+    /// ...and with those newly succeeded.
+    pub succeeded_indexes: Intervals,
+    /// Indexed Jobs with backoffLimitPerIndex: the failed indexes, recorded and new.
+    pub failed_indexes: Option<Intervals>,
+    /// Failed pods kept (with their finalizer) until their index has a replacement.
+    pub awaiting_replacement: HashMap<i64, Arc<Value>>,
 }
 
 fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
@@ -58,12 +67,16 @@ impl JobController {
         // Checked before the pods are listed: a pod created after the list is then awaited.
         let satisfied = self.expectations.satisfied(key);
         let pods = self.pods_for_job(&job, &spec).await?;
-        let ctx = SyncCtx {
+        let mut ctx = SyncCtx {
             key: key.to_string(),
             job,
             spec,
             pods,
             now,
+            prev_succeeded_indexes: Intervals::default(),
+            succeeded_indexes: Intervals::default(),
+            failed_indexes: None,
+            awaiting_replacement: HashMap::new(),
         };
         let mut status = JobStatus::of(&ctx.job);
         status.uncounted();
@@ -76,13 +89,14 @@ impl JobController {
             .collect();
         let mut active = active_pods.len() as i64;
         let uncounted = status.uncounted().clone();
-        let (mut new_succeeded, mut new_failed) = (0usize, Vec::new());
+        let (mut new_succeeded, mut new_failed, mut new_failed_counted) = (0usize, Vec::new(), 0);
         for pod in &ctx.pods {
             let uid = object::uid(pod).to_string();
             if !has_tracking_finalizer(pod)
                 || expected_rm.contains(&uid)
                 || uncounted.succeeded.contains(&uid)
                 || uncounted.failed.contains(&uid)
+                || (ctx.spec.indexed && indexed::valid_index(pod, &ctx.spec).is_none())
             {
                 continue;
             }
@@ -90,45 +104,39 @@ impl JobController {
                 new_succeeded += 1;
             } else if pods::is_failed(pod, &ctx.spec) {
                 new_failed.push(pods::finished_time(pod, now));
+                // Failures the pod failure policy ignores do not count towards the limit.
+                if failure_policy::matches(&ctx.spec, pod).count {
+                    new_failed_counted += 1;
+                }
             }
         }
-        let succeeded = status.succeeded + new_succeeded as i64 + uncounted.succeeded.len() as i64;
-        let failed = status.failed + new_failed.len() as i64 + uncounted.failed.len() as i64;
+        let mut succeeded =
+            status.succeeded + new_succeeded as i64 + uncounted.succeeded.len() as i64;
+        let failed = status.failed + new_failed_counted + uncounted.failed.len() as i64;
+        if ctx.spec.indexed {
+            let (prev, all) = indexed::succeeded_indexes(&ctx.job, &ctx.spec, &ctx.pods);
+            succeeded = all.total();
+            ctx.prev_succeeded_indexes = prev;
+            ctx.succeeded_indexes = all;
+            if ctx.spec.backoff_limit_per_index.is_some() {
+                let failed_indexes = indexed::failed_indexes(&ctx.job, &ctx.spec, &ctx.pods);
+                ctx.awaiting_replacement = indexed::awaiting_replacement(
+                    &ctx.spec,
+                    &ctx.pods,
+                    &active_pods,
+                    &ctx.succeeded_indexes,
+                    &failed_indexes,
+                    now,
+                );
+                ctx.failed_indexes = Some(failed_indexes);
+            }
+        }
         let ready = active_pods.iter().filter(|p| is_pod_ready(p)).count() as i64;
         if status.start_time.is_none() && !ctx.spec.suspend {
             status.start_time = Some(object::timestamp(now));
         }
         let backoff = self.backoff.get(key).after(new_succeeded, new_failed);
-
-        let mut requeue = None;
-        let mut finished: Option<Condition> = status
-            .condition(SUCCESS_CRITERIA_MET)
-            .or_else(|| status.condition(FAILURE_TARGET))
-            .filter(|c| c.is_true())
-            .cloned();
-        if finished.is_none() {
-            if failed > ctx.spec.backoff_limit || self.past_backoff_limit_on_failure(&ctx) {
-                finished = Some(Condition::new(
-                    FAILURE_TARGET,
-                    true,
-                    BACKOFF_LIMIT_EXCEEDED,
-                    "Job has reached the specified backoff limit",
-                    now,
-                ));
-            } else if let Some(left) = active_deadline_left(&ctx, &status) {
-                if left.is_zero() {
-                    finished = Some(Condition::new(
-                        FAILURE_TARGET,
-                        true,
-                        DEADLINE_EXCEEDED,
-                        "Job was active longer than specified deadline",
-                        now,
-                    ));
-                } else {
-                    requeue = Some(left);
-                }
-            }
-        }
+        let (mut finished, mut requeue) = super::finish::decide(&ctx, &status, failed);
 
         let mut manage_error = None;
         if finished.is_some() {
@@ -184,24 +192,6 @@ impl JobController {
         }
     }
 
-    /// `restartPolicy: OnFailure` pods restart in place: their restarts count as failures.
-    fn past_backoff_limit_on_failure(&self, ctx: &SyncCtx) -> bool {
-        if !ctx.spec.restart_on_failure {
-            return false;
-        }
-        let restarts: i64 = ctx
-            .pods
-            .iter()
-            .filter(|p| matches!(pods::phase(p), "Running" | "Pending"))
-            .map(|p| pods::restarts(p))
-            .sum();
-        if ctx.spec.backoff_limit == 0 {
-            restarts > 0
-        } else {
-            restarts >= ctx.spec.backoff_limit
-        }
-    }
-
     /// The Suspended condition follows spec.suspend, with events; resuming starts the
     /// deadline over (activeDeadlineSeconds counts continuous activity).
     fn update_suspended(&self, ctx: &SyncCtx, status: &mut JobStatus) {
@@ -243,15 +233,4 @@ impl JobController {
         }
         self.remove_tracking_finalizer(&pod).await
     }
-}
-
-/// The time left before activeDeadlineSeconds runs out (zero: it has), if it applies.
-fn active_deadline_left(ctx: &SyncCtx, status: &JobStatus) -> Option<Duration> {
-    let seconds = ctx.spec.active_deadline_seconds?;
-    if ctx.spec.suspend {
-        return None;
-    }
-    let start = status.start_time.as_deref().and_then(object::parse_time)?;
-    let deadline = start + chrono::Duration::seconds(seconds);
-    Some((deadline - ctx.now).to_std().unwrap_or(Duration::ZERO))
 }

@@ -19,6 +19,7 @@ use super::pods::{self, has_tracking_finalizer};
 use super::status::{Condition, JobStatus, COMPLETE, FAILED, FAILURE_TARGET, SUCCESS_CRITERIA_MET};
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
+use super::{failure_policy, indexed};
 use crate::controller_utils::SyncError;
 use crate::events::EventType;
 
@@ -57,6 +58,7 @@ impl JobController {
             .is_some_and(|c| c.type_ == FAILURE_TARGET);
         let mut to_release = Vec::new();
         let mut reached_max = false;
+        let mut new_succeeded_indexes = Vec::new();
         for pod in &ctx.pods {
             let uid = object::uid(pod).to_string();
             if !has_tracking_finalizer(pod) || t.expected_rm.contains(&uid) {
@@ -67,20 +69,45 @@ impl JobController {
             if !(job_deleting || t.finished.is_some() || succeeded || failed) {
                 continue;
             }
+            let index = indexed::valid_index(pod, &ctx.spec);
+            // A failed pod awaiting its replacement keeps the index's failure count.
+            let awaited = index
+                .and_then(|ix| ctx.awaiting_replacement.get(&ix))
+                .is_some_and(|p| object::uid(p) == uid);
+            if awaited && !(job_deleting || t.finished.is_some()) {
+                continue;
+            }
             to_release.push(pod.clone());
             let uncounted = status.uncounted();
             if succeeded && !uncounted.failed.contains(&uid) {
-                if !uncounted.succeeded.contains(&uid) {
+                if ctx.spec.indexed {
+                    // The index alone keeps a success from being counted twice.
+                    if let Some(ix) = index.filter(|ix| !ctx.prev_succeeded_indexes.has(*ix)) {
+                        new_succeeded_indexes.push(ix);
+                    }
+                } else if !uncounted.succeeded.contains(&uid) {
                     uncounted.succeeded.push(uid);
                 }
-            } else if (failed || failing) && !uncounted.failed.contains(&uid) {
-                // Once the Job fails, whatever did not succeed counts as failed.
+            } else if (failed || failing)
+                && !uncounted.failed.contains(&uid)
+                && (!ctx.spec.indexed || index.is_some())
+                // Once the Job fails, whatever did not succeed counts as failed, unless the
+                // pod failure policy ignores it.
+                && failure_policy::matches(&ctx.spec, pod).count
+            {
                 uncounted.failed.push(uid);
             }
-            if uncounted.succeeded.len() + uncounted.failed.len() >= MAX_UNCOUNTED_PODS {
+            let held = uncounted.succeeded.len() + uncounted.failed.len();
+            if held + new_succeeded_indexes.len() >= MAX_UNCOUNTED_PODS {
                 reached_max = true;
                 break;
             }
+        }
+        if ctx.spec.indexed {
+            let succeeded = ctx.succeeded_indexes.with(new_succeeded_indexes);
+            status.succeeded = succeeded.total();
+            status.completed_indexes = succeeded.to_string();
+            status.failed_indexes = ctx.failed_indexes.as_ref().map(|f| f.to_string());
         }
 
         // The interim condition is recorded before any finalizer goes.
@@ -104,6 +131,8 @@ impl JobController {
         }
         if status.uncounted_terminated_pods != stored.uncounted_terminated_pods
             || status.conditions != stored.conditions
+            || status.completed_indexes != stored.completed_indexes
+            || status.failed_indexes != stored.failed_indexes
         {
             self.write_status(&mut job, &status).await?;
             stored = status.clone();

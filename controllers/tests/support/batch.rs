@@ -20,6 +20,28 @@ pub fn informers(h: &Harness) -> Arc<InformerFactory> {
     InformerFactory::new(h.registry.clone(), InformerConfig::default())
 }
 
+/// Starts a Job controller with short pod failure backoffs.
+pub fn start_job_controller(h: &Harness) -> tokio_util::sync::CancellationToken {
+    let config = controllers::job::JobControllerConfig {
+        workers: 2,
+        pod_failure_backoff: Duration::from_millis(20),
+        max_pod_failure_backoff: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let controller =
+        controllers::job::JobController::new(&informers(h), config).expect("job controller");
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(controller.run(stop.clone()));
+    stop
+}
+
+/// The Job `name` as stored.
+pub async fn get_job(h: &Harness, ns: &str, name: &str) -> Value {
+    get(&h.store("batch", "jobs"), ns, name)
+        .await
+        .unwrap_or_else(|| panic!("job {name} exists"))
+}
+
 pub async fn wait_for<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -107,13 +129,30 @@ pub async fn running_pods(pods: &Store, ns: &str, job: &str) -> Vec<Value> {
 
 /// Writes the pod's phase as a kubelet would.
 pub async fn set_phase(pods: &Store, pod: &Value, phase: &str) {
+    set_status(pods, pod, json!({ "phase": phase })).await;
+}
+
+/// The status of a container that ended with `code`, as a kubelet reports it.
+pub fn exited(container: &str, code: i64) -> Value {
+    json!({
+        "name": container, "ready": false, "restartCount": 0, "image": "busybox", "imageID": "",
+        "state": {"terminated": {"exitCode": code, "reason": "Error"}},
+    })
+}
+
+/// Sets the given fields of the pod's status (phase, containerStatuses, conditions...).
+pub async fn set_status(pods: &Store, pod: &Value, fields: Value) {
     let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
     let name = pod["metadata"]["name"].as_str().unwrap_or_default();
     for _ in 0..10 {
         let Some(mut current) = get(pods, ns, name).await else {
             return;
         };
-        current["status"]["phase"] = json!(phase);
+        if let Some(fields) = fields.as_object() {
+            for (key, value) in fields {
+                current["status"][key] = value.clone();
+            }
+        }
         let result = pods
             .update(
                 Some(ns),
@@ -126,10 +165,10 @@ pub async fn set_phase(pods: &Store, pod: &Value, phase: &str) {
         match result {
             Ok(_) => return,
             Err(RegistryError::Conflict { .. }) => continue,
-            Err(e) => panic!("set phase of {name}: {e}"),
+            Err(e) => panic!("set status of {name}: {e}"),
         }
     }
-    panic!("set phase of {name}: kept conflicting");
+    panic!("set status of {name}: kept conflicting");
 }
 
 /// The True conditions of an object: type → reason.

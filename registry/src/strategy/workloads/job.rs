@@ -4,6 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::job_policies::{validate_pod_failure_policy, validate_success_policy};
 use super::status;
 use super::template::{
     convert_selector, default_template, nonnegative, same_selector, selector_matches,
@@ -193,8 +194,27 @@ pub(super) fn validate_job_spec(spec: Option<&Value>, field: &str) -> Vec<Cause>
             &["NonIndexed", "Indexed"],
         )),
     }
+    let has_failure_policy = spec.get("podFailurePolicy").is_some_and(|p| !p.is_null());
+    if has_failure_policy {
+        causes.extend(validate_pod_failure_policy(
+            spec,
+            &format!("{field}.podFailurePolicy"),
+        ));
+    }
+    if spec.get("successPolicy").is_some_and(|p| !p.is_null()) {
+        causes.extend(validate_success_policy(
+            spec,
+            &format!("{field}.successPolicy"),
+        ));
+    }
     if let Some(policy) = spec.get("podReplacementPolicy").and_then(Value::as_str) {
-        if !matches!(policy, "Failed" | "TerminatingOrFailed") {
+        if has_failure_policy && policy != "Failed" {
+            causes.push(Cause::not_supported(
+                &format!("{field}.podReplacementPolicy"),
+                policy,
+                &["Failed"],
+            ));
+        } else if !matches!(policy, "Failed" | "TerminatingOrFailed") {
             causes.push(Cause::not_supported(
                 &format!("{field}.podReplacementPolicy"),
                 policy,
@@ -216,6 +236,11 @@ pub(super) fn validate_job_spec(spec: Option<&Value>, field: &str) -> Vec<Cause>
             "FieldValueRequired",
             &restart_field,
             r#"Required value: valid values: "OnFailure", "Never""#.into(),
+        )),
+        "OnFailure" if has_failure_policy => causes.push(Cause::invalid(
+            &restart_field,
+            quote("OnFailure"),
+            r#"only "Never" is supported when podFailurePolicy is specified"#,
         )),
         "OnFailure" | "Never" => {}
         other => causes.push(Cause::not_supported(

@@ -6,6 +6,7 @@ mod cron_job;
 mod daemon_set;
 mod deployment;
 mod job;
+mod job_policies;
 mod replica_set;
 mod stateful_set;
 mod status;
