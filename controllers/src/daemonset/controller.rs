@@ -39,25 +39,14 @@ pub struct DaemonSetController {
     pub(super) queue: RateLimitingQueue<String>,
 }
 
-fn store(
-    informers: &InformerFactory,
-    group: &str,
-    plural: &str,
-) -> Result<Arc<Store>, FactoryError> {
-    informers
-        .registry()
-        .store(group, "v1", plural)
-        .ok_or_else(|| FactoryError::NotServed(format!("{group}/v1/{plural}")))
-}
-
 impl DaemonSetController {
     pub fn new(
         informers: &InformerFactory,
         config: DaemonSetControllerConfig,
     ) -> Result<Arc<Self>, FactoryError> {
-        let ds_store = store(informers, "apps", "daemonsets")?;
-        let pod_store = store(informers, "", "pods")?;
-        let revision_store = store(informers, "apps", "controllerrevisions")?;
+        let ds_store = informers.store("apps", "v1", "daemonsets")?;
+        let pod_store = informers.store("", "v1", "pods")?;
+        let revision_store = informers.store("apps", "v1", "controllerrevisions")?;
         let recorder = EventRecorder::new(informers.registry().clone(), "daemonset-controller");
         let (initial, max) = config.failed_pod_backoff;
         Ok(Arc::new(Self {

@@ -32,24 +32,13 @@ pub struct DeploymentController {
     pub(super) recorder: EventRecorder,
 }
 
-fn store(
-    informers: &InformerFactory,
-    group: &str,
-    plural: &str,
-) -> Result<Arc<Store>, FactoryError> {
-    informers
-        .registry()
-        .store(group, "v1", plural)
-        .ok_or_else(|| FactoryError::NotServed(format!("{group}/v1/{plural}")))
-}
-
 impl DeploymentController {
     pub fn new(
         informers: &InformerFactory,
         config: DeploymentControllerConfig,
     ) -> Result<Arc<Self>, FactoryError> {
-        let deployments = store(informers, "apps", "deployments")?;
-        let replica_sets = store(informers, "apps", "replicasets")?;
+        let deployments = informers.store("apps", "v1", "deployments")?;
+        let replica_sets = informers.store("apps", "v1", "replicasets")?;
         Ok(Arc::new(Self {
             deployment_informer: informers.informer_for(&deployments),
             rs_informer: informers.informer_for(&replica_sets),

@@ -33,10 +33,7 @@ pub struct History {
 
 impl History {
     pub fn new(informers: &InformerFactory, parents: Arc<Store>) -> Result<Self, FactoryError> {
-        let revisions = informers
-            .registry()
-            .store("apps", "v1", "controllerrevisions")
-            .ok_or_else(|| FactoryError::NotServed("apps/v1/controllerrevisions".into()))?;
+        let revisions = informers.store("apps", "v1", "controllerrevisions")?;
         Ok(Self {
             informer: informers.informer_for(&revisions),
             revisions,

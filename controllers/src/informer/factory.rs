@@ -69,6 +69,22 @@ impl InformerFactory {
         self.informers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The registry's Store of a served resource (a controller writes through it).
+    pub fn store(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Result<Arc<Store>, FactoryError> {
+        self.registry.store(group, version, plural).ok_or_else(|| {
+            FactoryError::NotServed(if group.is_empty() {
+                format!("{version}/{plural}")
+            } else {
+                format!("{group}/{version}/{plural}")
+            })
+        })
+    }
+
     /// The running informer of a served resource, started at the first ask.
     pub fn informer(
         &self,
@@ -76,14 +92,7 @@ impl InformerFactory {
         version: &str,
         plural: &str,
     ) -> Result<SharedInformer, FactoryError> {
-        let store = self.registry.store(group, version, plural).ok_or_else(|| {
-            FactoryError::NotServed(if group.is_empty() {
-                format!("{version}/{plural}")
-            } else {
-                format!("{group}/{version}/{plural}")
-            })
-        })?;
-        Ok(self.informer_for(&store))
+        Ok(self.informer_for(&self.store(group, version, plural)?))
     }
 
     /// The running informer over `store`'s storage. An informer left over from a store the

@@ -73,13 +73,8 @@ impl ReplicaSetController {
         let registry = informers.registry().clone();
         let sets = informers.informer(kind.group(), kind.version(), kind.plural())?;
         let pods = informers.informer("", "v1", "pods")?;
-        let not_served = |what: &str| FactoryError::NotServed(what.to_string());
-        let set_store = registry
-            .store(kind.group(), kind.version(), kind.plural())
-            .ok_or_else(|| not_served(kind.plural()))?;
-        let pod_store = registry
-            .store("", "v1", "pods")
-            .ok_or_else(|| not_served("v1/pods"))?;
+        let set_store = informers.store(kind.group(), kind.version(), kind.plural())?;
+        let pod_store = informers.store("", "v1", "pods")?;
         let recorder = EventRecorder::new(registry, kind.component());
         Ok(Arc::new(Self {
             config,

@@ -31,25 +31,14 @@ pub struct StatefulSetController {
     pub(super) queue: RateLimitingQueue<String>,
 }
 
-fn store(
-    informers: &InformerFactory,
-    group: &str,
-    plural: &str,
-) -> Result<Arc<Store>, FactoryError> {
-    informers
-        .registry()
-        .store(group, "v1", plural)
-        .ok_or_else(|| FactoryError::NotServed(format!("{group}/v1/{plural}")))
-}
-
 impl StatefulSetController {
     pub fn new(
         informers: &InformerFactory,
         config: StatefulSetControllerConfig,
     ) -> Result<Arc<Self>, FactoryError> {
-        let sets = store(informers, "apps", "statefulsets")?;
-        let pods = store(informers, "", "pods")?;
-        let claims = store(informers, "", "persistentvolumeclaims")?;
+        let sets = informers.store("apps", "v1", "statefulsets")?;
+        let pods = informers.store("", "v1", "pods")?;
+        let claims = informers.store("", "v1", "persistentvolumeclaims")?;
         let recorder = EventRecorder::new(informers.registry().clone(), "statefulset-controller");
         Ok(Arc::new(Self {
             set_informer: informers.informer_for(&sets),
