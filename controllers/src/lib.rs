@@ -13,6 +13,7 @@ pub mod informer;
 pub mod job;
 pub mod leader_election;
 pub mod namespace;
+pub mod node_lifecycle;
 pub mod replicaset;
 pub mod scheduling;
 pub mod serviceaccount;

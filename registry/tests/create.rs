@@ -12,6 +12,7 @@ test_support::embedded_only!(
     invalid_objects_are_422_with_causes,
     route_decides_kind_and_namespace,
     defaults_clients_rely_on,
+    default_toleration_seconds,
     namespace_admission,
     dry_run_persists_nothing,
 );
@@ -323,4 +324,49 @@ async fn dry_run_persists_nothing(h: &Harness) {
         .await
         .expect_err("dry run still validates");
     assert_eq!(invalid.code(), 422);
+}
+
+/// DefaultTolerationSeconds admission: 300 s for not-ready and unreachable, unless the pod
+/// says otherwise.
+async fn default_toleration_seconds(h: &Harness) {
+    let pods = h.store("", "pods");
+    let pod = |name: &str, tolerations: serde_json::Value| {
+        json!({"metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}], "tolerations": tolerations}})
+    };
+    let plain = pods
+        .create(Some("default"), pod("plain", json!([])), &write())
+        .await
+        .expect("pod");
+    assert_eq!(
+        plain["spec"]["tolerations"],
+        json!([
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        ])
+    );
+    let own = json!([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]);
+    let created = pods
+        .create(Some("default"), pod("own", own.clone()), &write())
+        .await
+        .expect("pod");
+    let tolerations = created["spec"]["tolerations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(tolerations.len(), 2);
+    assert_eq!(tolerations[0], own[0]);
+    assert_eq!(tolerations[1]["key"], "node.kubernetes.io/not-ready");
+    let everything = pods
+        .create(
+            Some("default"),
+            pod("all", json!([{"operator": "Exists"}])),
+            &write(),
+        )
+        .await
+        .expect("pod");
+    assert_eq!(
+        everything["spec"]["tolerations"],
+        json!([{"operator": "Exists"}])
+    );
 }

@@ -109,6 +109,35 @@ pub fn validate_pod_spec(spec: Option<&Value>, field: &str) -> Vec<Cause> {
     causes
 }
 
+/// Upstream's DefaultTolerationSeconds admission: a pod that does not say how long it
+/// tolerates its node being not-ready or unreachable tolerates it for 300 s, after which the
+/// taint eviction controller moves it.
+fn add_default_toleration_seconds(pod: &mut Value) {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    let Some(list) = tolerations.as_array_mut() else {
+        return;
+    };
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let tolerated = list.iter().any(|t| {
+            let text = |f: &str| t[f].as_str().unwrap_or_default().to_string();
+            (text("key") == key || text("key").is_empty())
+                && (text("effect") == "NoExecute" || text("effect").is_empty())
+        });
+        if !tolerated {
+            list.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300}),
+            );
+        }
+    }
+}
+
 impl Strategy for PodStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(spec) = at_mut(obj, &["spec"]) {
@@ -116,6 +145,7 @@ impl Strategy for PodStrategy {
         }
         default_at(obj, &["status", "phase"], json!("Pending"));
         default_at(obj, &["status", "qosClass"], json!("BestEffort"));
+        add_default_toleration_seconds(obj);
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {

@@ -1,0 +1,181 @@
+//! The taint eviction controller: pods on nodes with NoExecute taints they do not tolerate
+//! (or tolerate only for `tolerationSeconds`) get a DisruptionTarget condition and are deleted,
+//! gracefully, as upstream's does. The kubelet of a dead node never confirms, so such pods stay
+//! Terminating until the node comes back or someone forces them, as upstream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use registry::options::{DeleteOptions, PreconditionsSpec, WriteOptions};
+use registry::{object, RegistryError, Store, Subresource};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::eviction::{eviction, Eviction};
+use crate::clock::{self, Clock};
+use crate::controller_utils::SyncError;
+use crate::events::{EventRecorder, EventType};
+use crate::informer::{
+    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
+};
+use crate::worker::{run_when_synced, Next};
+use crate::workqueue::RateLimitingQueue;
+
+pub struct TaintEvictionController {
+    clock: Arc<dyn Clock>,
+    pods: Arc<Store>,
+    pod_informer: SharedInformer,
+    node_informer: SharedInformer,
+    recorder: EventRecorder,
+    queue: RateLimitingQueue<String>,
+}
+
+impl TaintEvictionController {
+    pub fn new(informers: &InformerFactory) -> Result<Arc<Self>, FactoryError> {
+        Self::with_clock(informers, clock::system())
+    }
+
+    pub fn with_clock(
+        informers: &InformerFactory,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, FactoryError> {
+        let pods = informers.store("", "v1", "pods")?;
+        Ok(Arc::new(Self {
+            clock,
+            pod_informer: informers.informer_for(&pods),
+            node_informer: informers.informer("", "v1", "nodes")?,
+            recorder: EventRecorder::new(informers.registry().clone(), "taint-eviction-controller"),
+            pods,
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+        }))
+    }
+
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!("starting taint eviction controller");
+        let this = self.clone();
+        let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
+            if let Notification::Add(pod) | Notification::Update { new: pod, .. } = n {
+                this.enqueue(&pod);
+            }
+        });
+        let this = self.clone();
+        let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
+            if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
+                this.enqueue_pods_on(object::name(&node));
+            }
+        });
+        let this = self.clone();
+        run_when_synced(
+            "taint-eviction",
+            &[&self.pod_informer, &self.node_informer],
+            self.queue.clone(),
+            4,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move {
+                    let result = this.sync(&key).await;
+                    if let Err(e) = &result {
+                        warn!(pod = %key, error = %e, "taint eviction failed; retrying");
+                    }
+                    Next::from(result)
+                }
+            },
+        )
+        .await;
+        let _ = tokio::join!(pods, nodes);
+        info!("taint eviction controller stopped");
+    }
+
+    fn enqueue(&self, pod: &Value) {
+        let bound = pod["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty());
+        if bound && object::deletion_timestamp(pod).is_none() {
+            if let Ok(key) = object_key(pod) {
+                self.queue.add(key);
+            }
+        }
+    }
+
+    /// A node's taints changed: every pod on it is looked at again.
+    fn enqueue_pods_on(&self, node: &str) {
+        for pod in self.pod_informer.indexer().list() {
+            if pod["spec"]["nodeName"] == node {
+                self.enqueue(&pod);
+            }
+        }
+    }
+
+    /// Evicts the pod `key` if its time has come; Some(d): it comes in `d`.
+    async fn sync(&self, key: &str) -> Result<Option<Duration>, SyncError> {
+        let Some(pod) = self.pod_informer.indexer().get(key) else {
+            return Ok(None);
+        };
+        let node_name = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        let Some(node) = self.node_informer.indexer().get(node_name) else {
+            return Ok(None);
+        };
+        if object::deletion_timestamp(&pod).is_some() {
+            return Ok(None);
+        }
+        let now = self.clock.now();
+        match eviction(&pod, &node, now) {
+            Eviction::Never => Ok(None),
+            Eviction::At(at) => Ok((at - now).to_std().ok()),
+            Eviction::Now => self.evict(&pod).await.map(|()| None),
+        }
+    }
+
+    async fn evict(&self, pod: &Value) -> Result<(), SyncError> {
+        let (namespace, name) = (object::namespace(pod), object::name(pod));
+        info!(pod = %format!("{namespace}/{name}"), "evicting pod from a NoExecute-tainted node");
+        self.recorder.event(
+            pod,
+            EventType::Normal,
+            "TaintManagerEviction",
+            format!("Marking for deletion Pod {namespace}/{name}"),
+        );
+        let mut marked = pod.clone();
+        let mut conditions = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        conditions.retain(|c| c["type"] != "DisruptionTarget");
+        conditions.push(json!({
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint",
+            "lastTransitionTime": object::timestamp(self.clock.now()),
+        }));
+        marked["status"]["conditions"] = Value::Array(conditions);
+        let written = self
+            .pods
+            .update(
+                Some(namespace),
+                name,
+                marked,
+                Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await;
+        match written {
+            Ok(_) => {}
+            Err(RegistryError::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let options = DeleteOptions {
+            preconditions: Some(PreconditionsSpec {
+                uid: Some(object::uid(pod).to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match self.pods.delete(Some(namespace), name, options).await {
+            Ok(_) | Err(RegistryError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
