@@ -13,6 +13,7 @@ test_support::embedded_only!(
     route_decides_kind_and_namespace,
     defaults_clients_rely_on,
     default_toleration_seconds,
+    nodes_register_with_their_status,
     namespace_admission,
     dry_run_persists_nothing,
 );
@@ -369,4 +370,33 @@ async fn default_toleration_seconds(h: &Harness) {
         everything["spec"]["tolerations"],
         json!([{"operator": "Exists"}])
     );
+}
+
+/// A kubelet creates its Node with its status; other kinds with a status subresource drop a
+/// status sent on create.
+async fn nodes_register_with_their_status(h: &Harness) {
+    let status = json!({"capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"}});
+    let node = h
+        .store("", "nodes")
+        .create(
+            None,
+            json!({"metadata": {"name": "n1"}, "status": status}),
+            &write(),
+        )
+        .await
+        .expect("node");
+    assert_eq!(node["status"], status);
+    let rs = h
+        .store("apps", "replicasets")
+        .create(
+            Some("default"),
+            json!({"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                   "template": {"metadata": {"labels": {"a": "b"}},
+                                "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+                   "status": {"replicas": 5}}),
+            &write(),
+        )
+        .await
+        .expect("replicaset");
+    assert_ne!(rs["status"]["replicas"], 5);
 }

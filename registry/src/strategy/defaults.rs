@@ -51,6 +51,15 @@ impl Strategy for ServiceStrategy {
     }
 }
 
+/// Nodes: a kubelet registers its Node with capacity, addresses and conditions in one create.
+pub struct NodeStrategy;
+
+impl Strategy for NodeStrategy {
+    fn keeps_status_on_create(&self) -> bool {
+        true
+    }
+}
+
 pub struct SecretStrategy;
 
 impl Strategy for SecretStrategy {

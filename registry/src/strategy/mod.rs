@@ -52,6 +52,12 @@ pub trait Strategy: Send + Sync {
         &[]
     }
 
+    /// Whether a create keeps the status the client sent, on a kind with a status subresource
+    /// (upstream: only nodes, which kubelets register with their status).
+    fn keeps_status_on_create(&self) -> bool {
+        false
+    }
+
     /// Whether an update moves metadata.generation on (kinds with generations): a change of
     /// the spec, or whatever else the kind counts as one.
     fn generation_changes(&self, new: &Value, old: &Value) -> bool {
@@ -153,6 +159,7 @@ pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Str
         ("", "Namespace") => Box::new(NamespaceStrategy),
         ("", "Service") => Box::new(defaults::ServiceStrategy),
         ("", "Secret") => Box::new(defaults::SecretStrategy),
+        ("", "Node") => Box::new(defaults::NodeStrategy),
         ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => {
             Box::new(defaults::VolumeStrategy)
         }
