@@ -16,6 +16,9 @@ use controllers::leader_election::{
     default_identity, LeaderElectionConfig, LeaderElector, Leadership,
 };
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
+use controllers::node_lifecycle::{
+    NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
+};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
@@ -181,6 +184,14 @@ async fn run_controllers(
     match TtlAfterFinishedController::new(&informers, TtlAfterFinishedConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "TTL after finished controller cannot run"),
+    }
+    match NodeLifecycleController::new(&informers, NodeLifecycleConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "node lifecycle controller cannot run"),
+    }
+    match TaintEvictionController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "taint eviction controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);
