@@ -558,3 +558,74 @@ fn openapi_documents_with_etags_and_hashes() {
         pb.headers
     );
 }
+
+#[test]
+fn pod_binding_subresource_and_legacy_bindings() {
+    let s = start();
+    let json = [("Content-Type", "application/json")];
+    let pod = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+        .to_string()
+    };
+    for name in ["a", "b"] {
+        let r = s.request(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            &json,
+            pod(name).as_bytes(),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let binding = |pod: &str, node: &str| {
+        json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        .to_string()
+    };
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/pods/a/binding",
+        &json,
+        binding("a", "node-1").as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["status"], "Success");
+    let a = s.get("/api/v1/namespaces/default/pods/a").json();
+    assert_eq!(a["spec"]["nodeName"], "node-1");
+    assert_eq!(a["status"]["conditions"][0]["type"], "PodScheduled");
+    assert_eq!(a["status"]["conditions"][0]["status"], "True");
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/pods/a/binding",
+        &json,
+        binding("a", "node-2").as_bytes(),
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "Operation cannot be fulfilled on pods/binding \"a\": pod a is already assigned to node \"node-1\""
+    );
+    assert_eq!(r.json()["details"]["kind"], "pods/binding");
+    // The legacy collection names the pod in the body.
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/bindings",
+        &json,
+        binding("b", "node-2").as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let b = s.get("/api/v1/namespaces/default/pods/b").json();
+    assert_eq!(b["spec"]["nodeName"], "node-2");
+    let r = s.request(
+        "POST",
+        "/api/v1/namespaces/default/pods/b/binding",
+        &json,
+        json!({"metadata": {"name": "b"}, "target": {}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["details"]["causes"][0]["field"], "target.name");
+    let r = s.request("GET", "/api/v1/namespaces/default/pods/b/binding", &[], b"");
+    assert_eq!(r.status, 405, "{}", r.body);
+}

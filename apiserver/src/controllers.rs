@@ -25,6 +25,7 @@ use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfi
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use scheduler::{Scheduler, SchedulerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info};
@@ -41,6 +42,8 @@ pub struct ControllerOptions {
     pub lease_duration: Duration,
     pub renew_deadline: Duration,
     pub retry_period: Duration,
+    /// Run the scheduler with the controllers (`--scheduler`).
+    pub scheduler: bool,
 }
 
 /// What the HTTP side may ask of the running controllers.
@@ -99,6 +102,7 @@ pub fn start(
         let task = tokio::spawn(run_controllers(
             informers,
             handle.clone(),
+            options.scheduler,
             shutdown.child_token(),
         ));
         handle.set_task(task);
@@ -128,7 +132,12 @@ pub fn start(
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
     let task = tokio::spawn(elector.run(shutdown.cancelled_owned(), move |term| {
-        run_controllers(informers.clone(), h.clone(), term.token())
+        run_controllers(
+            informers.clone(),
+            h.clone(),
+            options.scheduler,
+            term.token(),
+        )
     }));
     handle.set_task(task);
     handle
@@ -137,6 +146,7 @@ pub fn start(
 async fn run_controllers(
     informers: Arc<InformerFactory>,
     handle: Arc<Controllers>,
+    scheduler: bool,
     stop: CancellationToken,
 ) {
     info!("starting controllers");
@@ -192,6 +202,12 @@ async fn run_controllers(
     match TaintEvictionController::new(&informers) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "taint eviction controller cannot run"),
+    }
+    if scheduler {
+        match Scheduler::new(&informers, SchedulerConfig::default()) {
+            Ok(s) => running.push(s.run(stop.clone()).boxed()),
+            Err(e) => error!(error = %e, "scheduler cannot run"),
+        }
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

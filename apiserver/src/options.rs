@@ -49,6 +49,11 @@ pub struct Options {
     #[arg(long)]
     pub disable_controllers: bool,
 
+    /// Run the scheduler (kube-scheduler's job) with the controllers: pending pods are bound to
+    /// nodes through pods/binding. Off until the node side runs by default.
+    #[arg(long)]
+    pub scheduler: bool,
+
     /// Elect a leader among the servers sharing this storage: only the holder of the
     /// kube-system/kube-controller-manager Lease runs the controllers.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

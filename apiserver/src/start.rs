@@ -69,6 +69,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             lease_duration: options.leader_elect_lease_duration,
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
+            scheduler: options.scheduler,
         },
         shutdown.clone(),
     );

@@ -224,6 +224,24 @@ async fn subresource(
             };
             return Ok(response::encoded(StatusCode::OK, &scale, format, false));
         }
+        "binding" => {
+            if verb != Some(Verb::Create) {
+                return Err(method_not_allowed());
+            }
+            let binding = body(req, &mut write)?;
+            // The legacy `bindings` collection names the pod in the Binding only.
+            let name = match name {
+                "" => registry::object::name(&binding).to_string(),
+                name => name.to_string(),
+            };
+            let status = store.bind(ns, &name, &binding, &write).await?;
+            return Ok(response::encoded(
+                StatusCode::CREATED,
+                &status,
+                format,
+                false,
+            ));
+        }
         _ => return Err(RegistryError::NoSuchResource),
     };
     let obj = match (verb, part) {

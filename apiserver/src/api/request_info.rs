@@ -44,9 +44,15 @@ pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Op
         namespace = Some(parts[1].to_string());
         parts.drain(..2);
     }
-    let resource = parts.first()?.to_string();
+    let mut resource = parts.first()?.to_string();
     let name = parts.get(1).map(|s| s.to_string());
-    let subresource = parts.get(2).map(|s| s.to_string());
+    let mut subresource = parts.get(2).map(|s| s.to_string());
+    // The legacy `bindings` collection is pods' binding subresource by another path
+    // (upstream's LegacyBindingREST); the Binding names the pod.
+    if legacy && resource == "bindings" && namespace.is_some() && parts.len() == 1 {
+        resource = "pods".to_string();
+        subresource = Some("binding".to_string());
+    }
     let verb = match (method.as_str(), name.is_some()) {
         // Deeper paths (pods/x/log/...) are not served.
         _ if parts.len() > 3 => None,

@@ -82,6 +82,7 @@ fn core() -> Vec<ResourceInfo> {
             short_names: strings(&["po"]),
             categories: strings(&["all"]),
             status_subresource: true,
+            other_subresources: strings(&["binding"]),
             columns: printers::pod_columns(),
             field_selectors: strings(&[
                 "spec.nodeName",

@@ -1,6 +1,7 @@
 //! The generic registry Store (upstream's genericregistry.Store): one per resource, the same
 //! for every resource, parametrised by the resource's catalogue entry and its Strategy.
 
+pub mod binding;
 mod create;
 mod delete;
 mod delete_collection;

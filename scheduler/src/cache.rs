@@ -1,0 +1,212 @@
+//! The scheduler's cache (upstream's internal/cache): every node with the pods assigned to
+//! it and their aggregates (requests, host ports), kept up to date from the informers, plus
+//! the pods this scheduler has just bound and the informer has not shown yet ("assumed"), so
+//! the next decision already counts them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use registry::object;
+use serde_json::Value;
+
+use crate::resources::{non_zero_requests, pod_requests, Resources};
+
+/// A host port a container asks for (protocol, host IP, port).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    pub protocol: String,
+    pub ip: String,
+    pub port: i64,
+}
+
+impl HostPort {
+    /// Whether two host ports clash: same protocol and port, and the same IP or a wildcard.
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        let wildcard = |ip: &str| ip.is_empty() || ip == "0.0.0.0";
+        self.protocol == other.protocol
+            && self.port == other.port
+            && (self.ip == other.ip || wildcard(&self.ip) || wildcard(&other.ip))
+    }
+}
+
+/// The host ports of a pod's containers (hostPort > 0 only).
+pub fn host_ports(pod: &Value) -> Vec<HostPort> {
+    let spec = &pod["spec"];
+    let containers = spec["containers"].as_array().into_iter().flatten();
+    let inits = spec["initContainers"].as_array().into_iter().flatten();
+    containers
+        .chain(inits)
+        .flat_map(|c| c["ports"].as_array().into_iter().flatten())
+        .filter_map(|p| {
+            let port = p["hostPort"].as_i64().filter(|p| *p > 0)?;
+            Some(HostPort {
+                protocol: p["protocol"].as_str().unwrap_or("TCP").to_string(),
+                ip: p["hostIP"].as_str().unwrap_or_default().to_string(),
+                port,
+            })
+        })
+        .collect()
+}
+
+/// What the scheduler needs of a pod, computed once.
+#[derive(Debug)]
+pub struct PodInfo {
+    pub pod: Arc<Value>,
+    pub key: String,
+    pub requests: Resources,
+    pub non_zero: Resources,
+    pub ports: Vec<HostPort>,
+}
+
+impl PodInfo {
+    pub fn new(pod: Arc<Value>) -> Self {
+        Self {
+            key: format!("{}/{}", object::namespace(&pod), object::name(&pod)),
+            requests: pod_requests(&pod),
+            non_zero: non_zero_requests(&pod),
+            ports: host_ports(&pod),
+            pod,
+        }
+    }
+
+    pub fn namespace(&self) -> &str {
+        object::namespace(&self.pod)
+    }
+
+    pub fn labels(&self) -> &Value {
+        object::labels(&self.pod)
+    }
+
+    /// The required (anti-)affinity terms of the pod.
+    pub fn required_terms(&self, kind: &str) -> &[Value] {
+        self.pod["spec"]["affinity"][kind]["requiredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+}
+
+/// A node and what is placed on it.
+#[derive(Debug, Default)]
+pub struct NodeInfo {
+    /// None while pods name a node the informer has not shown (or has deleted).
+    pub node: Option<Arc<Value>>,
+    pub allocatable: Resources,
+    pub allowed_pods: i64,
+    pub requested: Resources,
+    pub non_zero_requested: Resources,
+    pub pods: BTreeMap<String, Arc<PodInfo>>,
+}
+
+impl NodeInfo {
+    fn set_node(&mut self, node: Arc<Value>) {
+        let allocatable = &node["status"]["allocatable"];
+        self.allocatable = Resources::from_list(allocatable);
+        self.allowed_pods = allocatable["pods"]
+            .as_str()
+            .and_then(crate::resources::parse_quantity)
+            .map(|p| p as i64)
+            .or_else(|| allocatable["pods"].as_i64())
+            .unwrap_or(0);
+        self.node = Some(node);
+    }
+
+    pub fn name(&self) -> &str {
+        self.node.as_deref().map(object::name).unwrap_or_default()
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.node
+            .as_deref()
+            .and_then(|n| object::labels(n).get(key))
+            .and_then(Value::as_str)
+    }
+
+    pub fn ports_in_use(&self) -> impl Iterator<Item = &HostPort> {
+        self.pods.values().flat_map(|p| p.ports.iter())
+    }
+
+    fn add(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.non_zero_requested.add(&pod.non_zero);
+        self.pods.insert(pod.key.clone(), pod);
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(pod) = self.pods.remove(key) {
+            self.requested.sub(&pod.requests);
+            self.non_zero_requested.sub(&pod.non_zero);
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Cache {
+    nodes: BTreeMap<String, NodeInfo>,
+    /// Pod key → (node, assumed by us and not yet seen bound).
+    placed: HashMap<String, (String, bool)>,
+}
+
+impl Cache {
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.values().filter(|n| n.node.is_some())
+    }
+
+    pub fn set_node(&mut self, node: Arc<Value>) {
+        let name = object::name(&node).to_string();
+        self.nodes.entry(name).or_default().set_node(node);
+    }
+
+    pub fn remove_node(&mut self, name: &str) {
+        let empty = self.nodes.get_mut(name).map(|info| {
+            info.node = None;
+            info.pods.is_empty()
+        });
+        if empty == Some(true) {
+            self.nodes.remove(name);
+        }
+    }
+
+    /// A pod the informer shows assigned to a node (confirming an assumed one), or one this
+    /// scheduler assumes (`assumed`). A finished pod holds nothing.
+    pub fn add_pod(&mut self, pod: Arc<Value>, assumed: bool) {
+        let node = pod["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let info = Arc::new(PodInfo::new(pod));
+        self.remove_pod(&info.key);
+        let phase = info.pod["status"]["phase"].as_str().unwrap_or_default();
+        if node.is_empty() || matches!(phase, "Succeeded" | "Failed") {
+            return;
+        }
+        self.placed
+            .insert(info.key.clone(), (node.clone(), assumed));
+        self.nodes.entry(node).or_default().add(info);
+    }
+
+    pub fn remove_pod(&mut self, key: &str) {
+        let Some((node, _)) = self.placed.remove(key) else {
+            return;
+        };
+        let gone = self.nodes.get_mut(&node).map(|info| {
+            info.remove(key);
+            info.node.is_none() && info.pods.is_empty()
+        });
+        if gone == Some(true) {
+            self.nodes.remove(&node);
+        }
+    }
+
+    /// Drops an assumed pod whose binding failed; a pod the informer showed bound stays.
+    pub fn forget(&mut self, key: &str) {
+        if matches!(self.placed.get(key), Some((_, true))) {
+            self.remove_pod(key);
+        }
+    }
+
+    /// Whether the pod is placed (assumed or seen bound).
+    pub fn is_placed(&self, key: &str) -> bool {
+        self.placed.contains_key(key)
+    }
+}

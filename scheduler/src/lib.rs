@@ -1,0 +1,15 @@
+//! The in-process scheduler (upstream's kube-scheduler with its default profile): pending
+//! pods are placed on nodes by filter and score plugins over a cache of nodes and assigned
+//! pods, and bound through the pods/binding subresource.
+
+mod cache;
+mod error;
+mod filters;
+mod fit_error;
+mod resources;
+mod scheduler;
+mod scores;
+mod topology;
+
+pub use error::SchedulerError;
+pub use scheduler::{Scheduler, SchedulerConfig, DEFAULT_SCHEDULER_NAME};

@@ -1,0 +1,358 @@
+//! The scheduling loop (upstream's Scheduler.scheduleOne): take a pending pod from the queue,
+//! filter the cached nodes, score the feasible ones, assume the pod on the best and bind it
+//! through pods/binding. A pod nothing fits is marked PodScheduled=False with upstream's
+//! message and a FailedScheduling event, and waits in the unschedulable set until a node or
+//! pod change moves it back (after its backoff), or a periodic flush.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use controllers::events::{EventRecorder, EventType};
+use controllers::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use controllers::worker::{run_when_synced, Next};
+use controllers::workqueue::RateLimitingQueue;
+use rand::Rng;
+use registry::options::WriteOptions;
+use registry::patch::PatchType;
+use registry::{object, RegistryError, Store, Subresource};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::cache::{Cache, PodInfo};
+use crate::error::SchedulerError;
+use crate::filters::{node_filters, Rejection};
+use crate::fit_error;
+use crate::scores;
+use crate::topology::TopologyState;
+
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Pods scheduled (and bound) at once; decisions are serialised on the cache.
+    pub workers: usize,
+    /// Upstream's podInitialBackoffSeconds and podMaxBackoffSeconds.
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Upstream's podMaxInUnschedulablePodsDuration: an unschedulable pod is tried again at
+    /// least this often.
+    pub unschedulable_flush: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            workers: 16,
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            unschedulable_flush: Duration::from_secs(300),
+        }
+    }
+}
+
+pub struct Scheduler {
+    config: SchedulerConfig,
+    pod_store: Arc<Store>,
+    pod_informer: SharedInformer,
+    node_informer: SharedInformer,
+    recorder: EventRecorder,
+    cache: Mutex<Cache>,
+    queue: RateLimitingQueue<String>,
+    /// Unschedulable pods: key → (attempts, when the last one failed).
+    unschedulable: Mutex<HashMap<String, (u32, Instant)>>,
+}
+
+enum Decision {
+    Assumed(String),
+    Unschedulable(String),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn key_of(obj: &Value) -> String {
+    format!("{}/{}", object::namespace(obj), object::name(obj))
+}
+
+fn node_name(pod: &Value) -> &str {
+    pod["spec"]["nodeName"].as_str().unwrap_or_default()
+}
+
+/// Whether this scheduler places the pod (upstream's responsibleForPod).
+fn responsible(pod: &Value) -> bool {
+    matches!(
+        pod["spec"]["schedulerName"].as_str(),
+        None | Some("") | Some(DEFAULT_SCHEDULER_NAME)
+    )
+}
+
+impl Scheduler {
+    pub fn new(
+        informers: &InformerFactory,
+        config: SchedulerConfig,
+    ) -> Result<Arc<Self>, SchedulerError> {
+        let pod_store = informers
+            .registry()
+            .store("", "v1", "pods")
+            .ok_or_else(|| SchedulerError::NotServed("v1/pods".into()))?;
+        Ok(Arc::new(Self {
+            pod_informer: informers.informer_for(&pod_store),
+            node_informer: informers.informer("", "v1", "nodes")?,
+            recorder: EventRecorder::new(informers.registry().clone(), DEFAULT_SCHEDULER_NAME),
+            cache: Mutex::new(Cache::default()),
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+            unschedulable: Mutex::new(HashMap::new()),
+            pod_store,
+            config,
+        }))
+    }
+
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!(workers = self.config.workers, "starting scheduler");
+        let this = self.clone();
+        let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
+            this.on_pod(n)
+        });
+        let this = self.clone();
+        let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
+            this.on_node(n)
+        });
+        let this = self.clone();
+        run_when_synced(
+            "scheduler",
+            &[&self.pod_informer, &self.node_informer],
+            self.queue.clone(),
+            self.config.workers,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move { this.schedule_one(key).await }
+            },
+        )
+        .await;
+        stop.cancel();
+        let _ = pods.await;
+        let _ = nodes.await;
+        info!("scheduler stopped");
+    }
+
+    fn on_pod(&self, n: Notification) {
+        match n {
+            Notification::Add(pod) | Notification::Update { new: pod, .. } => {
+                if !node_name(&pod).is_empty() {
+                    let finished = matches!(
+                        pod["status"]["phase"].as_str(),
+                        Some("Succeeded" | "Failed")
+                    );
+                    lock(&self.cache).add_pod(pod, false);
+                    if finished {
+                        self.move_unschedulable();
+                    }
+                } else if responsible(&pod) && object::deletion_timestamp(&pod).is_none() {
+                    let key = key_of(&pod);
+                    // A pod waiting for a cluster change stays there until one comes.
+                    if !lock(&self.unschedulable).contains_key(&key) {
+                        self.queue.add(key);
+                    }
+                }
+            }
+            Notification::Delete(gone) => {
+                let Ok(key) = gone.key() else {
+                    return;
+                };
+                lock(&self.unschedulable).remove(&key);
+                let was_placed = {
+                    let mut cache = lock(&self.cache);
+                    let placed = cache.is_placed(&key);
+                    cache.remove_pod(&key);
+                    placed
+                };
+                if was_placed {
+                    self.move_unschedulable();
+                }
+            }
+        }
+    }
+
+    fn on_node(&self, n: Notification) {
+        match n {
+            Notification::Add(node) => {
+                lock(&self.cache).set_node(node);
+                self.move_unschedulable();
+            }
+            Notification::Update { old, new } => {
+                // Heartbeats change only conditions and times: not worth a retry of every pod.
+                let relevant = old["spec"] != new["spec"]
+                    || object::labels(&old) != object::labels(&new)
+                    || old["status"]["allocatable"] != new["status"]["allocatable"];
+                lock(&self.cache).set_node(new);
+                if relevant {
+                    self.move_unschedulable();
+                }
+            }
+            Notification::Delete(gone) => {
+                if let Ok(name) = gone.key() {
+                    lock(&self.cache).remove_node(&name);
+                }
+            }
+        }
+    }
+
+    /// A cluster change: every unschedulable pod goes back to the queue once its backoff ends.
+    fn move_unschedulable(&self) {
+        let now = Instant::now();
+        for (key, (attempts, failed)) in lock(&self.unschedulable).iter() {
+            let wait = self.backoff(*attempts).saturating_sub(now - *failed);
+            self.queue.add_after(key.clone(), wait);
+        }
+    }
+
+    fn backoff(&self, attempts: u32) -> Duration {
+        let factor = 1u32 << attempts.saturating_sub(1).min(16);
+        (self.config.initial_backoff * factor).min(self.config.max_backoff)
+    }
+
+    async fn schedule_one(&self, key: String) -> Next {
+        let Some(pod) = self.pod_informer.indexer().get(&key) else {
+            lock(&self.unschedulable).remove(&key);
+            return Next::Done;
+        };
+        if !node_name(&pod).is_empty()
+            || !responsible(&pod)
+            || object::deletion_timestamp(&pod).is_some()
+        {
+            lock(&self.unschedulable).remove(&key);
+            return Next::Done;
+        }
+        match self.decide(&pod) {
+            None => Next::Done,
+            Some(Decision::Assumed(node)) => self.bind(&key, &pod, &node).await,
+            Some(Decision::Unschedulable(message)) => self.unschedulable(&key, &pod, message).await,
+        }
+    }
+
+    /// Filters and scores under the cache lock, and assumes the pod on the chosen node, so
+    /// the next decision counts it. None: already placed.
+    fn decide(&self, pod: &Arc<Value>) -> Option<Decision> {
+        let mut cache = lock(&self.cache);
+        let info = PodInfo::new(pod.clone());
+        if cache.is_placed(&info.key) {
+            return None;
+        }
+        let state = TopologyState::compute(&info, &cache);
+        let mut feasible = Vec::new();
+        let mut rejections: Vec<Rejection> = Vec::new();
+        for node in cache.nodes() {
+            let fits = node_filters(&info, node)
+                .and_then(|()| state.spread_filter(node))
+                .and_then(|()| state.affinity_filter(node));
+            match fits {
+                Ok(()) => feasible.push(node),
+                Err(r) => rejections.push(r),
+            }
+        }
+        if feasible.is_empty() {
+            return Some(Decision::Unschedulable(fit_error::message(&rejections)));
+        }
+        let scores = scores::score(&info, &feasible, &state);
+        // Upstream's selectHost: the best score, ties broken at random.
+        let best = scores.iter().copied().max().unwrap_or(0);
+        let top: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] == best).collect();
+        let pick = top[rand::rng().random_range(0..top.len())];
+        let node = feasible[pick].name().to_string();
+        let mut assumed = (**pod).clone();
+        assumed["spec"]["nodeName"] = json!(node);
+        cache.add_pod(Arc::new(assumed), true);
+        Some(Decision::Assumed(node))
+    }
+
+    async fn bind(&self, key: &str, pod: &Value, node: &str) -> Next {
+        let (ns, name) = (object::namespace(pod), object::name(pod));
+        let binding = json!({
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns, "uid": object::uid(pod)},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        });
+        match self
+            .pod_store
+            .bind(Some(ns), name, &binding, &WriteOptions::default())
+            .await
+        {
+            Ok(_) => {
+                lock(&self.unschedulable).remove(key);
+                self.recorder.event(
+                    pod,
+                    EventType::Normal,
+                    "Scheduled",
+                    format!("Successfully assigned {ns}/{name} to {node}"),
+                );
+                Next::Done
+            }
+            Err(e) => {
+                lock(&self.cache).forget(key);
+                match e {
+                    // Gone, or placed by someone else: the informer will tell.
+                    RegistryError::NotFound { .. } | RegistryError::Conflict { .. } => Next::Done,
+                    e => {
+                        warn!(pod = key, node, error = %e, "binding failed");
+                        Next::Retry
+                    }
+                }
+            }
+        }
+    }
+
+    async fn unschedulable(&self, key: &str, pod: &Value, message: String) -> Next {
+        {
+            let mut waiting = lock(&self.unschedulable);
+            let entry = waiting
+                .entry(key.to_string())
+                .or_insert((0, Instant::now()));
+            entry.0 += 1;
+            entry.1 = Instant::now();
+        }
+        self.recorder
+            .event(pod, EventType::Warning, "FailedScheduling", message.clone());
+        let current = pod["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled"));
+        let same = current.is_some_and(|c| {
+            c["status"] == "False" && c["reason"] == "Unschedulable" && c["message"] == message
+        });
+        if !same {
+            let transition = match current {
+                Some(c) if c["status"] == "False" => c["lastTransitionTime"].clone(),
+                _ => json!(object::now()),
+            };
+            let patch = json!({"status": {"conditions": [{
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastProbeTime": null,
+                "lastTransitionTime": transition,
+            }]}});
+            let (ns, name) = (object::namespace(pod), object::name(pod));
+            let body = patch.to_string();
+            if let Err(e) = self
+                .pod_store
+                .patch(
+                    Some(ns),
+                    name,
+                    PatchType::Strategic,
+                    body.as_bytes(),
+                    Subresource::Status,
+                    &WriteOptions::default(),
+                )
+                .await
+            {
+                warn!(pod = key, error = %e, "cannot record the unschedulable condition");
+            }
+        }
+        Next::After(self.config.unschedulable_flush)
+    }
+}

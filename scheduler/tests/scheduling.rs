@@ -1,0 +1,142 @@
+//! The scheduler over a real registry: fit by resources, the unschedulable condition and
+//! event then scheduling once a node comes, taints, node selectors, host ports, other
+//! schedulers' pods.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::Harness;
+
+test_support::both_backends!(
+    crate::support::Harness;
+    binds_to_the_only_fitting_node,
+    unschedulable_then_scheduled_when_a_node_comes,
+    taints_selectors_and_host_ports,
+    other_schedulers_pods_are_left_alone,
+);
+
+async fn binds_to_the_only_fitting_node(h: &Harness) {
+    h.node("small", "1", json!({})).await;
+    h.node("big", "4", json!({})).await;
+    h.pod("p", "2", json!({})).await;
+    assert_eq!(h.node_of("p").await, "big");
+    let pod = h.get("p").await;
+    assert_eq!(pod["status"]["conditions"][0]["type"], "PodScheduled");
+    assert_eq!(pod["status"]["conditions"][0]["status"], "True");
+    let event = h.event("p", "Scheduled").await;
+    assert_eq!(event["message"], "Successfully assigned default/p to big");
+    assert_eq!(event["source"]["component"], "default-scheduler");
+}
+
+async fn unschedulable_then_scheduled_when_a_node_comes(h: &Harness) {
+    h.node("a", "1", json!({})).await;
+    h.node("b", "1", json!({})).await;
+    h.node(
+        "tainted",
+        "8",
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}}),
+    )
+    .await;
+    h.pod("big", "2", json!({})).await;
+    let message = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.";
+    let pod = h
+        .wait_pod("big", "unschedulable", |p| {
+            p["status"]["conditions"][0]["reason"] == "Unschedulable"
+        })
+        .await;
+    let condition = &pod["status"]["conditions"][0];
+    assert_eq!(condition["status"], "False");
+    assert_eq!(condition["message"], message);
+    let event = h.event("big", "FailedScheduling").await;
+    assert_eq!(
+        (&event["type"], &event["message"]),
+        (&json!("Warning"), &json!(message))
+    );
+    h.node("c", "4", json!({})).await;
+    assert_eq!(h.node_of("big").await, "c");
+    let pod = h.get("big").await;
+    assert_eq!(pod["status"]["conditions"][0]["status"], "True");
+}
+
+async fn taints_selectors_and_host_ports(h: &Harness) {
+    h.node(
+        "gpu",
+        "4",
+        json!({"metadata": {"labels": {"disk": "ssd"}},
+               "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}}),
+    )
+    .await;
+    h.node(
+        "plain",
+        "4",
+        json!({"metadata": {"labels": {"disk": "hdd"}}}),
+    )
+    .await;
+    let tolerate = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu"}]);
+    h.pod(
+        "tolerant",
+        "1",
+        json!({"spec": {"tolerations": tolerate, "nodeSelector": {"disk": "ssd"}}}),
+    )
+    .await;
+    assert_eq!(h.node_of("tolerant").await, "gpu");
+    h.pod(
+        "intolerant",
+        "1",
+        json!({"spec": {"nodeSelector": {"disk": "ssd"}}}),
+    )
+    .await;
+    let pod = h
+        .wait_pod("intolerant", "unschedulable", |p| {
+            p["status"]["conditions"][0]["reason"] == "Unschedulable"
+        })
+        .await;
+    assert_eq!(
+        pod["status"]["conditions"][0]["message"],
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    );
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["hdd"]}]}]}}});
+    h.pod("affine", "1", json!({"spec": {"affinity": affinity}}))
+        .await;
+    assert_eq!(h.node_of("affine").await, "plain");
+    let port = |name: &str| {
+        json!({"spec": {"tolerations": tolerate, "containers": [{"name": "c", "image": "nginx",
+            "resources": {"requests": {"cpu": "100m"}},
+            "ports": [{"containerPort": 80, "hostPort": 8080, "name": name}]}]}})
+    };
+    h.pod("port-1", "1", port("a")).await;
+    h.pod("port-2", "1", port("b")).await;
+    let (one, two) = (h.node_of("port-1").await, h.node_of("port-2").await);
+    assert_ne!(one, two, "host ports keep the pods apart");
+    h.pod("port-3", "1", port("c")).await;
+    let pod = h
+        .wait_pod("port-3", "unschedulable", |p| {
+            p["status"]["conditions"][0]["reason"] == "Unschedulable"
+        })
+        .await;
+    assert!(pod["status"]["conditions"][0]["message"]
+        .as_str()
+        .is_some_and(
+            |m| m.contains("2 node(s) didn't have free ports for the requested pod ports")
+        ));
+}
+
+async fn other_schedulers_pods_are_left_alone(h: &Harness) {
+    h.node("n", "4", json!({})).await;
+    h.pod(
+        "mine",
+        "1",
+        json!({"spec": {"schedulerName": "default-scheduler"}}),
+    )
+    .await;
+    h.pod("theirs", "1", json!({"spec": {"schedulerName": "other"}}))
+        .await;
+    assert_eq!(h.node_of("mine").await, "n");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let theirs = h.get("theirs").await;
+    assert!(theirs["spec"]["nodeName"].is_null());
+    assert!(theirs["status"]["conditions"].is_null());
+}
