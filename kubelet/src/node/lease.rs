@@ -1,0 +1,58 @@
+//! The node heartbeat (pkg/kubelet/nodelease): a Lease named after the node in
+//! kube-node-lease, owned by the Node, whose renewTime the kubelet moves on every
+//! renew interval.
+
+use chrono::{SecondsFormat, Utc};
+use registry::options::{ListOptions, WriteOptions};
+use registry::{RegistryError, Store, Subresource};
+use serde_json::{json, Value};
+
+pub const NAMESPACE: &str = "kube-node-lease";
+
+/// metav1.MicroTime as it serializes.
+fn micro_now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Creates the node's lease or renews it.
+pub async fn renew(
+    leases: &Store,
+    node: &str,
+    node_uid: &str,
+    duration: u32,
+) -> Result<Value, RegistryError> {
+    let now = micro_now();
+    match leases
+        .get(Some(NAMESPACE), node, &ListOptions::default())
+        .await
+    {
+        Ok(mut lease) => {
+            lease["spec"]["holderIdentity"] = json!(node);
+            lease["spec"]["leaseDurationSeconds"] = json!(duration);
+            lease["spec"]["renewTime"] = json!(now);
+            let (updated, _) = leases
+                .update(
+                    Some(NAMESPACE),
+                    node,
+                    lease,
+                    Subresource::Main,
+                    &WriteOptions::default(),
+                )
+                .await?;
+            Ok(updated)
+        }
+        Err(RegistryError::NotFound { .. }) => {
+            let lease = json!({
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": node, "namespace": NAMESPACE,
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]},
+                "spec": {"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": now},
+            });
+            leases
+                .create(Some(NAMESPACE), lease, &WriteOptions::default())
+                .await
+        }
+        Err(e) => Err(e),
+    }
+}

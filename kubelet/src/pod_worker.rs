@@ -1,0 +1,387 @@
+//! One pod's worker (upstream's podWorkers goroutine with SyncPod / SyncTerminatingPod):
+//! sets up the sandbox and its network, runs the containers through the simulated runtime,
+//! writes every change of status, and on deletion runs seed 004's flow: preStop, SIGTERM,
+//! the grace period, kill, network tear-down, the final status, the final DELETE.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use controllers::events::{EventRecorder, EventType};
+use registry::object;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::behavior::{owned_by_job, PodBehavior};
+use crate::config::KubeletTimings;
+use crate::network::{NetworkPlugin, SandboxRef};
+use crate::runtime::container::{digest, KILLED};
+use crate::runtime::{PodRuntime, RuntimeEvent, State, Termination};
+use crate::status::manager::Written;
+use crate::status::{generate, PodView, StatusManager};
+
+/// upstream's minimumGracePeriodInSeconds for killing a container.
+const MINIMUM_GRACE: Duration = Duration::from_secs(2);
+/// A failed status write is tried again after this long.
+const WRITE_RETRY: Duration = Duration::from_secs(1);
+
+/// What every pod worker of one node shares.
+pub struct NodeContext {
+    pub node_name: String,
+    pub host_ip: String,
+    pub network: Arc<dyn NetworkPlugin>,
+    pub status: StatusManager,
+    pub recorder: EventRecorder,
+    pub timings: KubeletTimings,
+}
+
+/// The latest pod the informer holds; None once it is gone from the store.
+pub type PodUpdates = watch::Receiver<Option<Arc<Value>>>;
+
+struct Worker {
+    ctx: Arc<NodeContext>,
+    pod: Arc<Value>,
+    rt: PodRuntime,
+    sandbox: Option<(SandboxRef, Ipv4Addr)>,
+    /// The sandbox was torn down: the pod has finished.
+    finished: bool,
+    start_time: String,
+    written: Option<Value>,
+}
+
+fn is_terminal(phase: &str) -> bool {
+    phase == "Succeeded" || phase == "Failed"
+}
+
+pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: CancellationToken) {
+    let Some(pod) = updates.borrow().clone() else {
+        return;
+    };
+    let behavior = PodBehavior::of(&pod).unwrap_or_else(|why| {
+        ctx.recorder
+            .event(&pod, EventType::Warning, "FailedSimulation", why);
+        PodBehavior::default()
+    });
+    let rt = PodRuntime::new(
+        &pod,
+        &behavior,
+        ctx.timings.completing_run,
+        ctx.timings.crash_loop_backoff,
+        owned_by_job(&pod),
+    );
+    let finished = is_terminal(pod["status"]["phase"].as_str().unwrap_or_default());
+    let start_time = pod["status"]["startTime"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(object::now);
+    let mut w = Worker {
+        ctx,
+        pod,
+        rt,
+        sandbox: None,
+        finished,
+        start_time,
+        written: None,
+    };
+    loop {
+        if object::deletion_timestamp(&w.pod).is_some() {
+            w.terminate(&mut updates, &stop).await;
+            return;
+        }
+        let wake = if w.finished { None } else { w.sync().await };
+        let sleep = async {
+            match wake {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = sleep => {}
+            changed = updates.changed() => {
+                let latest = updates.borrow_and_update().clone();
+                match (changed, latest) {
+                    (Ok(()), Some(pod)) => w.pod = pod,
+                    _ => {
+                        w.removed().await;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Worker {
+    fn namespace(&self) -> &str {
+        object::namespace(&self.pod)
+    }
+
+    fn name(&self) -> &str {
+        object::name(&self.pod)
+    }
+
+    fn record(&self, events: Vec<RuntimeEvent>) {
+        for e in events {
+            let kind = if e.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            };
+            self.ctx
+                .recorder
+                .event(&self.pod, kind, e.reason, e.message);
+        }
+    }
+
+    /// One SyncPod: moves the pod on to now and writes its status; when to look again.
+    async fn sync(&mut self) -> Option<Instant> {
+        let now = Instant::now();
+        if self.written.is_none() {
+            // The first status the API sees: Pending, containers creating.
+            if !self.write_status(now, false).await {
+                return Some(now + WRITE_RETRY);
+            }
+        }
+        if self.sandbox.is_none() {
+            if let Err(retry) = self.set_up_sandbox().await {
+                return Some(now + retry);
+            }
+        }
+        let events = self.rt.advance(now, Utc::now());
+        self.record(events);
+        let phase = crate::status::generate::phase(&self.rt, false);
+        if is_terminal(phase) {
+            // A finished pod's sandbox goes (upstream kills it); its IP stays in the status.
+            self.tear_down().await;
+            self.finished = true;
+        }
+        if !self.write_status(now, self.finished).await {
+            return Some(now + WRITE_RETRY);
+        }
+        if self.finished {
+            None
+        } else {
+            self.rt.deadline(now)
+        }
+    }
+
+    async fn set_up_sandbox(&mut self) -> Result<(), Duration> {
+        let sandbox = SandboxRef {
+            namespace: self.namespace().to_string(),
+            name: self.name().to_string(),
+            sandbox_id: digest(&[object::uid(&self.pod), "sandbox"]),
+        };
+        match self.ctx.network.set_up_pod(&sandbox).await {
+            Ok(status) => {
+                self.sandbox = Some((sandbox, status.ip));
+                Ok(())
+            }
+            Err(e) => {
+                let message = format!(
+                    "Failed to create pod sandbox: plugin {} failed to set up pod \"{}_{}\" network: {e}",
+                    self.ctx.network.name(),
+                    self.name(),
+                    self.namespace()
+                );
+                self.ctx.recorder.event(
+                    &self.pod,
+                    EventType::Warning,
+                    "FailedCreatePodSandBox",
+                    message,
+                );
+                Err(self.ctx.timings.sandbox_retry)
+            }
+        }
+    }
+
+    async fn tear_down(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Some((sandbox, _)) = &self.sandbox {
+            if let Err(e) = self.ctx.network.tear_down_pod(sandbox).await {
+                warn!(pod = %self.name(), error = %e, "network tear-down failed");
+            }
+        }
+    }
+
+    /// Writes the status if it changed; false if the write failed.
+    async fn write_status(&mut self, now: Instant, terminal: bool) -> bool {
+        let mut base = (*self.pod).clone();
+        if let Some(written) = &self.written {
+            // What this kubelet wrote last is newer than the informer's copy may be.
+            base["status"] = written.clone();
+        }
+        let wall = object::now();
+        let view = PodView {
+            pod: &base,
+            runtime: &self.rt,
+            pod_ip: self.sandbox.as_ref().map(|(_, ip)| *ip),
+            sandbox_ready: self.sandbox.is_some() && !self.finished,
+            host_ip: &self.ctx.host_ip,
+            start_time: &self.start_time,
+            terminal,
+            now,
+            wall: &wall,
+        };
+        let status = generate(&view);
+        if self.written.as_ref() == Some(&status) {
+            return true;
+        }
+        let (ns, name, uid) = (
+            self.namespace().to_string(),
+            self.name().to_string(),
+            object::uid(&self.pod).to_string(),
+        );
+        match self.ctx.status.set_status(&ns, &name, &uid, &status).await {
+            Ok(Written::Done) | Ok(Written::Gone) => {
+                self.written = Some(status);
+                true
+            }
+            Err(e) => {
+                warn!(pod = %format!("{ns}/{name}"), error = %e, "status write failed");
+                false
+            }
+        }
+    }
+
+    /// The pod left the store without this kubelet's final delete (a forced delete):
+    /// upstream's HandlePodRemoves, whatever still runs is killed and the network goes.
+    async fn removed(&mut self) {
+        debug!(pod = %self.name(), "pod removed; stopping what remains");
+        self.tear_down().await;
+        self.finished = true;
+    }
+
+    /// seed 004: the kubelet's part of a graceful deletion.
+    async fn terminate(&mut self, updates: &mut PodUpdates, stop: &CancellationToken) {
+        let begun = Instant::now();
+        if !self.finished {
+            let pre_stop = self
+                .rt
+                .all_mut()
+                .filter(|c| c.is_running())
+                .map(|c| c.script.pre_stop)
+                .max()
+                .unwrap_or_default();
+            for c in self
+                .rt
+                .containers
+                .iter()
+                .chain(&self.rt.init)
+                .filter(|c| c.is_running())
+            {
+                let message = format!("Stopping container {}", c.name);
+                self.ctx
+                    .recorder
+                    .event(&self.pod, EventType::Normal, "Killing", message);
+            }
+            if !pre_stop.is_zero() && !self.wait_grace(begun, Some(pre_stop), updates, stop).await {
+                return;
+            }
+            let wall = Utc::now();
+            let now = Instant::now();
+            for c in self.rt.all_mut() {
+                match &c.state {
+                    State::Running { .. } if !c.script.ignore_sigterm => {
+                        let code = c.script.sigterm_exit_code;
+                        c.terminate(code, now, wall);
+                    }
+                    State::Waiting { .. } => {
+                        c.state =
+                            State::Terminated(c.last.clone().unwrap_or_else(|| unknown(now, wall)));
+                    }
+                    _ => {}
+                }
+            }
+            if self.rt.any_running() {
+                // Some ignore SIGTERM: they are killed when the grace period ends.
+                self.write_status(now, true).await;
+                if !self.wait_grace(begun, None, updates, stop).await {
+                    return;
+                }
+                let (now, wall) = (Instant::now(), Utc::now());
+                for c in self.rt.all_mut().filter(|c| c.is_running()) {
+                    c.terminate(KILLED, now, wall);
+                }
+            }
+            self.tear_down().await;
+            self.finished = true;
+        }
+        let mut written = self.write_status(Instant::now(), true).await;
+        while !written {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(WRITE_RETRY) => {}
+            }
+            written = self.write_status(Instant::now(), true).await;
+        }
+        let (ns, name, uid) = (
+            self.namespace().to_string(),
+            self.name().to_string(),
+            object::uid(&self.pod).to_string(),
+        );
+        while let Err(e) = self.ctx.status.delete_pod(&ns, &name, &uid).await {
+            warn!(pod = %format!("{ns}/{name}"), error = %e, "final delete failed; retrying");
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(WRITE_RETRY) => {}
+            }
+        }
+    }
+
+    /// Waits until `limit` after `begun` (default: the grace period, which a later delete may
+    /// shorten); false if the pod went away meanwhile or the kubelet stops.
+    async fn wait_grace(
+        &mut self,
+        begun: Instant,
+        limit: Option<Duration>,
+        updates: &mut PodUpdates,
+        stop: &CancellationToken,
+    ) -> bool {
+        loop {
+            let grace = limit.unwrap_or_else(|| grace_period(&self.pod));
+            tokio::select! {
+                () = stop.cancelled() => return false,
+                () = tokio::time::sleep_until(begun + grace) => return true,
+                changed = updates.changed() => {
+                    let latest = updates.borrow_and_update().clone();
+                    match (changed, latest) {
+                        (Ok(()), Some(pod)) => self.pod = pod,
+                        _ => {
+                            self.removed().await;
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A container that never ran, reported as upstream reports it once the pod is stopped.
+fn unknown(now: Instant, wall: chrono::DateTime<Utc>) -> Termination {
+    Termination {
+        exit_code: KILLED,
+        reason: "ContainerStatusUnknown".to_string(),
+        message: Some("The container could not be located when the pod was terminated".to_string()),
+        started_at: None,
+        finished_at: wall,
+        container_id: None,
+        finished: now,
+    }
+}
+
+/// The pod's grace period (killContainer's choice), no shorter than upstream's minimum.
+fn grace_period(pod: &Value) -> Duration {
+    let seconds = object::deletion_grace_period(pod)
+        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .unwrap_or(30)
+        .max(0) as u64;
+    Duration::from_secs(seconds).max(MINIMUM_GRACE)
+}

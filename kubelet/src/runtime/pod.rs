@@ -1,0 +1,332 @@
+//! A pod's simulated containers moved through time as the kubelet's SyncPod moves them: init
+//! containers one at a time in order, then every regular container; stopped containers
+//! restarted as the restartPolicy says, behind CrashLoopBackOff.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::container::{Container, State, StopCause, KILLED};
+use super::go_duration;
+use crate::behavior::PodBehavior;
+
+/// Bounds the state changes one advance makes to one container (start, stop, restart...).
+const MAX_PASSES: usize = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestartPolicy {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl RestartPolicy {
+    pub fn of(pod: &Value) -> Self {
+        match pod["spec"]["restartPolicy"].as_str() {
+            Some("OnFailure") => Self::OnFailure,
+            Some("Never") => Self::Never,
+            _ => Self::Always,
+        }
+    }
+
+    fn restarts(self, exit_code: i32) -> bool {
+        match self {
+            Self::Always => true,
+            Self::OnFailure => exit_code != 0,
+            Self::Never => false,
+        }
+    }
+}
+
+/// What happened, for the pod's events (reason, message, warning?).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeEvent {
+    pub reason: &'static str,
+    pub message: String,
+    pub warning: bool,
+}
+
+impl RuntimeEvent {
+    fn normal(reason: &'static str, message: String) -> Self {
+        Self {
+            reason,
+            message,
+            warning: false,
+        }
+    }
+
+    fn warning(reason: &'static str, message: String) -> Self {
+        Self {
+            reason,
+            message,
+            warning: true,
+        }
+    }
+}
+
+pub struct PodRuntime {
+    pub uid: String,
+    /// `name_namespace(uid)`, as the kubelet names a pod in messages.
+    pub full_name: String,
+    pub restart_policy: RestartPolicy,
+    pub init: Vec<Container>,
+    pub containers: Vec<Container>,
+}
+
+impl PodRuntime {
+    pub fn new(
+        pod: &Value,
+        behavior: &PodBehavior,
+        completing_run: Duration,
+        backoff: (Duration, Duration),
+        job_owned: bool,
+    ) -> Self {
+        let uid = pod["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let spec = &pod["spec"];
+        let list = |field: &str| spec[field].as_array().cloned().unwrap_or_default();
+        let init = list("initContainers")
+            .iter()
+            .map(|c| {
+                let script =
+                    behavior.script(c["name"].as_str().unwrap_or_default(), true, completing_run);
+                Container::new(c, script, "PodInitializing", backoff)
+            })
+            .collect();
+        let containers = list("containers")
+            .iter()
+            .map(|c| {
+                let name = c["name"].as_str().unwrap_or_default();
+                let script = behavior.script(name, job_owned, completing_run);
+                Container::new(c, script, "ContainerCreating", backoff)
+            })
+            .collect();
+        Self {
+            full_name: format!(
+                "{}_{}({uid})",
+                pod["metadata"]["name"].as_str().unwrap_or_default(),
+                pod["metadata"]["namespace"].as_str().unwrap_or_default()
+            ),
+            uid,
+            restart_policy: RestartPolicy::of(pod),
+            init,
+            containers,
+        }
+    }
+
+    /// The init container now due to run, if initialisation is not done.
+    fn pending_init(&self) -> Option<usize> {
+        self.init
+            .iter()
+            .position(|c| !matches!(&c.state, State::Terminated(t) if t.exit_code == 0))
+    }
+
+    pub fn initialized(&self) -> bool {
+        self.pending_init().is_none()
+    }
+
+    /// Init containers that failed for good (restartPolicy Never): the pod fails.
+    pub fn init_failed(&self) -> bool {
+        self.restart_policy == RestartPolicy::Never
+            && self
+                .init
+                .iter()
+                .any(|c| matches!(&c.state, State::Terminated(t) if t.exit_code != 0))
+    }
+
+    /// Moves every container to `now`; the events of what happened, in order.
+    pub fn advance(&mut self, now: Instant, wall: DateTime<Utc>) -> Vec<RuntimeEvent> {
+        let mut events = Vec::new();
+        // An init container finishing lets the next one (or the regular ones) start at once;
+        // each pass makes progress, so the passes are bounded by the containers' changes.
+        for _ in 0..MAX_PASSES {
+            let Some(i) = self.pending_init() else {
+                break;
+            };
+            let before = self.init[i].state.clone();
+            step(
+                &mut self.init[i],
+                self.restart_policy,
+                &self.uid,
+                &self.full_name,
+                now,
+                wall,
+                &mut events,
+            );
+            if self.init[i].state == before {
+                return events;
+            }
+        }
+        if self.pending_init().is_some() {
+            return events;
+        }
+        for c in &mut self.containers {
+            // A start may already be due to end (a run of 0 s), which ends in turn.
+            for _ in 0..MAX_PASSES {
+                let before = c.state.clone();
+                step(
+                    c,
+                    self.restart_policy,
+                    &self.uid,
+                    &self.full_name,
+                    now,
+                    wall,
+                    &mut events,
+                );
+                if c.state == before {
+                    break;
+                }
+            }
+        }
+        events
+    }
+
+    /// The next moment something changes by itself; None when nothing will.
+    pub fn deadline(&self, now: Instant) -> Option<Instant> {
+        match self.pending_init() {
+            Some(i) => self.init[i].deadline(now),
+            None => self.containers.iter().filter_map(|c| c.deadline(now)).min(),
+        }
+    }
+
+    /// Every container, init ones first.
+    pub fn all_mut(&mut self) -> impl Iterator<Item = &mut Container> {
+        self.init.iter_mut().chain(self.containers.iter_mut())
+    }
+
+    pub fn any_running(&self) -> bool {
+        self.init
+            .iter()
+            .chain(&self.containers)
+            .any(Container::is_running)
+    }
+}
+
+/// One container's step at `now`: start it, notice its stop, or restart it.
+fn step(
+    c: &mut Container,
+    policy: RestartPolicy,
+    uid: &str,
+    full_name: &str,
+    now: Instant,
+    wall: DateTime<Utc>,
+    events: &mut Vec<RuntimeEvent>,
+) {
+    match &c.state {
+        State::Waiting { .. } if c.last.is_none() => start(c, uid, now, wall, events),
+        State::Waiting { .. } => {
+            if c.retry_at.is_some_and(|at| at <= now) {
+                if let Some(finished) = c.last.as_ref().map(|t| t.finished) {
+                    c.backoff.next(finished);
+                }
+                c.restart_count += 1;
+                start(c, uid, now, wall, events);
+            }
+        }
+        State::Running { .. } => {
+            let Some((at, cause)) = c.due_stop(now) else {
+                return;
+            };
+            let code = match cause {
+                StopCause::Exited => c.script.exit_code,
+                StopCause::StartupProbe | StopCause::LivenessProbe => {
+                    let probe = if cause == StopCause::StartupProbe {
+                        "Startup"
+                    } else {
+                        "Liveness"
+                    };
+                    events.push(RuntimeEvent::warning(
+                        "Unhealthy",
+                        format!("{probe} probe failed: simulated failure"),
+                    ));
+                    events.push(RuntimeEvent::normal(
+                        "Killing",
+                        format!(
+                            "Container {} failed {} probe, will be restarted",
+                            c.name,
+                            probe.to_lowercase()
+                        ),
+                    ));
+                    KILLED
+                }
+            };
+            c.terminate(code, at, wall);
+            restart(c, policy, uid, full_name, now, wall, events);
+        }
+        State::Terminated(_) => restart(c, policy, uid, full_name, now, wall, events),
+    }
+}
+
+fn start(
+    c: &mut Container,
+    uid: &str,
+    now: Instant,
+    wall: DateTime<Utc>,
+    events: &mut Vec<RuntimeEvent>,
+) {
+    if c.restart_count == 0 {
+        events.push(RuntimeEvent::normal(
+            "Pulled",
+            format!("Container image \"{}\" already present on machine", c.image),
+        ));
+    }
+    events.push(RuntimeEvent::normal(
+        "Created",
+        format!("Created container: {}", c.name),
+    ));
+    events.push(RuntimeEvent::normal(
+        "Started",
+        format!("Started container {}", c.name),
+    ));
+    c.start(now, wall, uid);
+}
+
+/// A terminated container: restarted now, or waiting out its back-off, or left as it is.
+fn restart(
+    c: &mut Container,
+    policy: RestartPolicy,
+    uid: &str,
+    full_name: &str,
+    now: Instant,
+    wall: DateTime<Utc>,
+    events: &mut Vec<RuntimeEvent>,
+) {
+    let State::Terminated(t) = &c.state else {
+        return;
+    };
+    if !policy.restarts(t.exit_code) {
+        return;
+    }
+    let t = t.clone();
+    match c.backoff.in_backoff_since(t.finished, now) {
+        Some(backoff) => {
+            c.retry_at = Some(t.finished + backoff);
+            c.state = State::Waiting {
+                reason: "CrashLoopBackOff".to_string(),
+                message: Some(format!(
+                    "back-off {} restarting failed container={} pod={full_name}",
+                    go_duration(backoff),
+                    c.name
+                )),
+            };
+            c.last = Some(t);
+            events.push(RuntimeEvent::warning(
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {full_name}",
+                    c.name
+                ),
+            ));
+        }
+        None => {
+            c.backoff.next(t.finished);
+            c.last = Some(t);
+            c.restart_count += 1;
+            start(c, uid, now, wall, events);
+        }
+    }
+}
