@@ -25,6 +25,7 @@ use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfi
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use kubelet::Nodes;
 use scheduler::{Scheduler, SchedulerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +45,8 @@ pub struct ControllerOptions {
     pub retry_period: Duration,
     /// Run the scheduler with the controllers (`--scheduler`).
     pub scheduler: bool,
+    /// The simulated nodes served with the controllers (`--nodes`, none when 0).
+    pub nodes: kubelet::NodeConfig,
 }
 
 /// What the HTTP side may ask of the running controllers.
@@ -102,7 +105,7 @@ pub fn start(
         let task = tokio::spawn(run_controllers(
             informers,
             handle.clone(),
-            options.scheduler,
+            options.clone(),
             shutdown.child_token(),
         ));
         handle.set_task(task);
@@ -132,12 +135,7 @@ pub fn start(
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
     let task = tokio::spawn(elector.run(shutdown.cancelled_owned(), move |term| {
-        run_controllers(
-            informers.clone(),
-            h.clone(),
-            options.scheduler,
-            term.token(),
-        )
+        run_controllers(informers.clone(), h.clone(), options.clone(), term.token())
     }));
     handle.set_task(task);
     handle
@@ -146,7 +144,7 @@ pub fn start(
 async fn run_controllers(
     informers: Arc<InformerFactory>,
     handle: Arc<Controllers>,
-    scheduler: bool,
+    options: ControllerOptions,
     stop: CancellationToken,
 ) {
     info!("starting controllers");
@@ -203,10 +201,17 @@ async fn run_controllers(
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "taint eviction controller cannot run"),
     }
-    if scheduler {
+    if options.scheduler {
         match Scheduler::new(&informers, SchedulerConfig::default()) {
             Ok(s) => running.push(s.run(stop.clone()).boxed()),
             Err(e) => error!(error = %e, "scheduler cannot run"),
+        }
+    }
+    // The nodes are served by the leader, so that with several servers each runs once.
+    if options.nodes.count > 0 {
+        match Nodes::new(&informers, options.nodes.clone()) {
+            Ok(n) => running.push(n.run(stop.clone()).boxed()),
+            Err(e) => error!(error = %e, "nodes cannot run"),
         }
     }
     futures::future::join_all(running).await;

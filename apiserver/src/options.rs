@@ -49,6 +49,31 @@ pub struct Options {
     #[arg(long)]
     pub disable_controllers: bool,
 
+    /// Simulated nodes to register, each with an in-process kubelet that runs the pods bound
+    /// to it. 0 (for now the default) runs none.
+    #[arg(long, default_value_t = 0)]
+    pub nodes: usize,
+
+    /// Node `i` is named `<prefix>-<i>`.
+    #[arg(long, default_value = "node")]
+    pub node_name_prefix: String,
+
+    /// Each node's CPU capacity (a Kubernetes quantity).
+    #[arg(long, default_value = "8")]
+    pub node_cpu: String,
+
+    /// Each node's memory capacity (a Kubernetes quantity).
+    #[arg(long, default_value = "32Gi")]
+    pub node_memory: String,
+
+    /// How many pods each node takes.
+    #[arg(long, default_value_t = 110)]
+    pub node_pods: u32,
+
+    /// The pod network: node `i` gets its `i`-th /24 as podCIDR.
+    #[arg(long, default_value = "10.244.0.0/16")]
+    pub cluster_cidr: String,
+
     /// Run the scheduler (kube-scheduler's job) with the controllers: pending pods are bound to
     /// nodes through pods/binding. Off until the node side runs by default.
     #[arg(long)]

@@ -70,6 +70,15 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
             scheduler: options.scheduler,
+            nodes: kubelet::NodeConfig {
+                count: options.nodes,
+                name_prefix: options.node_name_prefix.clone(),
+                cpu: options.node_cpu.clone(),
+                memory: options.node_memory.clone(),
+                pods: options.node_pods,
+                cluster_cidr: options.cluster_cidr.clone(),
+                ..Default::default()
+            },
         },
         shutdown.clone(),
     );

@@ -242,6 +242,15 @@ async fn subresource(
                 false,
             ));
         }
+        "log" => {
+            if verb != Some(Verb::Get) {
+                return Err(method_not_allowed());
+            }
+            let pod = store.get(ns, name, &Default::default()).await?;
+            let text = kubelet::logs::render(&pod, &req.params.log()?)
+                .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
+            return Ok(response::text(StatusCode::OK, text));
+        }
         _ => return Err(RegistryError::NoSuchResource),
     };
     let obj = match (verb, part) {

@@ -17,6 +17,22 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
+    /// A pod log request's options (`container`, `tailLines`, `previous`, `timestamps`).
+    pub fn log(&self) -> Result<kubelet::logs::LogOptions, RegistryError> {
+        let tail_lines = match self.get("tailLines") {
+            None => None,
+            Some(n) => Some(n.parse().map_err(|_| {
+                RegistryError::BadRequest(format!("invalid value {n:?} for tailLines"))
+            })?),
+        };
+        Ok(kubelet::logs::LogOptions {
+            container: self.get("container").map(str::to_string),
+            tail_lines,
+            previous: self.flag("previous")?.unwrap_or(false),
+            timestamps: self.flag("timestamps")?.unwrap_or(false),
+        })
+    }
+
     fn all(&self, key: &str) -> Vec<String> {
         self.0
             .iter()

@@ -10,6 +10,11 @@ use serde_json::Value;
 pub const JSON: &str = "application/json";
 pub const YAML: &str = "application/yaml";
 
+/// A plain-text body (pod logs).
+pub fn text(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
+}
+
 pub fn json(status: StatusCode, body: &Value) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     raw_json(status, Bytes::from(bytes))
