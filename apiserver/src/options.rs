@@ -45,6 +45,15 @@ pub struct Options {
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
 
+    /// The CIDR Services' cluster IPs are allocated from; its first address is the
+    /// `kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    pub service_cluster_ip_range: registry::service::ServiceCidr,
+
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from.
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: registry::service::PortRange,
+
     /// Do not run the in-process controllers (garbage collector, namespace controller).
     #[arg(long)]
     pub disable_controllers: bool,

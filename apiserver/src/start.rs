@@ -52,6 +52,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         storage::CacherConfig::default(),
         registry::strategy::StrategyConfig {
             event_ttl: options.event_ttl,
+            services: registry::service::ServiceNetwork {
+                cluster_ips: options.service_cluster_ip_range,
+                node_ports: options.service_node_port_range,
+            },
         },
     );
     apiextensions::install(&registry);
