@@ -17,6 +17,11 @@ pub struct Options {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
 
+    /// The address the `kubernetes` Service's endpoints name (default: --bind-address, or
+    /// 127.0.0.1 when that is unspecified).
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+
     /// Port for plain HTTP.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,

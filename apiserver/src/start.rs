@@ -86,7 +86,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         }
     }
     let api = api::Api {
-        registry,
+        registry: registry.clone(),
         shutdown: shutdown.clone(),
     };
     let health = Health {
@@ -99,6 +99,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         .await
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
+    let advertise = options
+        .advertise_address
+        .or(Some(options.bind_address).filter(|a| !a.is_unspecified()))
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    crate::kubernetes_service::start(registry, advertise, local.port(), shutdown.clone());
     let kubeconfig = options
         .write_kubeconfig
         .clone()
