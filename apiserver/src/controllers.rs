@@ -9,6 +9,8 @@ use std::time::Duration;
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
+use controllers::endpoints::{EndpointsController, EndpointsControllerConfig};
+use controllers::endpointslice::{EndpointSliceController, EndpointSliceControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
 use controllers::informer::InformerFactory;
 use controllers::job::{JobController, JobControllerConfig};
@@ -213,6 +215,14 @@ async fn run_controllers(
             Ok(n) => running.push(n.run(stop.clone()).boxed()),
             Err(e) => error!(error = %e, "nodes cannot run"),
         }
+    }
+    match EndpointSliceController::new(&informers, EndpointSliceControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "endpointslice controller cannot run"),
+    }
+    match EndpointsController::new(&informers, EndpointsControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "endpoints controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

@@ -7,6 +7,7 @@ pub mod custom_resources;
 pub mod discovery;
 pub mod health;
 pub mod kubeconfig;
+mod kubernetes_service;
 pub mod openapi;
 pub mod options;
 pub mod server;

@@ -17,6 +17,11 @@ pub struct Options {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
 
+    /// The address the `kubernetes` Service's endpoints name (default: --bind-address, or
+    /// 127.0.0.1 when that is unspecified).
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+
     /// Port for plain HTTP.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
@@ -44,6 +49,15 @@ pub struct Options {
     /// How long events are kept after their last write (kube-apiserver's default: 1h).
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
+
+    /// The CIDR Services' cluster IPs are allocated from; its first address is the
+    /// `kubernetes` Service's.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    pub service_cluster_ip_range: registry::service::ServiceCidr,
+
+    /// The ports NodePort and LoadBalancer Services' node ports are allocated from.
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: registry::service::PortRange,
 
     /// Do not run the in-process controllers (garbage collector, namespace controller).
     #[arg(long)]

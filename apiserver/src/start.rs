@@ -52,6 +52,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         storage::CacherConfig::default(),
         registry::strategy::StrategyConfig {
             event_ttl: options.event_ttl,
+            services: registry::service::ServiceNetwork {
+                cluster_ips: options.service_cluster_ip_range,
+                node_ports: options.service_node_port_range,
+            },
         },
     );
     apiextensions::install(&registry);
@@ -92,7 +96,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         }
     }
     let api = api::Api {
-        registry,
+        registry: registry.clone(),
         shutdown: shutdown.clone(),
     };
     let health = Health {
@@ -105,6 +109,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         .await
         .map_err(|source| StartError::Listen { addr, source })?;
     let local = listener.local_addr().unwrap_or(addr);
+    let advertise = options
+        .advertise_address
+        .or(Some(options.bind_address).filter(|a| !a.is_unspecified()))
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    crate::kubernetes_service::start(registry, advertise, local.port(), shutdown.clone());
     let kubeconfig = options
         .write_kubeconfig
         .clone()

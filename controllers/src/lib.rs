@@ -6,6 +6,8 @@ pub mod controller_utils;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod endpoints;
+pub mod endpointslice;
 pub mod events;
 pub mod garbage_collector;
 pub mod history;

@@ -1,5 +1,6 @@
 //! A stand-in for the kubelet until nodes exist: a thread that reports the pods of the default
-//! namespace Running and Ready over HTTP, as a kubelet writes pod status.
+//! namespace Running and Ready over HTTP, as a kubelet writes pod status, each with a pod IP
+//! of its own.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +41,8 @@ impl Kubelet {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
+            // Pod IPs handed out so far: each pod gets the next one.
+            let mut addresses = 0u32;
             while !flag.load(Ordering::Relaxed) {
                 let list = Server::send(port, "GET", PODS, &[], b"");
                 let pending = if list.status == 200 {
@@ -49,7 +52,8 @@ impl Kubelet {
                 };
                 let batch = if interval.is_some() { 1 } else { pending.len() };
                 for pod in pending.into_iter().take(batch) {
-                    report_ready(port, pod);
+                    addresses += 1;
+                    report_ready(port, pod, addresses);
                 }
                 std::thread::sleep(interval.unwrap_or(Duration::from_millis(100)));
             }
@@ -87,14 +91,23 @@ fn not_running(list: Value) -> Vec<Value> {
     items
 }
 
-fn report_ready(port: u16, mut pod: Value) {
+/// The `n`th pod IP, in 10.244.0.0/16.
+pub fn pod_ip(n: u32) -> String {
+    format!("10.244.{}.{}", n / 250, n % 250 + 2)
+}
+
+fn report_ready(port: u16, mut pod: Value, n: u32) {
     let name = pod["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let ip = pod_ip(n);
     pod["status"] = json!({
         "phase": "Running",
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "hostIP": "127.0.0.1",
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}],
     });
     // A pod deleted meanwhile answers 404 or 409: the next round sees it.

@@ -12,6 +12,7 @@ pub mod options;
 pub mod patch;
 mod registry;
 pub mod selector;
+pub mod service;
 pub mod store;
 pub mod strategy;
 pub mod validation;

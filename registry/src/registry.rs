@@ -13,6 +13,7 @@ use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
+use crate::service::{ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
 use crate::strategy::{self, Strategy, StrategyConfig};
 
@@ -140,16 +141,32 @@ impl Registry {
     /// Creates (or replaces) the Store of a resource whose Strategy is not a built-in one.
     pub fn install_with(&self, info: Arc<ResourceInfo>, strategy: Box<dyn Strategy>) -> Arc<Store> {
         let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
-        let store = Arc::new(
-            Store::new(info.clone(), strategy, cache, self.admission.clone())
-                .with_field_schemas(self.fields.clone()),
-        );
+        let mut store = Store::new(info.clone(), strategy, cache, self.admission.clone())
+            .with_field_schemas(self.fields.clone());
+        // Services allocate cluster IPs and node ports around their writes (upstream wraps
+        // their generic store with the allocators).
+        if info.group.is_empty() && info.kind == "Service" {
+            store = store.with_hooks(self.service_allocator());
+        }
+        let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
         stores.push(store.clone());
         drop(stores);
         self.changes.send_modify(|n| *n += 1);
         store
+    }
+
+    /// What hands out Services' cluster IPs and node ports: its allocations live in storage,
+    /// so every allocator over this storage agrees with this one.
+    pub fn service_allocator(&self) -> Arc<ServiceAllocator> {
+        let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
+        Arc::new(ServiceAllocator::new(storage, self.strategies.services))
+    }
+
+    /// Where Services' cluster IPs and node ports come from.
+    pub fn service_network(&self) -> ServiceNetwork {
+        self.strategies.services
     }
 
     /// Stops serving group/version/plural (its stored objects stay where they are).

@@ -287,6 +287,7 @@ async fn events_expire_after_the_event_ttl() {
         CacherConfig::default(),
         StrategyConfig {
             event_ttl: Duration::from_secs(1),
+            ..Default::default()
         },
     );
     registry.bootstrap().await.expect("bootstrap");

@@ -71,6 +71,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "rbac.authorization.k8s.io",
             "apiextensions.k8s.io",
             "coordination.k8s.io",
+            "discovery.k8s.io",
         ]
     );
     assert_eq!(

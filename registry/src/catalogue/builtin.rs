@@ -272,6 +272,15 @@ fn others() -> Vec<ResourceInfo> {
             ..resource("batch", "CronJob", "cronjobs", NAMESPACED)
         },
         ResourceInfo {
+            columns: printers::endpointslice_columns(),
+            ..resource(
+                "discovery.k8s.io",
+                "EndpointSlice",
+                "endpointslices",
+                NAMESPACED,
+            )
+        },
+        ResourceInfo {
             columns: printers::lease_columns(),
             ..resource("coordination.k8s.io", "Lease", "leases", NAMESPACED)
         },

@@ -54,6 +54,13 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
         ("batch", "jobs", "Job", &[], true),
         ("batch", "cronjobs", "CronJob", &["cj"], true),
         ("coordination.k8s.io", "leases", "Lease", &[], true),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            "EndpointSlice",
+            &[],
+            true,
+        ),
         ("events.k8s.io", "events", "Event", &["ev"], true),
         (
             "policy",
@@ -367,6 +374,10 @@ fn column_headers_match_upstream() {
     assert_eq!(
         headers("coordination.k8s.io", "leases", false),
         ["NAME", "HOLDER", "AGE"]
+    );
+    assert_eq!(
+        headers("discovery.k8s.io", "endpointslices", false),
+        ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
     );
     assert_eq!(
         headers("rbac.authorization.k8s.io", "roles", false),

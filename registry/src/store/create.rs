@@ -61,9 +61,25 @@ impl Store {
         if let Some(ns) = namespace {
             self.admission.admit_create(&self.info, ns, &name).await?;
         }
+        let hooked = match &self.hooks {
+            Some(hooks) => Some(hooks.begin_create(&mut obj, dry_run).await?),
+            None => None,
+        };
         if dry_run {
-            return Ok(obj);
+            return super::finish(hooked, Ok(obj)).await;
         }
+        let created = self.store_new(namespace, obj, generate, generated).await;
+        super::finish(hooked, created).await
+    }
+
+    /// The write of a create, drawing another generated name while they collide.
+    async fn store_new(
+        &self,
+        namespace: Option<&str>,
+        mut obj: Object,
+        generate: Option<String>,
+        generated: bool,
+    ) -> Result<Object> {
         let mut tries = 0;
         loop {
             let name = object::name(&obj).to_string();

@@ -106,6 +106,7 @@ impl Store {
         match plan {
             DeletePlan::Remove => {
                 debug!(resource = %self.info.qualified_resource(), namespace, name, "deleted");
+                self.after_delete(&stored).await;
                 Ok(self.removed(stored))
             }
             DeletePlan::AlreadyDeleting => Ok(DeleteOutcome {
@@ -150,11 +151,22 @@ impl Store {
                 .flatten(),
         };
         match self.storage.delete(key, &preconditions, None).await {
-            Ok(kv) => Ok(self.removed(self.decode(&kv)?)),
+            Ok(kv) => {
+                let gone = self.decode(&kv)?;
+                self.after_delete(&gone).await;
+                Ok(self.removed(gone))
+            }
             // Whoever else removed it meanwhile (the kubelet's own final delete) finished the
             // same deletion.
             Err(StorageError::NotFound { .. }) => Ok(self.removed(marked)),
             Err(e) => Err(self.storage_err(name)(e)),
+        }
+    }
+
+    /// Gives back what the removed object held (upstream's AfterDelete).
+    async fn after_delete(&self, obj: &Object) {
+        if let Some(hooks) = &self.hooks {
+            hooks.after_delete(obj).await;
         }
     }
 

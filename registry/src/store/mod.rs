@@ -6,6 +6,7 @@ mod create;
 mod delete;
 mod delete_collection;
 mod fields;
+pub mod hooks;
 mod meta;
 mod raw;
 mod read;
@@ -27,6 +28,8 @@ use crate::fields::FieldSchemas;
 use crate::object::{self, Object};
 use crate::strategy::{Conversion, Strategy};
 
+use self::hooks::{Finish, StoreHooks};
+
 pub use self::delete::{DeleteOutcome, DeletePlan};
 pub use self::watch::{WatchEvent, WatchEventType};
 
@@ -40,6 +43,8 @@ pub struct Store {
     conversion: Option<Arc<dyn Conversion>>,
     /// How long written objects live (the strategy's ttl).
     ttl: Option<Duration>,
+    /// What the resource does around writes (Services' allocations).
+    hooks: Option<Arc<dyn StoreHooks>>,
 }
 
 impl Store {
@@ -59,7 +64,14 @@ impl Store {
             storage,
             admission,
             fields: Arc::default(),
+            hooks: None,
         }
+    }
+
+    /// Runs `hooks` around every create, update and removal.
+    pub fn with_hooks(mut self, hooks: Arc<dyn StoreHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
     }
 
     /// Checks written objects against the schemas `fields` compiles (the registry's own,
@@ -145,6 +157,14 @@ impl Store {
         *obj = stored;
         Ok(bytes)
     }
+}
+
+/// Ends a hooked write, telling the hook whether it landed.
+pub(crate) async fn finish<T>(finish: Option<Finish>, result: Result<T>) -> Result<T> {
+    if let Some(f) = finish {
+        f(result.is_ok()).await;
+    }
+    result
 }
 
 /// Parses stored bytes and stamps the resourceVersion they were read at.

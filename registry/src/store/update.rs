@@ -5,6 +5,7 @@
 use serde_json::Value;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
+use super::hooks::StoreHooks;
 use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
@@ -29,6 +30,9 @@ enum Next {
     /// The update emptied the finalizers of an object being deleted: it goes.
     Delete(Object),
 }
+
+/// Rounds of a hooked write lost to concurrent writes before it gives up with a Conflict.
+const HOOKED_WRITE_TRIES: usize = 8;
 
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
@@ -74,6 +78,78 @@ impl Store {
 
     /// The generic write: `produce` makes the requested object from the stored one.
     pub(crate) async fn write(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        sub: Subresource,
+        opts: &WriteOptions,
+        produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
+    ) -> Result<(Object, bool)> {
+        match &self.hooks {
+            Some(hooks) if sub == Subresource::Main => {
+                self.write_hooked(hooks.as_ref(), namespace, name, opts, produce)
+                    .await
+            }
+            _ => self.write_plain(namespace, name, sub, opts, produce).await,
+        }
+    }
+
+    /// A write of a kind with hooks (upstream's BeginUpdate): the hook sees the requested
+    /// object and the stored one, and may allocate, before anything is written. Allocation
+    /// is not part of the compare-and-swap, so the write lands only on the revision the hook
+    /// saw; a concurrent write meanwhile gives back what was taken and starts over.
+    async fn write_hooked(
+        &self,
+        hooks: &dyn StoreHooks,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &WriteOptions,
+        mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
+    ) -> Result<(Object, bool)> {
+        let sub = Subresource::Main;
+        let key = self.key(self.scope(namespace)?, name);
+        for _ in 0..HOOKED_WRITE_TRIES {
+            let old = match self.storage.get(&key, ReadRevision::Latest).await {
+                Ok(kv) => self.decode(&kv)?,
+                // Nothing to update: the plain write answers (NotFound, or a create).
+                Err(StorageError::NotFound { .. }) => {
+                    return self.write_plain(namespace, name, sub, opts, produce).await
+                }
+                Err(e) => return Err(self.storage_err(name)(e)),
+            };
+            let mut new = produce(Some(&old))?;
+            let finish = hooks
+                .begin_update(&mut new, &old, opts.dry_run.is_all())
+                .await?;
+            let seen = object::resource_version(&old).to_string();
+            let mut stale = false;
+            let written = self
+                .write_plain(namespace, name, sub, opts, |current| match current {
+                    Some(c) if object::resource_version(c) == seen => Ok(new.clone()),
+                    _ => {
+                        stale = true;
+                        Err(RegistryError::conflict(
+                            &self.info.qualified_resource(),
+                            name,
+                            MODIFIED,
+                        ))
+                    }
+                })
+                .await;
+            let retry = written.is_err() && stale;
+            let written = super::finish(Some(finish), written).await;
+            if !retry {
+                return written;
+            }
+        }
+        Err(RegistryError::conflict(
+            &self.info.qualified_resource(),
+            name,
+            MODIFIED,
+        ))
+    }
+
+    async fn write_plain(
         &self,
         namespace: Option<&str>,
         name: &str,
@@ -149,7 +225,12 @@ impl Store {
             }
             // The update took the last finalizer away: the object is gone (upstream's
             // deleteWithoutFinalizers), shown as the update left it.
-            Some(Next::Delete(obj)) => Ok((obj, false)),
+            Some(Next::Delete(obj)) => {
+                if let Some(hooks) = &self.hooks {
+                    hooks.after_delete(&obj).await;
+                }
+                Ok((obj, false))
+            }
             // Nothing changed: storage wrote nothing and returned what it holds.
             None => Ok((self.decode(&kv)?, false)),
         }

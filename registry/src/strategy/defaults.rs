@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{default_at, Strategy};
+use super::{at, default_at, Strategy};
 use crate::error::Cause;
 
 pub struct ServiceStrategy;
@@ -12,8 +12,11 @@ impl Strategy for ServiceStrategy {
         default_at(obj, &["spec", "type"], json!("ClusterIP"));
         default_at(obj, &["spec", "sessionAffinity"], json!("None"));
         default_at(obj, &["spec", "internalTrafficPolicy"], json!("Cluster"));
-        default_at(obj, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
-        default_at(obj, &["spec", "ipFamilies"], json!(["IPv4"]));
+        // An ExternalName Service has no address, so no family either.
+        if at(obj, &["spec", "type"]).and_then(Value::as_str) != Some("ExternalName") {
+            default_at(obj, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
+            default_at(obj, &["spec", "ipFamilies"], json!(["IPv4"]));
+        }
         if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports")) {
             for p in ports.iter_mut().filter(|p| p.is_object()) {
                 default_at(p, &["protocol"], json!("TCP"));
@@ -45,7 +48,40 @@ impl Strategy for ServiceStrategy {
                         "must be between 1 and 65535, inclusive",
                     ));
                 }
+                let node_port = p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+                if node_port != 0 && matches!(kind, "ClusterIP" | "ExternalName") {
+                    causes.push(Cause::forbidden(
+                        &format!("spec.ports[{i}].nodePort"),
+                        &format!("may not be used when `type` is '{kind}'"),
+                    ));
+                }
             }
+        }
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        // A cluster IP stays the Service's for its life, but for a change to or from
+        // ExternalName (which has none).
+        let first_ip = |svc: &Value| {
+            at(svc, &["spec", "clusterIPs"])
+                .and_then(|ips| ips.get(0))
+                .or_else(|| at(svc, &["spec", "clusterIP"]))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let external = |svc: &Value| {
+            at(svc, &["spec", "type"]).and_then(Value::as_str) == Some("ExternalName")
+        };
+        let (new_ip, old_ip) = (first_ip(new), first_ip(old));
+        if !external(new) && !external(old) && !old_ip.is_empty() && new_ip != old_ip {
+            causes.push(Cause::invalid(
+                "spec.clusterIPs[0]",
+                format!("\"{new_ip}\""),
+                "may not change once set",
+            ));
         }
         causes
     }

@@ -141,6 +141,8 @@ impl Strategy for GenericStrategy {}
 pub struct StrategyConfig {
     /// How long events live after their last write (`--event-ttl`).
     pub event_ttl: Duration,
+    /// Where Services' cluster IPs and node ports come from.
+    pub services: crate::service::ServiceNetwork,
 }
 
 impl Default for StrategyConfig {
@@ -148,6 +150,7 @@ impl Default for StrategyConfig {
     fn default() -> Self {
         Self {
             event_ttl: Duration::from_secs(3600),
+            services: Default::default(),
         }
     }
 }

@@ -27,7 +27,7 @@ pub(in crate::catalogue) use config::{
     configmap_columns, resourcequota_columns, secret_columns, serviceaccount_columns,
 };
 pub(in crate::catalogue) use events::event_columns;
-pub(in crate::catalogue) use network::{endpoints_columns, service_columns};
+pub(in crate::catalogue) use network::{endpoints_columns, endpointslice_columns, service_columns};
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};
 pub(in crate::catalogue) use workloads::{
