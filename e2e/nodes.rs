@@ -2,7 +2,8 @@
 //! etcd: `--nodes 2 --scheduler` registers two Ready nodes whose kubelets run what the scheduler
 //! binds to them. A Deployment becomes ready by itself, a deleted pod goes through its kubelet
 //! (seed 004) and its DELETED event carries the final status, `kubectl logs` prints the
-//! simulated output, a Job completes, and a pod that fits nowhere stays Pending with upstream's
+//! simulated output, a Service gets a ClusterIP and an EndpointSlice of the ready pods' IPs,
+//! a Job completes, and a pod that fits nowhere stays Pending with upstream's
 //! FailedScheduling event.
 
 mod support;
@@ -69,6 +70,39 @@ fn whole_cluster(s: &Server) {
         );
         assert_eq!(pod["status"]["phase"], "Running");
     }
+    // A Service of the Deployment: a ClusterIP, and a slice of the ready pods' IPs.
+    s.kubectl(&["expose", "deployment", "web", "--port=80"]);
+    let svc = s.json(&["get", "service", "web"]);
+    assert!(
+        svc["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.")),
+        "{svc}"
+    );
+    let mut pod_ips: Vec<String> = items
+        .iter()
+        .filter_map(|p| p["status"]["podIP"].as_str().map(str::to_string))
+        .collect();
+    pod_ips.sort();
+    wait_until("an EndpointSlice of the ready pods", LONG, || {
+        let slices = s.json(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+        ]);
+        let mut ips: Vec<String> = slices["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|slice| slice["endpoints"].as_array().cloned().unwrap_or_default())
+            .filter(|e| e["conditions"]["ready"] == true)
+            .filter_map(|e| e["addresses"][0].as_str().map(str::to_string))
+            .collect();
+        ips.sort();
+        ips == pod_ips
+    });
+
     let name = items[0]["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
