@@ -224,11 +224,23 @@ fn aggregated_core_group() {
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             "shortNames": ["po"],
             "categories": ["all"],
-            "subresources": [{
-                "subresource": "status",
-                "responseKind": {"group": "", "version": "", "kind": "Pod"},
-                "verbs": ["get", "patch", "update"],
-            }],
+            "subresources": [
+                {
+                    "subresource": "binding",
+                    "responseKind": {"group": "", "version": "", "kind": "Binding"},
+                    "verbs": ["create"],
+                },
+                {
+                    "subresource": "log",
+                    "responseKind": {"group": "", "version": "", "kind": "Pod"},
+                    "verbs": ["get"],
+                },
+                {
+                    "subresource": "status",
+                    "responseKind": {"group": "", "version": "", "kind": "Pod"},
+                    "verbs": ["get", "patch", "update"],
+                },
+            ],
         })
     );
     let nodes = named(&versions[0]["resources"], "resource", "nodes");
