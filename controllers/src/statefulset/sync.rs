@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use registry::options::{ListOptions, WriteOptions};
 use registry::{object, RegistryError, Subresource};
 use serde_json::Value;
@@ -32,6 +31,12 @@ impl StatefulSetController {
             warn!(key, "statefulset has an invalid or empty selector");
             return Ok(None);
         };
+        if object::deletion_timestamp(&set).is_some() {
+            // Left to the garbage collector, as DaemonSets are: a revision or pod made now
+            // would only be one more dependent for it to delete, whose deletion would bring
+            // us back to make it again.
+            return Ok(None);
+        }
         let namespace = object::namespace(&set);
         let name = object::name(&set);
         let uid = object::uid(&set);
@@ -63,21 +68,7 @@ impl StatefulSetController {
         let pods = claim(&claimable, candidates).await?;
         let mut revisions = self.history.list(&set, &selector).await?;
         let revs = resolve(&self.history, &set, &revisions).await?;
-        let mut status = if object::deletion_timestamp(&set).is_some() {
-            // A set being deleted only reports; the garbage collector removes its pods.
-            let mut status = SetStatus::count(
-                pods.iter().map(|p| &**p),
-                min_ready_seconds(&set),
-                Utc::now(),
-                object::name(&revs.current),
-                object::name(&revs.update),
-            );
-            status.observed_generation = object::generation(&set);
-            status.collision_count = revs.collision_count;
-            status
-        } else {
-            self.update_set(&set, &revs, &pods).await?
-        };
+        let mut status = self.update_set(&set, &revs, &pods).await?;
         status.complete_rolling_update(&set);
         if status.differs_from(&set) {
             self.write_status(&set, &status).await?;
