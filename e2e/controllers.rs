@@ -247,7 +247,9 @@ fn owners_that_go_or_never_were(s: &Server) {
     assert!(exists(s, &format!("{CMS}/owner-y")));
 }
 
-/// deployment → replicaset → pods, deleted in the foreground: the deployment goes last.
+/// deployment → replicaset → pods, deleted in the foreground: the deployment goes last. The
+/// owners select nothing of the chain (and want no pods), so the workload controllers leave
+/// it to the collector.
 fn foreground_chain(s: &Server) {
     let apps = "/apis/apps/v1/namespaces/default";
     let d = create(
@@ -255,8 +257,8 @@ fn foreground_chain(s: &Server) {
         &format!("{apps}/deployments"),
         json!({"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": "chain"},
-               "spec": {"selector": {"matchLabels": {"app": "chain"}},
-                        "template": {"metadata": {"labels": {"app": "chain"}},
+               "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "chain-d"}},
+                        "template": {"metadata": {"labels": {"app": "chain-d"}},
                                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
     );
     let rs = create(
@@ -264,8 +266,8 @@ fn foreground_chain(s: &Server) {
         &format!("{apps}/replicasets"),
         json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                "metadata": {"name": "chain-rs", "ownerReferences": [reference(&d, true)]},
-               "spec": {"selector": {"matchLabels": {"app": "chain"}},
-                        "template": {"metadata": {"labels": {"app": "chain"}},
+               "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "chain-r"}},
+                        "template": {"metadata": {"labels": {"app": "chain-r"}},
                                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
     );
     let mut paths = vec![
