@@ -4,6 +4,7 @@
 //! the pod predicates the controllers share.
 
 mod claim;
+mod controller_ref;
 mod expectations;
 pub mod hash;
 mod owner_references;
@@ -17,6 +18,7 @@ use serde_json::{json, Value};
 use thiserror::Error;
 
 pub use claim::{claim, Claimable};
+pub use controller_ref::{controller_reference, resolve_controller_ref};
 pub use expectations::{Expectations, EXPECTATIONS_TIMEOUT};
 pub use owner_references::{patch_owner_references, raw_owner_references};
 pub use pod_control::{pod_from_template, PodControl};

@@ -12,7 +12,9 @@ use tracing::{info, warn};
 
 use super::backoff::FailedPodsBackoff;
 use super::config::DaemonSetControllerConfig;
-use crate::controller_utils::{is_pod_ready, Expectations, PodControl};
+use crate::controller_utils::{
+    controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
+};
 use crate::events::EventRecorder;
 use crate::history::History;
 use crate::informer::{
@@ -234,16 +236,7 @@ impl DaemonSetController {
 
     /// The DaemonSet `obj`'s controller reference names, if it is still that one.
     fn controller_of(&self, obj: &Value, kind: &str) -> Option<Arc<Value>> {
-        let reference = controller_reference(obj)?;
-        if reference["kind"].as_str() != Some(kind) {
-            return None;
-        }
-        let name = reference["name"].as_str()?;
-        let ds = self
-            .ds_informer
-            .indexer()
-            .get(&format!("{}/{name}", object::namespace(obj)))?;
-        (Some(object::uid(&ds)) == reference["uid"].as_str()).then_some(ds)
+        resolve_controller_ref(&self.ds_informer, kind, obj)
     }
 
     /// An orphan pod is offered to every DaemonSet of its namespace that selects it.
@@ -268,13 +261,6 @@ enum Kind {
     Pod,
     Node,
     Revision,
-}
-
-fn controller_reference(obj: &Value) -> Option<&Value> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"].as_bool() == Some(true))
 }
 
 pub(super) fn key(obj: &Value) -> String {

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::config::DeploymentControllerConfig;
+use crate::controller_utils::resolve_controller_ref;
 use crate::events::EventRecorder;
 use crate::informer::{
     controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
@@ -167,19 +168,7 @@ impl DeploymentController {
 
     /// The deployment named by `obj`'s controller reference, if it is still that one.
     pub(super) fn controlling_deployment(&self, obj: &Value) -> Option<Arc<Value>> {
-        let reference = obj["metadata"]["ownerReferences"]
-            .as_array()?
-            .iter()
-            .find(|r| r["controller"].as_bool() == Some(true))?;
-        if reference["kind"] != "Deployment" {
-            return None;
-        }
-        let name = reference["name"].as_str()?;
-        let d = self
-            .deployment_informer
-            .indexer()
-            .get(&format!("{}/{name}", object::namespace(obj)))?;
-        (object::uid(&d) == reference["uid"].as_str()?).then_some(d)
+        resolve_controller_ref(&self.deployment_informer, "Deployment", obj)
     }
 
     fn deployment_of_pod(&self, pod: &Value) -> Option<Arc<Value>> {

@@ -14,6 +14,7 @@ use super::backoff::BackoffStore;
 use super::config::JobControllerConfig;
 use super::pods::has_tracking_finalizer;
 use super::COMPONENT;
+use crate::controller_utils::{controller_reference, resolve_controller_ref};
 use crate::controller_utils::{Expectations, PodControl};
 use crate::events::EventRecorder;
 use crate::informer::{
@@ -220,16 +221,12 @@ impl JobController {
 
     /// The Job controlling `pod`, with its key, if the informer holds it.
     pub(super) fn job_of(&self, pod: &Value) -> Option<(String, Arc<Value>)> {
-        let reference = pod["metadata"]["ownerReferences"]
-            .as_array()?
-            .iter()
-            .find(|r| r["controller"].as_bool() == Some(true))?;
-        if reference["kind"] != "Job" || reference["apiVersion"] != "batch/v1" {
+        let reference = controller_reference(pod)?;
+        if reference["apiVersion"] != "batch/v1" {
             return None;
         }
-        let key = format!("{}/{}", object::namespace(pod), reference["name"].as_str()?);
-        let job = self.job_informer.indexer().get(&key)?;
-        (object::uid(&job) == reference["uid"].as_str()?).then_some((key, job))
+        let job = resolve_controller_ref(&self.job_informer, "Job", pod)?;
+        Some((object_key(&job).ok()?, job))
     }
 
     fn jobs_selecting(&self, pod: &Value) -> Vec<Arc<Value>> {

@@ -12,7 +12,9 @@ use tracing::{debug, info, warn};
 
 use super::kind::ReplicaSetKind;
 use super::status::min_ready_seconds;
-use crate::controller_utils::{is_pod_ready, Expectations, PodControl};
+use crate::controller_utils::{
+    controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
+};
 use crate::events::EventRecorder;
 use crate::informer::{
     dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
@@ -249,13 +251,7 @@ impl ReplicaSetController {
 
     /// The set controlling `pod`, if it is one of ours and still in the informer.
     pub(super) fn controller_of(&self, pod: &Value) -> Option<Arc<Value>> {
-        let reference = controller_reference(pod)?;
-        if reference["kind"].as_str() != Some(self.kind().kind()) {
-            return None;
-        }
-        let key = format!("{}/{}", object::namespace(pod), reference["name"].as_str()?);
-        let set = self.sets.indexer().get(&key)?;
-        (Some(object::uid(&set)) == reference["uid"].as_str()).then_some(set)
+        resolve_controller_ref(&self.sets, self.kind().kind(), pod)
     }
 
     /// An orphan is queued for every set of its namespace that selects it, to be adopted.
@@ -280,11 +276,4 @@ impl ReplicaSetController {
             }
         }
     }
-}
-
-fn controller_reference(obj: &Value) -> Option<&Value> {
-    obj["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"].as_bool() == Some(true))
 }

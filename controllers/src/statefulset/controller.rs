@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use super::config::StatefulSetControllerConfig;
 use super::pod_control::StatefulPodControl;
+use crate::controller_utils::resolve_controller_ref;
 use crate::events::EventRecorder;
 use crate::history::History;
 use crate::informer::{
@@ -160,19 +161,7 @@ impl StatefulSetController {
 
     /// The set named by `obj`'s controller reference, if it is still that one.
     fn controlling_set(&self, obj: &Value) -> Option<Arc<Value>> {
-        let reference = obj["metadata"]["ownerReferences"]
-            .as_array()?
-            .iter()
-            .find(|r| r["controller"].as_bool() == Some(true))?;
-        if reference["kind"] != "StatefulSet" {
-            return None;
-        }
-        let name = reference["name"].as_str()?;
-        let set = self
-            .set_informer
-            .indexer()
-            .get(&format!("{}/{name}", object::namespace(obj)))?;
-        (object::uid(&set) == reference["uid"].as_str()?).then_some(set)
+        resolve_controller_ref(&self.set_informer, "StatefulSet", obj)
     }
 
     fn sets_selecting(&self, obj: &Value) -> Vec<Arc<Value>> {
