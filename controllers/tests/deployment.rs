@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::patch::PatchType;
 use registry::{object, Store, Subresource, WatchEventType};
 use serde_json::{json, Value};
+use support::batch::wait_for;
 use support::Harness;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -80,23 +80,11 @@ fn replica_sets(h: &Harness) -> Arc<Store> {
     h.store("apps", "replicasets")
 }
 
-async fn wait_for<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// Waits until `fetch` finds something, and returns it.
 async fn wait_for_value<F, Fut>(what: &str, mut fetch: F) -> Value
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Option<Value>>,
+    Fut: std::future::Future<Output = Option<Value>>,
 {
     let deadline = Instant::now() + WAIT;
     loop {

@@ -4,9 +4,7 @@
 mod support;
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use controllers::history::{
     hash_revision, new_revision, next_revision, revision_name, revision_number, History,
@@ -16,23 +14,10 @@ use registry::options::{ListOptions, WriteOptions};
 use registry::selector::labels::LabelSelector;
 use registry::{object, Store};
 use serde_json::{json, Value};
+use support::batch::wait_for;
 use support::Harness;
-use tokio::time::Instant;
 
 const NS: &str = "history";
-const WAIT: Duration = Duration::from_secs(20);
-
-async fn wait_for<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn revisions(h: &Harness) -> Arc<Store> {
     h.store("apps", "controllerrevisions")

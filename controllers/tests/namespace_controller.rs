@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,14 +16,12 @@ use futures::StreamExt;
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::{RegistryError, ResourceInfo, Store, Subresource, WatchEventType};
 use serde_json::{json, Value};
+use support::batch::wait_for;
 use support::Harness;
 use test_support::FromBackend;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-/// Bound on every wait for the controller to get somewhere.
-const WAIT: Duration = Duration::from_secs(30);
 
 fn config() -> NamespaceControllerConfig {
     NamespaceControllerConfig {
@@ -55,21 +52,6 @@ impl Running {
             .await
             .expect("controller stops within 10s")
             .expect("controller task");
-    }
-}
-
-async fn wait_for<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::patch::PatchType;
 use registry::{object, Store, Subresource};
 use serde_json::{json, Value};
+use support::batch::wait_for;
 use support::Harness;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -88,18 +88,6 @@ fn pods(h: &Harness) -> Arc<Store> {
 
 fn sets(h: &Harness) -> Arc<Store> {
     h.store("apps", "statefulsets")
-}
-
-async fn wait_for<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn list(store: &Store) -> Vec<Value> {
