@@ -70,11 +70,7 @@ impl CronJobController {
         });
         let this = self.clone();
         let jobs = dispatch(self.job_informer.subscribe(), stop.clone(), move |n| {
-            let job = match &n {
-                Notification::Add(job) | Notification::Update { new: job, .. } => Some(job),
-                Notification::Delete(d) => d.object(),
-            };
-            if let Some(job) = job {
+            if let Some(job) = n.latest() {
                 this.enqueue_controller_of(job);
             }
         });

@@ -15,7 +15,7 @@ use crate::endpointslice::pods::{
     endpoint_ready, has_endpoint, pod_ip, resolved_ports, selected_pods, service_selector,
     services_for_pod, target_ref, terminating,
 };
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use crate::informer::{dispatch, FactoryError, InformerFactory, SharedInformer};
 use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
@@ -74,26 +74,14 @@ impl EndpointsController {
         info!("starting endpoints controller");
         let this = self.clone();
         let services = dispatch(self.services.subscribe(), stop.clone(), move |n| {
-            let svc = match &n {
-                Notification::Add(s) | Notification::Update { new: s, .. } => Some(s.clone()),
-                Notification::Delete(gone) => gone.object().cloned(),
-            };
-            if let Some(svc) = svc {
-                this.queue.add(format!(
-                    "{}/{}",
-                    object::namespace(&svc),
-                    object::name(&svc)
-                ));
+            if let Some(svc) = n.latest() {
+                this.queue
+                    .add(format!("{}/{}", object::namespace(svc), object::name(svc)));
             }
         });
         let this = self.clone();
         let pods = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            let (old, new) = match &n {
-                Notification::Add(p) => (None, Some(p.clone())),
-                Notification::Update { old, new } => (Some(old.clone()), Some(new.clone())),
-                Notification::Delete(gone) => (gone.object().cloned(), None),
-            };
-            for pod in old.iter().chain(new.iter()) {
+            for pod in n.states() {
                 for svc in services_for_pod(&this.services, pod) {
                     this.queue.add(svc);
                 }

@@ -19,9 +19,7 @@ use super::pods::{
 };
 use super::reconcile::{reconcile, Desired, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY};
 use crate::controller_utils::SyncError;
-use crate::informer::{
-    dispatch, FactoryError, InformerFactory, Notification, SharedInformer, NAMESPACE_INDEX,
-};
+use crate::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
 use crate::worker::{run_when_synced, Next};
 use crate::workqueue::RateLimitingQueue;
 
@@ -86,23 +84,14 @@ impl EndpointSliceController {
         info!("starting endpointslice controller");
         let this = self.clone();
         let services = dispatch(self.services.subscribe(), stop.clone(), move |n| {
-            let svc = match &n {
-                Notification::Add(s) | Notification::Update { new: s, .. } => Some(s.clone()),
-                Notification::Delete(gone) => gone.object().cloned(),
-            };
-            if let Some(svc) = svc {
+            if let Some(svc) = n.latest() {
                 this.queue
-                    .add(key(object::namespace(&svc), object::name(&svc)));
+                    .add(key(object::namespace(svc), object::name(svc)));
             }
         });
         let this = self.clone();
         let pods = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            let (old, new) = match &n {
-                Notification::Add(p) => (None, Some(p.clone())),
-                Notification::Update { old, new } => (Some(old.clone()), Some(new.clone())),
-                Notification::Delete(gone) => (gone.object().cloned(), None),
-            };
-            for pod in old.iter().chain(new.iter()) {
+            for pod in n.states() {
                 for svc in services_for_pod(&this.services, pod) {
                     this.queue.add(svc);
                 }
@@ -110,15 +99,11 @@ impl EndpointSliceController {
         });
         let this = self.clone();
         let slices = dispatch(self.slices.subscribe(), stop.clone(), move |n| {
-            let slice = match &n {
-                Notification::Add(s) | Notification::Update { new: s, .. } => Some(s.clone()),
-                Notification::Delete(gone) => gone.object().cloned(),
-            };
-            if let Some(slice) = slice.filter(|s| managed(s)) {
+            if let Some(slice) = n.latest().filter(|s| managed(s)) {
                 let svc = slice["metadata"]["labels"][LABEL_SERVICE_NAME]
                     .as_str()
                     .unwrap_or("");
-                this.queue.add(key(object::namespace(&slice), svc));
+                this.queue.add(key(object::namespace(slice), svc));
             }
         });
         let this = self.clone();

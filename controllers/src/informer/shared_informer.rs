@@ -31,6 +31,25 @@ pub enum Notification {
     Delete(DeltaObject),
 }
 
+impl Notification {
+    /// The object as it is now, or as last seen when deleted (None for a tombstone that
+    /// carries no object).
+    pub fn latest(&self) -> Option<&Arc<Value>> {
+        match self {
+            Self::Add(obj) | Self::Update { new: obj, .. } => Some(obj),
+            Self::Delete(gone) => gone.object(),
+        }
+    }
+
+    /// Every state the notification shows: the old and the new of an update, else the one.
+    pub fn states(&self) -> Vec<&Arc<Value>> {
+        match self {
+            Self::Update { old, new } => vec![old, new],
+            other => other.latest().into_iter().collect(),
+        }
+    }
+}
+
 /// Callbacks run on a task of their own, in order; they should be quick (e.g. enqueue a key).
 pub trait EventHandler: Send + Sync + 'static {
     fn on_add(&self, _obj: &Arc<Value>) {}
