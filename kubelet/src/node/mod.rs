@@ -68,8 +68,9 @@ async fn register(nodes: &Store, node: &Value) -> Result<Value, RegistryError> {
         .create(None, node.clone(), &WriteOptions::default())
         .await
     {
-        // A create keeps no status: it follows through the status subresource.
-        Ok(_) | Err(RegistryError::AlreadyExists { .. }) => update_status(nodes, node).await,
+        // A Node is created with its status, as a kubelet registers it.
+        Ok(created) => Ok(created),
+        Err(RegistryError::AlreadyExists { .. }) => update_status(nodes, node).await,
         Err(e) => Err(e),
     }
 }
