@@ -87,6 +87,7 @@ pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: Cancellat
         start_time,
         written: None,
     };
+    w.resume();
     loop {
         if object::deletion_timestamp(&w.pod).is_some() {
             w.terminate(&mut updates, &stop).await;
@@ -170,12 +171,38 @@ impl Worker {
         }
     }
 
-    async fn set_up_sandbox(&mut self) -> Result<(), Duration> {
-        let sandbox = SandboxRef {
+    fn sandbox_ref(&self) -> SandboxRef {
+        SandboxRef {
             namespace: self.namespace().to_string(),
             name: self.name().to_string(),
             sandbox_id: digest(&[object::uid(&self.pod), "sandbox"]),
+        }
+    }
+
+    /// A pod an earlier kubelet of this node ran (before a restart or a hand-over to this
+    /// server) is taken over as its status shows it: its containers keep running and its
+    /// sandbox keeps its address.
+    fn resume(&mut self) {
+        let status = &self.pod["status"];
+        if status["containerStatuses"].is_null() && status["initContainerStatuses"].is_null() {
+            return;
+        }
+        self.rt.resume(&self.pod, Instant::now(), Utc::now());
+        if self.finished {
+            return;
+        }
+        let Some(ip) = status["podIP"].as_str().and_then(|ip| ip.parse().ok()) else {
+            return;
         };
+        let sandbox = self.sandbox_ref();
+        if self.ctx.network.adopt(&sandbox, ip) {
+            debug!(pod = %self.name(), %ip, "resumed a running pod");
+            self.sandbox = Some((sandbox, ip));
+        }
+    }
+
+    async fn set_up_sandbox(&mut self) -> Result<(), Duration> {
+        let sandbox = self.sandbox_ref();
         match self.ctx.network.set_up_pod(&sandbox).await {
             Ok(status) => {
                 self.sandbox = Some((sandbox, status.ip));

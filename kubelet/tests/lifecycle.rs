@@ -7,69 +7,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::options::{DeleteOptions, ListOptions};
+use registry::Store;
 use registry::WatchEventType;
-use registry::{RegistryError, Store};
-use serde_json::{json, Value};
-use support::{config, start, Harness};
-
-const NS: &str = "default";
-
-fn pods(h: &Harness) -> std::sync::Arc<Store> {
-    h.store("", "pods")
-}
-
-async fn create(h: &Harness, name: &str, extra: Value) -> Value {
-    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"nodeName": "node-0", "containers": [{"name": "app", "image": "nginx:1.27"}]}});
-    merge(&mut pod, extra);
-    pods(h)
-        .create(Some(NS), pod, &WriteOptions::default())
-        .await
-        .expect("create pod")
-}
-
-fn merge(into: &mut Value, extra: Value) {
-    match (into, extra) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (slot, v) => *slot = v,
-    }
-}
-
-async fn get(h: &Harness, name: &str) -> Option<Value> {
-    match pods(h).get(Some(NS), name, &ListOptions::default()).await {
-        Ok(p) => Some(p),
-        Err(RegistryError::NotFound { .. }) => None,
-        Err(e) => panic!("get: {e}"),
-    }
-}
-
-fn condition<'a>(pod: &'a Value, kind: &str) -> &'a Value {
-    pod["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-        .unwrap_or(&Value::Null)
-}
-
-async fn wait_for(h: &Harness, name: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let pod = get(h, name).await;
-        if let Some(p) = pod.as_ref().filter(|p| ok(p)) {
-            return p.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name}: {what}; last seen {pod:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use serde_json::json;
+use support::{condition, config, create, get, pods, start, wait_for, Harness, NS};
 
 async fn runs_pods_to_ready(h: &Harness) {
     let _stop = start(h, config(2));

@@ -74,6 +74,21 @@ impl NetworkPlugin for HostLocalIpam {
             .map(|ip| PodNetworkStatus { ip })
     }
 
+    fn adopt(&self, sandbox: &SandboxRef, ip: Ipv4Addr) -> bool {
+        if !self.range.contains(ip) {
+            return false;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match state.taken.get(&ip) {
+            Some(owner) => owner == &sandbox.sandbox_id,
+            None => {
+                state.taken.insert(ip, sandbox.sandbox_id.clone());
+                state.by_sandbox.insert(sandbox.sandbox_id.clone(), ip);
+                true
+            }
+        }
+    }
+
     async fn tear_down_pod(&self, sandbox: &SandboxRef) -> Result<(), NetworkError> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ip) = state.by_sandbox.remove(&sandbox.sandbox_id) {
@@ -114,5 +129,23 @@ mod tests {
         assert!(ipam.set_up_pod(&sandbox("x")).await.is_err());
         ipam.tear_down_pod(&sandbox("2")).await.unwrap();
         assert_eq!(ipam.set_up_pod(&sandbox("y")).await.unwrap().ip, seen[2]);
+    }
+
+    #[tokio::test]
+    async fn adopted_addresses_are_not_handed_out_again() {
+        let ipam = HostLocalIpam::new("10.1.2.0/29".parse().unwrap());
+        let kept: Ipv4Addr = "10.1.2.2".parse().unwrap();
+        assert!(ipam.adopt(&sandbox("old"), kept));
+        assert!(ipam.adopt(&sandbox("old"), kept), "adopting twice is fine");
+        assert!(
+            !ipam.adopt(&sandbox("other"), kept),
+            "taken by another sandbox"
+        );
+        assert!(!ipam.adopt(&sandbox("far"), "10.9.9.9".parse().unwrap()));
+        for i in 0..4 {
+            let ip = ipam.set_up_pod(&sandbox(&i.to_string())).await.unwrap().ip;
+            assert_ne!(ip, kept);
+        }
+        assert_eq!(ipam.set_up_pod(&sandbox("old")).await.unwrap().ip, kept);
     }
 }

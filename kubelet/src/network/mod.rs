@@ -49,6 +49,15 @@ pub trait NetworkPlugin: Send + Sync {
     /// repeating it for the same sandbox gives the same address.
     async fn set_up_pod(&self, sandbox: &SandboxRef) -> Result<PodNetworkStatus, NetworkError>;
 
+    /// A sandbox an earlier kubelet of this node set up (before a restart or a hand-over)
+    /// still has `ip`: the plugin takes it over. False when it cannot, and the sandbox is set
+    /// up anew.
+    /// Not async: a worker adopts before its first await, so that no pod set up meanwhile
+    /// is handed an address that is still in use.
+    fn adopt(&self, _sandbox: &SandboxRef, _ip: Ipv4Addr) -> bool {
+        false
+    }
+
     /// Called before the sandbox is removed; tearing down an unknown sandbox is no error.
     async fn tear_down_pod(&self, sandbox: &SandboxRef) -> Result<(), NetworkError>;
 }

@@ -8,6 +8,7 @@ pub mod backoff;
 pub mod container;
 pub mod pod;
 pub mod probe;
+mod resume;
 
 pub use container::{Container, State, Termination};
 pub use pod::{PodRuntime, RestartPolicy, RuntimeEvent};

@@ -6,11 +6,14 @@
 mod registry_support;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use controllers::informer::{InformerConfig, InformerFactory};
 use kubelet::{KubeletTimings, NodeConfig, Nodes};
+use registry::options::{ListOptions, WriteOptions};
+use registry::{RegistryError, Store};
 pub use registry_support::Harness;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 pub fn config(count: usize) -> NodeConfig {
@@ -34,4 +37,63 @@ pub fn start(h: &Harness, config: NodeConfig) -> CancellationToken {
     tokio::spawn(nodes.run(stop.clone()));
     let _: &Arc<_> = informers.registry();
     stop
+}
+
+pub const NS: &str = "default";
+
+pub fn pods(h: &Harness) -> Arc<Store> {
+    h.store("", "pods")
+}
+
+/// Creates a pod bound to node-0, `extra` merged into it.
+pub async fn create(h: &Harness, name: &str, extra: Value) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"nodeName": "node-0", "containers": [{"name": "app", "image": "nginx:1.27"}]}});
+    merge(&mut pod, extra);
+    pods(h)
+        .create(Some(NS), pod, &WriteOptions::default())
+        .await
+        .expect("create pod")
+}
+
+fn merge(into: &mut Value, extra: Value) {
+    match (into, extra) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+pub async fn get(h: &Harness, name: &str) -> Option<Value> {
+    match pods(h).get(Some(NS), name, &ListOptions::default()).await {
+        Ok(p) => Some(p),
+        Err(RegistryError::NotFound { .. }) => None,
+        Err(e) => panic!("get: {e}"),
+    }
+}
+
+pub fn condition<'a>(pod: &'a Value, kind: &str) -> &'a Value {
+    pod["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+pub async fn wait_for(h: &Harness, name: &str, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pod = get(h, name).await;
+        if let Some(p) = pod.as_ref().filter(|p| ok(p)) {
+            return p.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {what}; last seen {pod:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
