@@ -1,14 +1,14 @@
 //! DaemonSets end to end through the real binary and the real kubectl, on the embedded store
-//! and on etcd: Node objects are created through the API (there are no kubelets), a thread
-//! stands in for the kubelets, and `kubectl create`, `set image`, `rollout status | history |
-//! undo` and a foreground delete behave as on a real cluster.
+//! and on etcd: three simulated nodes (`--nodes 3`), two of them labelled workers with
+//! `kubectl label`, run the daemon pods, and `kubectl create`, `set image`, `rollout status |
+//! history | undo` and a foreground delete behave as on a real cluster.
 
 mod support;
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use support::{live, start, start_on_etcd, Kubectl, Kubelet, Server, PODS};
+use serde_json::Value;
+use support::{live, start_embedded_with, start_on_etcd_with, Kubectl, Server, PODS};
 use test_support::wait_until;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -34,12 +34,20 @@ spec:
         image: agent:1
 "#;
 
-fn create_nodes(s: &Server) {
-    for (name, role) in [("w1", "worker"), ("w2", "worker"), ("c1", "control")] {
-        let node = json!({"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"role": role}}});
-        let r = s.send_json("POST", "/api/v1/nodes", &node);
-        assert_eq!(r.status, 201, "create node {name}");
+const THREE_NODES: [&str; 2] = ["--nodes", "3"];
+
+fn label_nodes(s: &Server) {
+    wait_until("three nodes", LONG, || {
+        s.json(&["get", "nodes"])["items"]
+            .as_array()
+            .is_some_and(|n| n.len() == 3)
+    });
+    for (name, role) in [
+        ("node-0", "worker"),
+        ("node-1", "worker"),
+        ("node-2", "control"),
+    ] {
+        s.kubectl(&["label", "node", name, &format!("role={role}")]);
     }
 }
 
@@ -60,8 +68,7 @@ fn images(s: &Server) -> Vec<String> {
 }
 
 fn daemon_set_lifecycle(s: &Server) {
-    let _kubelet = Kubelet::start(s);
-    create_nodes(s);
+    label_nodes(s);
     let file = s.dir.path().join("ds.yaml");
     std::fs::write(&file, DAEMON_SET).expect("write manifest");
     s.kubectl(&["create", "-f", file.to_str().unwrap_or_default()]);
@@ -105,10 +112,10 @@ fn daemon_set_lifecycle(s: &Server) {
 
 #[test]
 fn daemon_set_rollouts_with_kubectl_on_embedded() {
-    daemon_set_lifecycle(&start());
+    daemon_set_lifecycle(&start_embedded_with(&THREE_NODES));
 }
 
 #[test]
 fn daemon_set_rollouts_with_kubectl_on_etcd() {
-    daemon_set_lifecycle(&start_on_etcd());
+    daemon_set_lifecycle(&start_on_etcd_with(&THREE_NODES));
 }

@@ -1,15 +1,15 @@
 //! Deployments end to end through the real binary and the real kubectl, on the embedded store
 //! and on etcd: the Deployment and ReplicaSet controllers together take `kubectl create
 //! deployment` to ready pods, and `rollout status | history | undo`, `set image`, `scale` and a
-//! foreground delete behave as on a real cluster. A thread here stands in for the kubelet,
-//! marking every new pod Running and Ready.
+//! foreground delete behave as on a real cluster. The server's node (the default `--nodes 1`)
+//! runs the pods: the scheduler binds them and its kubelet reports them Running and Ready.
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{live, start, start_on_etcd, Kubectl, Kubelet, Server, PODS};
+use support::{live, start, start_on_etcd, Kubectl, Server, PODS};
 use test_support::wait_until;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -23,7 +23,6 @@ fn rollout_status(s: &Server) {
 }
 
 fn deployment_lifecycle(s: &Server) {
-    let _kubelet = Kubelet::start(s);
     s.kubectl(&[
         "create",
         "deployment",

@@ -564,8 +564,10 @@ fn pod_binding_subresource_and_legacy_bindings() {
     let s = start();
     let json = [("Content-Type", "application/json")];
     let pod = |name: &str| {
+        // Another scheduler's pods: the server's own scheduler leaves them to this test.
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-               "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+               "spec": {"schedulerName": "test-scheduler",
+                        "containers": [{"name": "c", "image": "nginx"}]}})
         .to_string()
     };
     for name in ["a", "b"] {

@@ -1,13 +1,13 @@
 //! The Job, CronJob and TTL controllers through the real binary with the real kubectl, on the
-//! embedded store and on etcd. The test plays the kubelet: it writes pods' phases through
-//! `PUT .../pods/NAME/status`.
+//! embedded store and on etcd. The test plays the kubelet (the server runs no node and no
+//! scheduler): it writes pods' phases through `PUT .../pods/NAME/status`.
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start, start_on_etcd, Kubectl, Server};
+use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server, NO_NODES};
 use test_support::wait_until;
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
@@ -240,20 +240,20 @@ fn policies(s: &Server) {
 
 #[test]
 fn policies_on_embedded() {
-    policies(&start());
+    policies(&start_embedded_with(&NO_NODES));
 }
 
 #[test]
 fn policies_on_etcd() {
-    policies(&start_on_etcd());
+    policies(&start_on_etcd_with(&NO_NODES));
 }
 
 #[test]
 fn jobs_on_embedded() {
-    jobs(&start());
+    jobs(&start_embedded_with(&NO_NODES));
 }
 
 #[test]
 fn jobs_on_etcd() {
-    jobs(&start_on_etcd());
+    jobs(&start_on_etcd_with(&NO_NODES));
 }

@@ -1,13 +1,13 @@
 //! The ReplicaSet controller through the real binary and the real kubectl, on the embedded
 //! store and on etcd: apply, scale up and down, the DESIRED/CURRENT/READY columns once the
-//! pods are ready (the test stands in for the kubelet), the events `describe` shows, and a
+//! node's kubelet reports the pods ready, the events `describe` shows, and a
 //! foreground cascading delete.
 
 mod support;
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use support::{start, start_on_etcd, Kubectl, Server};
 use test_support::wait_until;
 
@@ -45,21 +45,6 @@ fn wait_for_pods(s: &Server, n: usize) {
     wait_until(&format!("{n} pods"), LONG, || pods(s).len() == n);
 }
 
-/// What the kubelet would report: every pod Running and Ready.
-fn mark_ready(s: &Server) {
-    for pod in pods(s) {
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        let mut pod = pod.clone();
-        pod["status"] = json!({
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True",
-                            "lastTransitionTime": "2024-01-01T00:00:00Z"}],
-        });
-        let r = s.send_json("PUT", &format!("{PODS}/{name}/status"), &pod);
-        assert_eq!(r.status, 200, "mark {name} ready: {}", r.body);
-    }
-}
-
 /// The DESIRED, CURRENT and READY columns of `kubectl get rs web`.
 fn columns(s: &Server) -> Vec<String> {
     let out = s.kubectl(&["get", "rs", "web", "--no-headers"]);
@@ -82,7 +67,6 @@ fn replica_set_lifecycle(s: &Server) {
 
     s.kubectl(&["scale", "rs", "web", "--replicas=5"]);
     wait_for_pods(s, 5);
-    mark_ready(s);
     wait_until("get rs shows 5/5/5", LONG, || columns(s) == ["5", "5", "5"]);
     let header = s.kubectl(&["get", "rs", "web"]);
     assert!(

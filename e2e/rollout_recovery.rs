@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{start_with_args, Kubectl, Kubelet, Server, PODS};
+use support::{start_with_args, Kubectl, Kubelet, Server, FAST_ELECTION, NO_NODES, PODS};
 use test_support::{wait_until, EtcdServer};
 
 const LONG: Duration = Duration::from_secs(90);
@@ -293,23 +293,21 @@ fn crash_mid_rollout(mut s: Server) {
     interrupted_rollout(&mut s, Server::crash_and_restart);
 }
 
-/// Short leases, so that a restarted server does not wait 15 s for its predecessor's lease.
-const FAST_ELECTION: [&str; 3] = [
-    "--leader-elect-lease-duration=2s",
-    "--leader-elect-renew-deadline=1500ms",
-    "--leader-elect-retry-period=200ms",
-];
+/// No node and no scheduler: the paced stand-in plays the kubelet.
+fn flags() -> Vec<&'static str> {
+    [&FAST_ELECTION[..], &NO_NODES[..]].concat()
+}
 
 #[test]
 fn a_crash_mid_rollout_on_embedded_loses_nothing() {
-    crash_mid_rollout(start_with_args(None, None, &FAST_ELECTION));
+    crash_mid_rollout(start_with_args(None, None, &flags()));
 }
 
 #[test]
 fn a_crash_mid_rollout_on_etcd_loses_nothing() {
     let etcd = EtcdServer::start_blocking();
     let endpoint = etcd.endpoint();
-    crash_mid_rollout(start_with_args(Some(etcd), Some(endpoint), &FAST_ELECTION));
+    crash_mid_rollout(start_with_args(Some(etcd), Some(endpoint), &flags()));
 }
 
 /// Two servers on one etcd; the leader dies (SIGKILL, its lease left to expire) mid-rollout and
@@ -318,8 +316,8 @@ fn a_crash_mid_rollout_on_etcd_loses_nothing() {
 fn a_leader_hand_over_mid_rollout_loses_nothing() {
     let etcd = EtcdServer::start_blocking();
     let endpoint = etcd.endpoint();
-    let mut a = start_with_args(Some(etcd), Some(endpoint.clone()), &FAST_ELECTION);
-    let mut b = start_with_args(None, Some(endpoint), &FAST_ELECTION);
+    let mut a = start_with_args(Some(etcd), Some(endpoint.clone()), &flags());
+    let mut b = start_with_args(None, Some(endpoint), &flags());
     wait_until("a leader", LONG, || {
         a.logged("starting controllers") + b.logged("starting controllers") == 1
     });

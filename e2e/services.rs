@@ -1,12 +1,13 @@
 //! Service networking through the real binary with the real kubectl, on the embedded store and
 //! on etcd: cluster IPs from the service range, node ports, the `kubernetes` Service, and
-//! EndpointSlices / Endpoints of the ready pods (the stand-in kubelet gives each pod an IP).
+//! EndpointSlices / Endpoints of the ready pods (the default node's kubelet gives each pod an IP
+//! from its podCIDR).
 
 mod support;
 
 use std::time::Duration;
 
-use support::{start, start_on_etcd, Kubectl, Kubelet, Server};
+use support::{start, start_on_etcd, Kubectl, Server};
 use test_support::wait_until;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -54,7 +55,6 @@ fn services(s: &Server) {
     );
 
     // A Deployment exposed: a ClusterIP from the range, slices of its ready pods' IPs.
-    let _kubelet = Kubelet::start(s);
     s.kubectl(&[
         "create",
         "deployment",

@@ -1,14 +1,14 @@
 //! StatefulSets end to end through the real binary and the real kubectl, on the embedded
 //! store and on etcd: `kubectl apply` to ready ordinal pods, `scale`, `set image` with
 //! `rollout status`, `rollout history` / `undo` through ControllerRevisions, and a foreground
-//! delete. A thread stands in for the kubelet, marking every new pod Running and Ready.
+//! delete. The server's default node runs the pods (scheduler and kubelet in the process).
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{live, start, start_on_etcd, Kubectl, Kubelet, Server, PODS};
+use support::{live, start, start_on_etcd, Kubectl, Server, PODS};
 use test_support::wait_until;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -55,7 +55,6 @@ fn image(set: &Value) -> &str {
 }
 
 fn statefulset_lifecycle(s: &Server) {
-    let _kubelet = Kubelet::start(s);
     s.with_manifest("apply", MANIFEST);
     rollout_status(s);
     assert_eq!(pod_names(s), ["web-0", "web-1", "web-2"]);

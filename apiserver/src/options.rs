@@ -64,8 +64,8 @@ pub struct Options {
     pub disable_controllers: bool,
 
     /// Simulated nodes to register, each with an in-process kubelet that runs the pods bound
-    /// to it. 0 (for now the default) runs none.
-    #[arg(long, default_value_t = 0)]
+    /// to it. 0 runs none (pods bound to a node then wait for a kubelet from elsewhere).
+    #[arg(long, default_value_t = 1)]
     pub nodes: usize,
 
     /// Node `i` is named `<prefix>-<i>`.
@@ -89,8 +89,9 @@ pub struct Options {
     pub cluster_cidr: String,
 
     /// Run the scheduler (kube-scheduler's job) with the controllers: pending pods are bound to
-    /// nodes through pods/binding. Off until the node side runs by default.
-    #[arg(long)]
+    /// nodes through pods/binding. `--scheduler=false` leaves binding to another scheduler.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
     pub scheduler: bool,
 
     /// Elect a leader among the servers sharing this storage: only the holder of the

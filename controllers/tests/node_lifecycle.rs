@@ -11,6 +11,7 @@ use chrono::Utc;
 use controllers::clock::ManualClock;
 use controllers::node_lifecycle::{
     HealthConfig, NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
+    NODE_NOT_FOUND,
 };
 use registry::object;
 use registry::options::WriteOptions;
@@ -214,8 +215,27 @@ async fn pods_are_evicted_from_no_execute_taints(h: &Harness) {
     stop.cancel();
 }
 
+async fn a_pod_on_a_missing_node_waits_with_an_event(h: &Harness) {
+    let controller = TaintEvictionController::new(&informers(h)).expect("controller");
+    let stop = CancellationToken::new();
+    tokio::spawn(controller.run(stop.clone()));
+    let pods = h.store("", "pods");
+    create(&pods, NS, pod("stray", "ghost", json!([]))).await;
+    wait_for("the NodeNotFound event", || async {
+        event_reasons(h, NS, "stray")
+            .await
+            .contains(&NODE_NOT_FOUND.to_string())
+    })
+    .await;
+    let stray = get(&pods, NS, "stray").await.unwrap_or_default();
+    assert!(object::deletion_timestamp(&stray).is_none(), "{stray}");
+    assert_eq!(stray["spec"]["nodeName"], "ghost");
+    stop.cancel();
+}
+
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
     a_silent_node_turns_unknown_and_is_tainted,
     pods_are_evicted_from_no_execute_taints,
+    a_pod_on_a_missing_node_waits_with_an_event,
 );

@@ -56,6 +56,29 @@ fn start_with(etcd: Option<EtcdServer>) -> Server {
     start_with_args(etcd, endpoint, &[])
 }
 
+/// The server on the embedded store with extra flags.
+pub fn start_embedded_with(args: &[&str]) -> Server {
+    start_with_args(None, None, args)
+}
+
+/// The server on a real etcd with extra flags.
+pub fn start_on_etcd_with(args: &[&str]) -> Server {
+    let etcd = EtcdServer::start_blocking();
+    let endpoint = etcd.endpoint();
+    start_with_args(Some(etcd), Some(endpoint), args)
+}
+
+/// For tests that play the kubelet (and the scheduler) themselves: no node, no scheduler.
+pub const NO_NODES: [&str; 3] = ["--nodes", "0", "--scheduler=false"];
+
+/// Short leader leases, so that a restarted server or a survivor does not wait 15 s for its
+/// predecessor's lease.
+pub const FAST_ELECTION: [&str; 3] = [
+    "--leader-elect-lease-duration=2s",
+    "--leader-elect-renew-deadline=1500ms",
+    "--leader-elect-retry-period=200ms",
+];
+
 /// A server with extra flags; on `etcd_endpoint` when given (several servers may share one
 /// etcd, the first keeping it alive in `etcd`).
 pub fn start_with_args(

@@ -6,11 +6,13 @@
 mod controller;
 mod eviction;
 mod health;
+mod missing_node;
 mod taint_eviction;
 mod taints;
 
 pub use controller::{NodeLifecycleConfig, NodeLifecycleController, NODE_LEASE_NAMESPACE};
 pub use eviction::{eviction, Eviction};
 pub use health::{silenced_conditions, HealthConfig, KUBELET_CONDITIONS};
+pub use missing_node::REASON as NODE_NOT_FOUND;
 pub use taint_eviction::TaintEvictionController;
 pub use taints::{reconciled_taints, NOT_READY, UNREACHABLE};

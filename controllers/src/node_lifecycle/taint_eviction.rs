@@ -1,7 +1,8 @@
 //! The taint eviction controller: pods on nodes with NoExecute taints they do not tolerate
 //! (or tolerate only for `tolerationSeconds`) get a DisruptionTarget condition and are deleted,
 //! gracefully, as upstream's does. The kubelet of a dead node never confirms, so such pods stay
-//! Terminating until the node comes back or someone forces them, as upstream.
+//! Terminating until the node comes back or someone forces them, as upstream. Pods bound to a
+//! node that does not exist are reported ([`MissingNodes`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::eviction::{eviction, Eviction};
+use super::missing_node::MissingNodes;
 use crate::clock::{self, Clock};
 use crate::controller_utils::SyncError;
 use crate::events::{EventRecorder, EventType};
@@ -28,6 +30,7 @@ pub struct TaintEvictionController {
     pod_informer: SharedInformer,
     node_informer: SharedInformer,
     recorder: EventRecorder,
+    missing_nodes: MissingNodes,
     queue: RateLimitingQueue<String>,
 }
 
@@ -46,6 +49,10 @@ impl TaintEvictionController {
             pod_informer: informers.informer_for(&pods),
             node_informer: informers.informer("", "v1", "nodes")?,
             recorder: EventRecorder::new(informers.registry().clone(), "taint-eviction-controller"),
+            missing_nodes: MissingNodes::new(EventRecorder::new(
+                informers.registry().clone(),
+                "node-controller",
+            )),
             pods,
             queue: RateLimitingQueue::with_default_rate_limiter(),
         }))
@@ -54,11 +61,20 @@ impl TaintEvictionController {
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         info!("starting taint eviction controller");
         let this = self.clone();
-        let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(pod) | Notification::Update { new: pod, .. } = n {
-                this.enqueue(&pod);
-            }
-        });
+        let pods = dispatch(
+            self.pod_informer.subscribe(),
+            stop.clone(),
+            move |n| match n {
+                Notification::Add(pod) | Notification::Update { new: pod, .. } => {
+                    this.enqueue(&pod)
+                }
+                Notification::Delete(gone) => {
+                    if let Some(pod) = gone.object() {
+                        this.missing_nodes.forget(object::uid(pod));
+                    }
+                }
+            },
+        );
         let this = self.clone();
         let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
             if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
@@ -114,12 +130,16 @@ impl TaintEvictionController {
             return Ok(None);
         };
         let node_name = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-        let Some(node) = self.node_informer.indexer().get(node_name) else {
-            return Ok(None);
-        };
         if object::deletion_timestamp(&pod).is_some() {
             return Ok(None);
         }
+        let Some(node) = self.node_informer.indexer().get(node_name) else {
+            let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+            if phase == "Pending" {
+                self.missing_nodes.report(&pod, node_name);
+            }
+            return Ok(None);
+        };
         let now = self.clock.now();
         match eviction(&pod, &node, now) {
             Eviction::Never => Ok(None),
