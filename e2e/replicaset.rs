@@ -12,7 +12,6 @@ use support::{start, start_on_etcd, Kubectl, Server};
 use test_support::wait_until;
 
 const LONG: Duration = Duration::from_secs(30);
-const PODS: &str = "/api/v1/namespaces/default/pods";
 
 const MANIFEST: &str = r#"
 apiVersion: apps/v1
