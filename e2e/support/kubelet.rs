@@ -1,4 +1,5 @@
-//! A stand-in for the kubelet until nodes exist: a thread that reports the pods of the default
+//! A stand-in for the kubelet, for tests that need pods to become ready at a pace they set
+//! (the server then runs with `NO_NODES`): a thread that reports the pods of the default
 //! namespace Running and Ready over HTTP, as a kubelet writes pod status, each with a pod IP
 //! of its own.
 
@@ -26,18 +27,10 @@ pub struct Kubelet {
 }
 
 impl Kubelet {
-    /// Every new pod is reported ready within about 100 ms.
-    pub fn start(s: &Server) -> Self {
-        Self::run(s.port, None)
-    }
-
     /// At most one pod is reported ready per `interval`, so that a rollout takes steps a test
     /// can act between. Keeps going across restarts of the server on the same port.
     pub fn paced(s: &Server, interval: Duration) -> Self {
-        Self::run(s.port, Some(interval))
-    }
-
-    fn run(port: u16, interval: Option<Duration>) -> Self {
+        let port = s.port;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -45,17 +38,13 @@ impl Kubelet {
             let mut addresses = 0u32;
             while !flag.load(Ordering::Relaxed) {
                 let list = Server::send(port, "GET", PODS, &[], b"");
-                let pending = if list.status == 200 {
-                    not_running(list.json())
-                } else {
-                    Vec::new()
-                };
-                let batch = if interval.is_some() { 1 } else { pending.len() };
-                for pod in pending.into_iter().take(batch) {
-                    addresses += 1;
-                    report_ready(port, pod, addresses);
+                if list.status == 200 {
+                    if let Some(pod) = not_running(list.json()).into_iter().next() {
+                        addresses += 1;
+                        report_ready(port, pod, addresses);
+                    }
                 }
-                std::thread::sleep(interval.unwrap_or(Duration::from_millis(100)));
+                std::thread::sleep(interval);
             }
         });
         Self {
