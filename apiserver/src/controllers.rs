@@ -9,6 +9,7 @@ use std::time::Duration;
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
+use controllers::disruption::{DisruptionController, DisruptionControllerConfig};
 use controllers::endpoints::{EndpointsController, EndpointsControllerConfig};
 use controllers::endpointslice::{EndpointSliceController, EndpointSliceControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
@@ -223,6 +224,10 @@ async fn run_controllers(
     match EndpointsController::new(&informers, EndpointsControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "endpoints controller cannot run"),
+    }
+    match DisruptionController::new(&informers, DisruptionControllerConfig::default()) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "disruption controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

@@ -181,6 +181,15 @@ pub enum RegistryError {
     /// patch `test`, a missing path): clients match on this exact message.
     #[error("the server rejected our request due to an error in our request")]
     Unprocessable,
+
+    /// 429 (upstream's NewTooManyRequests): try again later, after `retry_after_seconds`
+    /// when it is not 0 (the HTTP layer sends it as `Retry-After` too).
+    #[error("{message}")]
+    TooManyRequests {
+        message: String,
+        retry_after_seconds: i64,
+        causes: Vec<Cause>,
+    },
 }
 
 /// The causes as upstream's aggregate prints them: `field: message`, bracketed when several.
@@ -289,6 +298,7 @@ impl RegistryError {
             Self::NotAcceptable(_) => (406, "NotAcceptable"),
             Self::NoSuchResource => (404, "NotFound"),
             Self::Unprocessable => (422, "Invalid"),
+            Self::TooManyRequests { .. } => (429, "TooManyRequests"),
         };
         let details = match self {
             Self::NotFound { resource, name }
@@ -319,6 +329,15 @@ impl RegistryError {
                 ..Default::default()
             }),
             Self::Unprocessable => Some(Details::default()),
+            Self::TooManyRequests {
+                retry_after_seconds,
+                causes,
+                ..
+            } => Some(Details {
+                causes: causes.clone(),
+                retry_after_seconds: Some(*retry_after_seconds).filter(|s| *s > 0),
+                ..Default::default()
+            }),
             Self::Internal(message) => Some(Details {
                 causes: vec![Cause {
                     kind: String::new(),

@@ -6,6 +6,7 @@ pub mod admission;
 pub mod catalogue;
 pub mod cron;
 pub mod error;
+pub mod eviction;
 pub mod fields;
 pub mod object;
 pub mod options;

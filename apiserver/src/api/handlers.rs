@@ -22,6 +22,9 @@ use crate::table::{self, IncludeObject};
 pub struct Request {
     /// Turns true when the server begins to shut down, ending watches.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// For subresources that act on more than their own resource (pods' eviction reads and
+    /// writes PodDisruptionBudgets).
+    pub registry: Arc<registry::Registry>,
     pub info: RequestInfo,
     pub params: Params,
     pub headers: HeaderMap,
@@ -241,6 +244,17 @@ async fn subresource(
                 format,
                 false,
             ));
+        }
+        "eviction" => {
+            if verb != Some(Verb::Create) {
+                return Err(method_not_allowed());
+            }
+            let eviction = body(req, &mut write)?;
+            let status = req.registry.evict(ns, name, &eviction, &write).await?;
+            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);
+            let status =
+                serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
+            return Ok(response::encoded(code, &status, format, false));
         }
         "log" => {
             if verb != Some(Verb::Get) {

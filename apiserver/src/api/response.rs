@@ -46,7 +46,15 @@ pub fn error(err: RegistryError) -> Response {
     if code.is_server_error() {
         tracing::warn!(code = status.code, message = %status.message, "request failed");
     }
-    json(code, &serde_json::to_value(status).unwrap_or(Value::Null))
+    let retry_after = status.details.as_ref().and_then(|d| d.retry_after_seconds);
+    let mut response = json(code, &serde_json::to_value(status).unwrap_or(Value::Null));
+    // Upstream's writers turn a Status's retryAfterSeconds into the header clients back off by.
+    if let Some(seconds) = retry_after.filter(|s| *s > 0) {
+        if let Ok(value) = header::HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+    }
+    response
 }
 
 /// What kube-apiserver answers for a path it does not serve.

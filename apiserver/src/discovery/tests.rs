@@ -231,6 +231,11 @@ fn aggregated_core_group() {
                     "verbs": ["create"],
                 },
                 {
+                    "subresource": "eviction",
+                    "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+                    "verbs": ["create"],
+                },
+                {
                     "subresource": "log",
                     "responseKind": {"group": "", "version": "", "kind": "Pod"},
                     "verbs": ["get"],

@@ -82,7 +82,7 @@ fn core() -> Vec<ResourceInfo> {
             short_names: strings(&["po"]),
             categories: strings(&["all"]),
             status_subresource: true,
-            other_subresources: strings(&["binding", "log"]),
+            other_subresources: strings(&["binding", "eviction", "log"]),
             columns: printers::pod_columns(),
             field_selectors: strings(&[
                 "spec.nodeName",

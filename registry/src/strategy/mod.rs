@@ -173,6 +173,7 @@ pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Str
         ("apps", "DaemonSet") => Box::new(workloads::DaemonSetStrategy),
         ("batch", "Job") => Box::new(workloads::JobStrategy),
         ("batch", "CronJob") => Box::new(workloads::CronJobStrategy),
+        ("policy", "PodDisruptionBudget") => Box::new(workloads::PodDisruptionBudgetStrategy),
         ("", "Event") | ("events.k8s.io", "Event") => {
             Box::new(EventStrategy::new(info, config.event_ttl))
         }
