@@ -175,6 +175,7 @@ impl Worker {
             namespace: self.namespace().to_string(),
             name: self.name().to_string(),
             sandbox_id: digest(&[object::uid(&self.pod), "sandbox"]),
+            uid: object::uid(&self.pod).to_string(),
         };
         match self.ctx.network.set_up_pod(&sandbox).await {
             Ok(status) => {
