@@ -101,7 +101,8 @@ impl CniNetworkPlugin {
         if let Some(prev) = prev {
             conf.insert("prevResult".into(), prev.raw.clone());
         }
-        if conf["capabilities"]["ipRanges"] == json!(true) {
+        let ip_ranges = conf.get("capabilities").and_then(|c| c.get("ipRanges"));
+        if ip_ranges == Some(&json!(true)) {
             conf.insert(
                 "runtimeConfig".into(),
                 json!({"ipRanges": [[{"subnet": self.pod_cidr.to_string()}]]}),
