@@ -95,7 +95,7 @@ pub trait NetworkPlugin: Send + Sync {
 }
 
 /// The plugin a node's kubelet uses for pods in `pod_cidr`: CNI where the process is root
-/// (namespaces need it) and the conf dir holds a network whose plugins, and the loopback
+/// and may create network namespaces, and the conf dir holds a network whose plugins, and the loopback
 /// plugin, are in the bin dirs; the in-process IPAM otherwise. The log says which and why.
 pub fn probe_network_plugin(
     node: &str,
@@ -132,9 +132,7 @@ pub fn probe_network_plugin(
 }
 
 fn usable_cni_network(settings: &NetworkPluginSettings) -> Result<cni::conf::CniNetwork, String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err("not running as root, which CNI network namespaces need".into());
-    }
+    cni::netns::can_create()?;
     let network = cni::conf::probe(&settings.conf_dir, &settings.bin_dirs).network?;
     cni::conf::find_in_path("loopback", &settings.bin_dirs)?;
     Ok(network)
