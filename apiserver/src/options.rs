@@ -88,6 +88,17 @@ pub struct Options {
     #[arg(long, default_value = "10.244.0.0/16")]
     pub cluster_cidr: String,
 
+    /// The directory in which the kubelets look for CNI network configs (the first valid
+    /// .conf / .conflist / .json in lexical order is used).
+    #[arg(long, default_value = "/etc/cni/net.d")]
+    pub cni_conf_dir: std::path::PathBuf,
+
+    /// A comma-separated list of directories in which the kubelets look for CNI plugin
+    /// binaries. CNI runs when the server is root and a usable network is configured; the
+    /// in-process IPAM otherwise.
+    #[arg(long, default_value = "/opt/cni/bin")]
+    pub cni_bin_dir: String,
+
     /// Run the scheduler (kube-scheduler's job) with the controllers: pending pods are bound to
     /// nodes through pods/binding. `--scheduler=false` leaves binding to another scheduler.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",

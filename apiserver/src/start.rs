@@ -81,6 +81,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
                 memory: options.node_memory.clone(),
                 pods: options.node_pods,
                 cluster_cidr: options.cluster_cidr.clone(),
+                network: kubelet::network::NetworkPluginSettings {
+                    conf_dir: options.cni_conf_dir.clone(),
+                    bin_dirs: kubelet::network::split_dirs(&options.cni_bin_dir),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         },

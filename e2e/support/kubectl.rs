@@ -17,7 +17,7 @@ pub trait Kubectl {
 
 impl Kubectl for Server {
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("kubectl");
+        let mut command = super::wrapped(&self.wrapper, "kubectl");
         command
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)

@@ -32,6 +32,8 @@ pub struct Server {
     pub logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// The binary's arguments, to start it again on the same port and data.
     command_line: Vec<String>,
+    /// A command the binary and kubectl run under (`ip netns exec NS`); empty for none.
+    pub wrapper: Vec<String>,
 }
 
 impl Drop for Server {
@@ -86,6 +88,17 @@ pub fn start_with_args(
     etcd_endpoint: Option<String>,
     args: &[&str],
 ) -> Server {
+    start_wrapped(&[], etcd, etcd_endpoint, args)
+}
+
+/// A server run under `wrapper` (as `ip netns exec NS`), which kubectl then runs under too.
+pub fn start_wrapped(
+    wrapper: &[&str],
+    etcd: Option<EtcdServer>,
+    etcd_endpoint: Option<String>,
+    args: &[&str],
+) -> Server {
+    let wrapper: Vec<String> = wrapper.iter().map(|w| w.to_string()).collect();
     let dir = tempfile::tempdir().expect("temp dir");
     let port = free_port();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -97,7 +110,7 @@ pub fn start_with_args(
     command_line.extend(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")));
     command_line.extend(args.iter().map(|a| a.to_string()));
     let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (child, serving_line) = spawn(&command_line, &logs);
+    let (child, serving_line) = spawn(&wrapper, &command_line, &logs);
     Server {
         etcd,
         child,
@@ -107,12 +120,29 @@ pub fn start_with_args(
         serving_line,
         logs,
         command_line,
+        wrapper,
+    }
+}
+
+/// `program` run under `wrapper` (or alone when it is empty).
+pub fn wrapped(wrapper: &[String], program: &str) -> Command {
+    match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(program);
+            command
+        }
+        None => Command::new(program),
     }
 }
 
 /// Runs the binary with `args`, its log lines appended to `logs`; returns once it serves.
-fn spawn(args: &[String], logs: &std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+fn spawn(
+    wrapper: &[String],
+    args: &[String],
+    logs: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> (Child, String) {
+    let mut child = wrapped(wrapper, env!("CARGO_BIN_EXE_apiserver"))
         .args(args)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
@@ -237,7 +267,7 @@ impl Server {
     pub fn crash_and_restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let (child, serving_line) = spawn(&self.command_line, &self.logs);
+        let (child, serving_line) = spawn(&self.wrapper, &self.command_line, &self.logs);
         self.child = child;
         self.serving_line = serving_line;
     }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::network::NetworkPluginSettings;
+
 /// The nodes to register and the timings of their kubelets.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
@@ -18,6 +20,8 @@ pub struct NodeConfig {
     pub cluster_cidr: String,
     /// Reported in nodeInfo.kubeletVersion.
     pub kubelet_version: String,
+    /// The CNI conf and bin dirs (every node's kubelet uses the same).
+    pub network: NetworkPluginSettings,
     pub timings: KubeletTimings,
 }
 
@@ -31,6 +35,7 @@ impl Default for NodeConfig {
             pods: 110,
             cluster_cidr: "10.244.0.0/16".to_string(),
             kubelet_version: "v1.35.0".to_string(),
+            network: NetworkPluginSettings::default(),
             timings: KubeletTimings::default(),
         }
     }

@@ -73,7 +73,7 @@ impl Nodes {
             let ctx = NodeContext {
                 node_name: name.clone(),
                 host_ip: internal_ip(index).to_string(),
-                network: probe_network_plugin(&name, pod_cidr),
+                network: probe_network_plugin(&name, pod_cidr, &config.network),
                 status: StatusManager::new(pods_store.clone()),
                 recorder: recorder.clone(),
                 timings: config.timings.clone(),

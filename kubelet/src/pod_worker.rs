@@ -176,6 +176,7 @@ impl Worker {
             namespace: self.namespace().to_string(),
             name: self.name().to_string(),
             sandbox_id: digest(&[object::uid(&self.pod), "sandbox"]),
+            uid: object::uid(&self.pod).to_string(),
         }
     }
 

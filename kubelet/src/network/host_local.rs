@@ -107,6 +107,7 @@ mod tests {
             namespace: "ns".into(),
             name: id.into(),
             sandbox_id: id.into(),
+            uid: String::new(),
         }
     }
 
