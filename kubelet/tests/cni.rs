@@ -11,11 +11,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kubelet::network::NetworkPluginSettings;
-use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::options::{DeleteOptions, ListOptions};
 use serde_json::{json, Value};
-use support::{config, start, Harness};
+use support::{config, start, Harness, NS};
 
-const NS: &str = "default";
 const PLUGIN_MSG: &str = "failed to allocate for range 0: no IP addresses available in range set";
 
 /// Writes the plugin `name` into `bin`, replacing it whole (a rename, so a run in progress
@@ -67,10 +66,7 @@ fn calls(path: &Path) -> Vec<String> {
 }
 
 async fn pod(h: &Harness) -> Option<Value> {
-    h.store("", "pods")
-        .get(Some(NS), "web", &ListOptions::default())
-        .await
-        .ok()
+    support::get(h, "web").await
 }
 
 async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -126,15 +122,7 @@ async fn failed_add_is_retried_then_the_pod_runs(h: &Harness) {
         netns_dir: netns.path().to_path_buf(),
     };
     let _stop = start(h, cfg);
-    h.store("", "pods")
-        .create(
-            Some(NS),
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
-                "spec": {"nodeName": "node-0", "containers": [{"name": "app", "image": "nginx"}]}}),
-            &WriteOptions::default(),
-        )
-        .await
-        .expect("create pod");
+    support::create(h, "web", json!({})).await;
 
     // Failures: Warning events with the plugin's message, and more than one attempt.
     let events = wait_for("FailedCreatePodSandBox events", async || {
