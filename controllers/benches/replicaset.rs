@@ -20,7 +20,7 @@ use registry::Subresource;
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
 use storage::Interface;
-use support::{backends, env_count, registry_at, wait_for, CONCURRENCY};
+use support::{backends, env_count, registry_at, rss_kib, wait_for, CONCURRENCY};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
@@ -192,17 +192,4 @@ async fn scale_up(backend: DynBackend, pods: usize) -> (f64, f64) {
     let _ = running.await;
     let per_1000 = (rss_after - rss_before) * 1000.0 / pods as f64;
     (rate, per_1000)
-}
-
-/// The process's resident set in KiB (/proc/self/status VmRSS).
-fn rss_kib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0.0)
 }

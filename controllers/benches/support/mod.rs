@@ -55,3 +55,16 @@ pub async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The process's resident set in KiB (/proc/self/status VmRSS).
+pub fn rss_kib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0.0)
+}
