@@ -25,6 +25,7 @@ use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, 
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
+use controllers::volume::PersistentVolumeController;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use kubelet::Nodes;
@@ -223,6 +224,10 @@ async fn run_controllers(
     match EndpointsController::new(&informers, EndpointsControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "endpoints controller cannot run"),
+    }
+    match PersistentVolumeController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "persistent volume controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

@@ -21,5 +21,6 @@ pub mod scheduling;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod ttl_after_finished;
+pub mod volume;
 pub mod worker;
 pub mod workqueue;

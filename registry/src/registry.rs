@@ -10,6 +10,7 @@ use tracing::info;
 
 use crate::admission::{NamespaceLifecycle, SYSTEM_NAMESPACES};
 use crate::catalogue::{Catalogue, ResourceInfo};
+use crate::default_storage_class::DefaultStorageClass;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
@@ -148,6 +149,9 @@ impl Registry {
         if info.group.is_empty() && info.kind == "Service" {
             store = store.with_hooks(self.service_allocator());
         }
+        if info.group.is_empty() && info.kind == "PersistentVolumeClaim" {
+            store = store.with_hooks(self.default_storage_class());
+        }
         let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
@@ -162,6 +166,17 @@ impl Registry {
     pub fn service_allocator(&self) -> Arc<ServiceAllocator> {
         let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
         Arc::new(ServiceAllocator::new(storage, self.strategies.services))
+    }
+
+    /// The DefaultStorageClass admission of claims, reading the classes' watch cache.
+    fn default_storage_class(&self) -> Arc<DefaultStorageClass> {
+        let path = self
+            .catalogue
+            .lookup("storage.k8s.io", "v1", "storageclasses")
+            .map(|r| r.storage_path.clone())
+            .unwrap_or_else(|| "/storageclasses".into());
+        let classes: Arc<dyn Interface> = self.cache_for(&path);
+        Arc::new(DefaultStorageClass::new(classes, &path))
     }
 
     /// Where Services' cluster IPs and node ports come from.

@@ -281,6 +281,11 @@ fn others() -> Vec<ResourceInfo> {
             )
         },
         ResourceInfo {
+            short_names: strings(&["sc"]),
+            columns: printers::storageclass_columns(),
+            ..resource("storage.k8s.io", "StorageClass", "storageclasses", CLUSTER)
+        },
+        ResourceInfo {
             columns: printers::lease_columns(),
             ..resource("coordination.k8s.io", "Lease", "leases", NAMESPACED)
         },
