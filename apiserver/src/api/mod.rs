@@ -133,6 +133,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
     };
     let request = Request {
         shutdown: api.shutdown.clone(),
+        registry: api.registry.clone(),
         info,
         params,
         headers,

@@ -150,6 +150,8 @@ fn core() -> Vec<ResourceInfo> {
             status_subresource: true,
             columns: printers::node_columns(),
             field_selectors: strings(&["spec.unschedulable"]),
+            // The kubelet's endpoints, reached through the server (`kubelet::proxy`).
+            other_subresources: strings(&["proxy"]),
             storage_path: "/minions".to_string(),
             ..resource("", "Node", "nodes", CLUSTER)
         },
