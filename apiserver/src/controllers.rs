@@ -22,6 +22,7 @@ use controllers::node_lifecycle::{
     NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
 };
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use controllers::service_repair::{self, ServiceRepairController};
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
@@ -224,6 +225,10 @@ async fn run_controllers(
     match EndpointsController::new(&informers, EndpointsControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "endpoints controller cannot run"),
+    }
+    match ServiceRepairController::new(&informers, service_repair::INTERVAL) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "service allocation repair cannot run"),
     }
     match PersistentVolumeController::new(&informers) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),

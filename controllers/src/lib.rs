@@ -18,6 +18,7 @@ pub mod namespace;
 pub mod node_lifecycle;
 pub mod replicaset;
 pub mod scheduling;
+pub mod service_repair;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod ttl_after_finished;

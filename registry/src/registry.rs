@@ -14,7 +14,7 @@ use crate::default_storage_class::DefaultStorageClass;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
-use crate::service::{ServiceAllocator, ServiceNetwork};
+use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
 use crate::strategy::{self, Strategy, StrategyConfig};
 
@@ -177,6 +177,13 @@ impl Registry {
             .unwrap_or_else(|| "/storageclasses".into());
         let classes: Arc<dyn Interface> = self.cache_for(&path);
         Arc::new(DefaultStorageClass::new(classes, &path))
+    }
+
+    /// What rebuilds the Services' range allocations from the Services (one per repairing
+    /// controller: it remembers the leaks it has seen).
+    pub fn service_repair(&self) -> Repair {
+        let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
+        Repair::new(storage, self.strategies.services)
     }
 
     /// Where Services' cluster IPs and node ports come from.
