@@ -89,17 +89,22 @@ impl Repair {
         for (kind, (stored, revision)) in
             [(RangeKind::ClusterIps, ips), (RangeKind::NodePorts, ports)]
         {
-            let rebuilt = self.rebuild(kind, &items, &stored, &mut problems);
+            let mut found = Vec::new();
+            let rebuilt = self.rebuild(kind, &items, &stored, &mut found);
             let alloc = match kind {
                 RangeKind::ClusterIps => &self.ips,
                 RangeKind::NodePorts => &self.ports,
             };
             if rebuilt != stored && !alloc.replace_if_unchanged(revision, rebuilt).await? {
+                // A Service written meanwhile may be what looked unallocated: this round's
+                // findings about the range are not reported.
                 debug!(
                     ?kind,
                     "the range allocation changed during the repair; next time"
                 );
+                continue;
             }
+            problems.extend(found);
         }
         Ok(problems)
     }
