@@ -23,9 +23,11 @@ use controllers::node_lifecycle::{
     NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
 };
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use controllers::service_repair::{self, ServiceRepairController};
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
+use controllers::volume::PersistentVolumeController;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use kubelet::Nodes;
@@ -228,6 +230,14 @@ async fn run_controllers(
     match DisruptionController::new(&informers, DisruptionControllerConfig::default()) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "disruption controller cannot run"),
+    }
+    match ServiceRepairController::new(&informers, service_repair::INTERVAL) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "service allocation repair cannot run"),
+    }
+    match PersistentVolumeController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "persistent volume controller cannot run"),
     }
     futures::future::join_all(running).await;
     handle.set_gc(None);

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod options;
 pub mod server;
 mod start;
+mod storage_class;
 pub mod table;
 pub mod version;
 

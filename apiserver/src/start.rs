@@ -61,6 +61,9 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     apiextensions::install(&registry);
     registry.set_schemas(crate::openapi::for_validation());
     registry.bootstrap().await?;
+    if let Err(e) = crate::storage_class::ensure_default(&registry).await {
+        tracing::warn!(error = %e, "could not create the default storage class");
+    }
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
     // One informer per resource for every controller in the process.

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod catalogue;
 pub mod cron;
+pub mod default_storage_class;
 pub mod error;
 pub mod eviction;
 pub mod fields;

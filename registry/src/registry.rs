@@ -10,10 +10,11 @@ use tracing::info;
 
 use crate::admission::{NamespaceLifecycle, SYSTEM_NAMESPACES};
 use crate::catalogue::{Catalogue, ResourceInfo};
+use crate::default_storage_class::DefaultStorageClass;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
-use crate::service::{ServiceAllocator, ServiceNetwork};
+use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
 use crate::strategy::{self, Strategy, StrategyConfig};
 
@@ -148,6 +149,9 @@ impl Registry {
         if info.group.is_empty() && info.kind == "Service" {
             store = store.with_hooks(self.service_allocator());
         }
+        if info.group.is_empty() && info.kind == "PersistentVolumeClaim" {
+            store = store.with_hooks(self.default_storage_class());
+        }
         let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
@@ -162,6 +166,24 @@ impl Registry {
     pub fn service_allocator(&self) -> Arc<ServiceAllocator> {
         let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
         Arc::new(ServiceAllocator::new(storage, self.strategies.services))
+    }
+
+    /// The DefaultStorageClass admission of claims, reading the classes' watch cache.
+    fn default_storage_class(&self) -> Arc<DefaultStorageClass> {
+        let path = self
+            .catalogue
+            .lookup("storage.k8s.io", "v1", "storageclasses")
+            .map(|r| r.storage_path.clone())
+            .unwrap_or_else(|| "/storageclasses".into());
+        let classes: Arc<dyn Interface> = self.cache_for(&path);
+        Arc::new(DefaultStorageClass::new(classes, &path))
+    }
+
+    /// What rebuilds the Services' range allocations from the Services (one per repairing
+    /// controller: it remembers the leaks it has seen).
+    pub fn service_repair(&self) -> Repair {
+        let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
+        Repair::new(storage, self.strategies.services)
     }
 
     /// Where Services' cluster IPs and node ports come from.

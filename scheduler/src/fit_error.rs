@@ -13,6 +13,17 @@ use crate::filters::Rejection;
 /// Upstream's ErrNoNodesAvailable.
 pub const NO_NODES: &str = "no nodes available to schedule pods";
 
+/// The message when a PreFilter plugin rejects the pod for every one of `total` nodes:
+/// its reason alone, then the PostFilter plugins' (upstream's FitError with a PreFilterMsg).
+pub fn prefilter_message(total: usize, reason: &str) -> String {
+    if total == 0 {
+        return NO_NODES.to_string();
+    }
+    format!(
+        "0/{total} nodes are available: {reason}. no new claims to deallocate, preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+    )
+}
+
 pub fn message(rejections: &[Rejection]) -> String {
     let total = rejections.len();
     if total == 0 {

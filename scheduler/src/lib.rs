@@ -10,6 +10,7 @@ mod resources;
 mod scheduler;
 mod scores;
 mod topology;
+mod volume_binding;
 
 pub use error::SchedulerError;
 pub use scheduler::{Scheduler, SchedulerConfig, DEFAULT_SCHEDULER_NAME};

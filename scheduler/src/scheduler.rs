@@ -26,6 +26,7 @@ use crate::filters::{node_filters, Rejection};
 use crate::fit_error;
 use crate::scores;
 use crate::topology::TopologyState;
+use crate::volume_binding;
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
@@ -57,6 +58,8 @@ pub struct Scheduler {
     pod_store: Arc<Store>,
     pod_informer: SharedInformer,
     node_informer: SharedInformer,
+    claim_informer: SharedInformer,
+    class_informer: SharedInformer,
     recorder: EventRecorder,
     cache: Mutex<Cache>,
     queue: RateLimitingQueue<String>,
@@ -101,6 +104,8 @@ impl Scheduler {
         Ok(Arc::new(Self {
             pod_informer: informers.informer_for(&pod_store),
             node_informer: informers.informer("", "v1", "nodes")?,
+            claim_informer: informers.informer("", "v1", "persistentvolumeclaims")?,
+            class_informer: informers.informer("storage.k8s.io", "v1", "storageclasses")?,
             recorder: EventRecorder::new(informers.registry().clone(), DEFAULT_SCHEDULER_NAME),
             cache: Mutex::new(Cache::default()),
             queue: RateLimitingQueue::with_default_rate_limiter(),
@@ -121,9 +126,24 @@ impl Scheduler {
             this.on_node(n)
         });
         let this = self.clone();
+        let claims = dispatch(self.claim_informer.subscribe(), stop.clone(), move |n| {
+            // A claim bound (or made) may let pods waiting for it in.
+            if let Some(claim) = n.latest() {
+                if !matches!(n, Notification::Delete(_)) && claim["spec"]["volumeName"].is_string()
+                {
+                    this.move_unschedulable();
+                }
+            }
+        });
+        let this = self.clone();
         run_when_synced(
             "scheduler",
-            &[&self.pod_informer, &self.node_informer],
+            &[
+                &self.pod_informer,
+                &self.node_informer,
+                &self.claim_informer,
+                &self.class_informer,
+            ],
             self.queue.clone(),
             self.config.workers,
             stop.clone(),
@@ -136,6 +156,7 @@ impl Scheduler {
         stop.cancel();
         let _ = pods.await;
         let _ = nodes.await;
+        let _ = claims.await;
         info!("scheduler stopped");
     }
 
@@ -226,6 +247,13 @@ impl Scheduler {
         {
             lock(&self.unschedulable).remove(&key);
             return Next::Done;
+        }
+        if let Some(reason) =
+            volume_binding::prefilter(&pod, &self.claim_informer, &self.class_informer)
+        {
+            let total = lock(&self.cache).nodes().count();
+            let message = fit_error::prefilter_message(total, &reason);
+            return self.unschedulable(&key, &pod, message).await;
         }
         match self.decide(&pod) {
             None => Next::Done,

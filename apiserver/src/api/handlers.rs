@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use kubelet::proxy::ProxyResponse;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::store::subresources::ScaleChange;
@@ -22,8 +23,8 @@ use crate::table::{self, IncludeObject};
 pub struct Request {
     /// Turns true when the server begins to shut down, ending watches.
     pub shutdown: tokio_util::sync::CancellationToken,
-    /// For subresources that act on more than their own resource (pods' eviction reads and
-    /// writes PodDisruptionBudgets).
+    /// Every Store, for subresources that act on more than their own resource (pods'
+    /// eviction reads and writes PodDisruptionBudgets; a node's proxy reads its pods and Lease).
     pub registry: Arc<registry::Registry>,
     pub info: RequestInfo,
     pub params: Params,
@@ -264,6 +265,18 @@ async fn subresource(
             let text = kubelet::logs::render(&pod, &req.params.log()?)
                 .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
             return Ok(response::text(StatusCode::OK, text));
+        }
+        "proxy" => {
+            if verb != Some(Verb::Get) {
+                return Err(method_not_allowed());
+            }
+            let path = req.info.proxy_path.as_deref().unwrap_or_default();
+            return Ok(
+                match kubelet::proxy::serve(&req.registry, name, path).await? {
+                    ProxyResponse::Text(text) => response::text(StatusCode::OK, text),
+                    ProxyResponse::Json(body) => response::json(StatusCode::OK, &body),
+                },
+            );
         }
         _ => return Err(RegistryError::NoSuchResource),
     };

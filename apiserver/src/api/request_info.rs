@@ -14,6 +14,9 @@ pub struct RequestInfo {
     pub resource: String,
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// The path below a `proxy` subresource (`nodes/<name>/proxy/<path>`), as upstream's
+    /// RequestInfo keeps the remaining parts.
+    pub proxy_path: Option<String>,
 }
 
 /// Subresources of namespaces that would otherwise read as a resource inside the namespace.
@@ -53,9 +56,11 @@ pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Op
         resource = "pods".to_string();
         subresource = Some("binding".to_string());
     }
+    let proxy = subresource.as_deref() == Some("proxy");
+    let proxy_path = proxy.then(|| parts[3..].join("/"));
     let verb = match (method.as_str(), name.is_some()) {
-        // Deeper paths (pods/x/log/...) are not served.
-        _ if parts.len() > 3 => None,
+        // Deeper paths (pods/x/log/...) are not served, but below a proxy.
+        _ if parts.len() > 3 && !proxy => None,
         ("GET" | "HEAD", _) if watch => Some(Verb::Watch),
         ("GET" | "HEAD", true) => Some(Verb::Get),
         ("GET" | "HEAD", false) => Some(Verb::List),
@@ -74,6 +79,7 @@ pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Op
         resource,
         name,
         subresource,
+        proxy_path,
     })
 }
 

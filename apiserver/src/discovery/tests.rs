@@ -69,6 +69,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "batch",
             "policy",
             "rbac.authorization.k8s.io",
+            "storage.k8s.io",
             "apiextensions.k8s.io",
             "coordination.k8s.io",
             "discovery.k8s.io",

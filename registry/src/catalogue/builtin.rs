@@ -150,6 +150,8 @@ fn core() -> Vec<ResourceInfo> {
             status_subresource: true,
             columns: printers::node_columns(),
             field_selectors: strings(&["spec.unschedulable"]),
+            // The kubelet's endpoints, reached through the server (`kubelet::proxy`).
+            other_subresources: strings(&["proxy"]),
             storage_path: "/minions".to_string(),
             ..resource("", "Node", "nodes", CLUSTER)
         },
@@ -279,6 +281,11 @@ fn others() -> Vec<ResourceInfo> {
                 "endpointslices",
                 NAMESPACED,
             )
+        },
+        ResourceInfo {
+            short_names: strings(&["sc"]),
+            columns: printers::storageclass_columns(),
+            ..resource("storage.k8s.io", "StorageClass", "storageclasses", CLUSTER)
         },
         ResourceInfo {
             columns: printers::lease_columns(),

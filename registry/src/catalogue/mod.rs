@@ -6,7 +6,7 @@ mod builtin;
 mod printers;
 mod verb;
 
-pub use printers::{custom_columns, human_duration};
+pub use printers::{custom_columns, human_duration, is_default_class, DEFAULT_CLASS_ANNOTATIONS};
 pub use verb::Verb;
 #[cfg(test)]
 mod tests;

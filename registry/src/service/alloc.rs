@@ -20,8 +20,8 @@ use crate::object::{self, Object};
 use crate::store::hooks::{Finish, StoreHooks};
 
 /// Upstream's keys of the two range allocations.
-const IPS_KEY: &str = "/ranges/serviceips";
-const PORTS_KEY: &str = "/ranges/servicenodeports";
+pub(super) const IPS_KEY: &str = "/ranges/serviceips";
+pub(super) const PORTS_KEY: &str = "/ranges/servicenodeports";
 
 pub struct ServiceAllocator {
     network: ServiceNetwork,

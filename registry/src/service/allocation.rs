@@ -50,6 +50,54 @@ impl Allocations {
         }
     }
 
+    /// What is allocated now, with the revision of the record (0: none stored yet), for a
+    /// later [`Allocations::replace_if_unchanged`].
+    pub async fn read(&self) -> Result<(BTreeSet<String>, i64)> {
+        match self.storage.get(&self.key, ReadRevision::Latest).await {
+            Ok(kv) => Ok((decode(Some(&kv))?.allocated, kv.mod_revision)),
+            Err(StorageError::NotFound { .. }) => Ok((BTreeSet::new(), 0)),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    /// Replaces the record with `allocated` if nothing changed it since `revision` was read;
+    /// false when something did (an allocation raced the caller, who looks again later).
+    pub async fn replace_if_unchanged(
+        &self,
+        revision: i64,
+        allocated: BTreeSet<String>,
+    ) -> Result<bool> {
+        let mut raced = false;
+        let range = self.range.clone();
+        self.storage
+            .guaranteed_update(
+                &self.key,
+                UpdateOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                },
+                &mut |current| {
+                    if current.map_or(0, |kv| kv.mod_revision) != revision {
+                        raced = true;
+                        return Ok(Update::Keep);
+                    }
+                    let record = Record {
+                        range: range.clone(),
+                        allocated: allocated.clone(),
+                    };
+                    if decode(current).is_ok_and(|r| r.allocated == record.allocated) {
+                        return Ok(Update::Keep);
+                    }
+                    let bytes = serde_json::to_vec(&record)
+                        .map_err(|e| StorageError::Internal(e.to_string()))?;
+                    Ok(Update::Write(Bytes::from(bytes)))
+                },
+            )
+            .await
+            .map_err(internal)?;
+        Ok(!raced)
+    }
+
     /// Records `value`; false if it was already allocated.
     pub async fn allocate(&self, value: &str) -> Result<bool> {
         let mut fresh = false;

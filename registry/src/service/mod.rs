@@ -5,7 +5,9 @@
 mod alloc;
 mod allocation;
 mod ranges;
+mod repair;
 mod spec;
 
 pub use alloc::ServiceAllocator;
 pub use ranges::{PortRange, ServiceCidr, ServiceNetwork};
+pub use repair::{RangeKind, Repair, RepairProblem, REPAIRS_BEFORE_LEAK_CLEANUP};

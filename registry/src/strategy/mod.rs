@@ -7,6 +7,7 @@ mod defaults;
 mod events;
 mod namespace;
 mod pod;
+mod storage_class;
 mod workloads;
 
 use std::sync::Arc;
@@ -166,6 +167,7 @@ pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Str
         ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => {
             Box::new(defaults::VolumeStrategy)
         }
+        ("storage.k8s.io", "StorageClass") => Box::new(storage_class::StorageClassStrategy),
         ("", "ReplicationController") => Box::new(workloads::ReplicationControllerStrategy),
         ("apps", "Deployment") => Box::new(workloads::DeploymentStrategy),
         ("apps", "ReplicaSet") => Box::new(workloads::ReplicaSetStrategy),

@@ -12,6 +12,7 @@ mod format;
 mod network;
 mod pods;
 mod rbac;
+mod storage;
 mod workloads;
 
 pub use format::human_duration;
@@ -30,6 +31,8 @@ pub(in crate::catalogue) use events::event_columns;
 pub(in crate::catalogue) use network::{endpoints_columns, endpointslice_columns, service_columns};
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};
+pub(in crate::catalogue) use storage::storageclass_columns;
+pub use storage::{is_default_class, DEFAULT_CLASS_ANNOTATIONS};
 pub(in crate::catalogue) use workloads::{
     controllerrevision_columns, cronjob_columns, daemonset_columns, deployment_columns,
     job_columns, pdb_columns, replicaset_columns, replicationcontroller_columns,

@@ -1,0 +1,146 @@
+//! The controller's wiring: informers on claims, volumes and classes, one queue of both
+//! kinds of keys, and the workers that sync them (`binder`).
+
+use std::sync::Arc;
+
+use registry::{object, Store};
+use serde_json::Value;
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::events::EventRecorder;
+use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use crate::worker::{run_when_synced, Next};
+use crate::workqueue::RateLimitingQueue;
+
+const WORKERS: usize = 2;
+
+#[derive(Debug, Error)]
+pub enum PersistentVolumeControllerError {
+    #[error(transparent)]
+    Informer(#[from] FactoryError),
+    #[error("the registry serves no {0}")]
+    Missing(&'static str),
+}
+
+/// What the queue holds: upstream keeps a claim queue and a volume queue; one queue of
+/// tagged keys does the same with one set of workers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Key {
+    /// `namespace/name` of a claim.
+    Claim(String),
+    /// The name of a volume.
+    Volume(String),
+}
+
+pub struct PersistentVolumeController {
+    pub(super) claims: SharedInformer,
+    pub(super) volumes: SharedInformer,
+    pub(super) classes: SharedInformer,
+    pub(super) claim_store: Arc<Store>,
+    pub(super) volume_store: Arc<Store>,
+    pub(super) recorder: EventRecorder,
+    queue: RateLimitingQueue<Key>,
+}
+
+impl PersistentVolumeController {
+    pub fn new(informers: &InformerFactory) -> Result<Arc<Self>, PersistentVolumeControllerError> {
+        let registry = informers.registry();
+        let claim_store = registry.store("", "v1", "persistentvolumeclaims").ok_or(
+            PersistentVolumeControllerError::Missing("persistentvolumeclaims"),
+        )?;
+        let volume_store = registry.store("", "v1", "persistentvolumes").ok_or(
+            PersistentVolumeControllerError::Missing("persistentvolumes"),
+        )?;
+        Ok(Arc::new(Self {
+            claims: informers.informer_for(&claim_store),
+            volumes: informers.informer_for(&volume_store),
+            classes: informers.informer("storage.k8s.io", "v1", "storageclasses")?,
+            claim_store,
+            volume_store,
+            recorder: EventRecorder::new(registry.clone(), "persistentvolume-controller"),
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+        }))
+    }
+
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!("starting persistent volume controller");
+        let this = self.clone();
+        let claims = dispatch(self.claims.subscribe(), stop.clone(), move |n| {
+            for claim in n.states() {
+                this.queue.add(Key::Claim(claim_key(claim)));
+                // A claim that went releases its volume.
+                if let Some(volume) = claim["spec"]["volumeName"].as_str() {
+                    if matches!(n, Notification::Delete(_)) && !volume.is_empty() {
+                        this.queue.add(Key::Volume(volume.to_string()));
+                    }
+                }
+            }
+        });
+        let this = self.clone();
+        let volumes = dispatch(self.volumes.subscribe(), stop.clone(), move |n| {
+            for volume in n.states() {
+                this.queue
+                    .add(Key::Volume(object::name(volume).to_string()));
+                if let Some(claim) = claim_ref_key(volume) {
+                    this.queue.add(Key::Claim(claim));
+                }
+            }
+        });
+        let this = self.clone();
+        let classes = dispatch(self.classes.subscribe(), stop.clone(), move |n| {
+            let Some(class) = n.latest() else { return };
+            // Claims waiting for this class may be provisioned now.
+            for claim in this.claims.indexer().list() {
+                if super::binder::claim_class(&claim) == object::name(class)
+                    && claim["spec"]["volumeName"]
+                        .as_str()
+                        .unwrap_or("")
+                        .is_empty()
+                {
+                    this.queue.add(Key::Claim(claim_key(&claim)));
+                }
+            }
+        });
+        let this = self.clone();
+        run_when_synced(
+            "persistentvolume",
+            &[&self.claims, &self.volumes, &self.classes],
+            self.queue.clone(),
+            WORKERS,
+            stop.clone(),
+            move |key| {
+                let this = this.clone();
+                async move {
+                    let result = match &key {
+                        Key::Claim(k) => this.sync_claim(k).await,
+                        Key::Volume(k) => this.sync_volume(k).await,
+                    };
+                    match result {
+                        Ok(()) => Next::Done,
+                        Err(e) => {
+                            warn!(?key, error = %e, "syncing persistent volumes failed; retrying");
+                            Next::Retry
+                        }
+                    }
+                }
+            },
+        )
+        .await;
+        let _ = tokio::join!(claims, volumes, classes);
+        info!("persistent volume controller stopped");
+    }
+}
+
+pub(super) fn claim_key(claim: &Value) -> String {
+    format!("{}/{}", object::namespace(claim), object::name(claim))
+}
+
+/// `namespace/name` of the claim a volume points at.
+pub(super) fn claim_ref_key(volume: &Value) -> Option<String> {
+    let claim_ref = &volume["spec"]["claimRef"];
+    let name = claim_ref["name"].as_str().filter(|n| !n.is_empty())?;
+    let namespace = claim_ref["namespace"].as_str().unwrap_or("");
+    Some(format!("{namespace}/{name}"))
+}

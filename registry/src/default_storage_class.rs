@@ -1,0 +1,100 @@
+//! The DefaultStorageClass admission plugin (upstream's
+//! plugin/pkg/admission/storage/storageclass/setdefault): a claim created without naming a
+//! class gets the default StorageClass's name. Runs as the claims' create hook, so every
+//! server applies it and a dry run shows it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use storage::{Interface, ListOptions, ReadRevision};
+use tracing::warn;
+
+use crate::catalogue::is_default_class;
+use crate::error::{Qualified, RegistryError, Result};
+use crate::object::{self, Object};
+use crate::store::hooks::{finish_nothing, Finish, StoreHooks};
+
+/// The legacy annotation that names a claim's class instead of spec.storageClassName.
+const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+
+pub struct DefaultStorageClass {
+    /// The storage of StorageClasses (its watch cache).
+    classes: Arc<dyn Interface>,
+    /// Their key prefix (`/storageclasses/`).
+    prefix: String,
+}
+
+impl DefaultStorageClass {
+    pub fn new(classes: Arc<dyn Interface>, path: &str) -> Self {
+        Self {
+            classes,
+            prefix: format!("{path}/"),
+        }
+    }
+
+    /// The default class: of several marked, the newest, then the first by name, as upstream
+    /// picks since 1.28.
+    async fn default_class(&self) -> Result<Option<String>> {
+        let opts = ListOptions {
+            revision: ReadRevision::Any,
+            recursive: true,
+            ..Default::default()
+        };
+        let list = self
+            .classes
+            .get_list(&self.prefix, opts)
+            .await
+            .map_err(|e| {
+                RegistryError::from_storage(
+                    e,
+                    &Qualified::new("storage.k8s.io", "storageclasses"),
+                    "",
+                )
+            })?;
+        let mut defaults: Vec<(String, String)> = list
+            .items
+            .iter()
+            .filter_map(|kv| serde_json::from_slice::<Value>(&kv.value).ok())
+            .filter(is_default_class)
+            .map(|c| {
+                let created = c["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                (created, object::name(&c).to_string())
+            })
+            .collect();
+        if defaults.len() > 1 {
+            warn!(classes = ?defaults, "more than one default StorageClass; the newest is used");
+        }
+        defaults.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(defaults.into_iter().next().map(|(_, name)| name))
+    }
+}
+
+/// Whether the claim names a class (an explicit "" asks for none, and counts).
+fn names_class(claim: &Value) -> bool {
+    !claim["spec"]["storageClassName"].is_null()
+        || !claim["metadata"]["annotations"][BETA_CLASS_ANNOTATION].is_null()
+}
+
+#[async_trait]
+impl StoreHooks for DefaultStorageClass {
+    async fn begin_create(&self, claim: &mut Object, _dry_run: bool) -> Result<Finish> {
+        if !names_class(claim) {
+            if let Some(class) = self.default_class().await? {
+                if let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("storageClassName".into(), Value::String(class));
+                }
+            }
+        }
+        Ok(finish_nothing())
+    }
+
+    async fn begin_update(&self, _new: &mut Object, _old: &Object, _dry: bool) -> Result<Finish> {
+        Ok(finish_nothing())
+    }
+
+    async fn after_delete(&self, _claim: &Object) {}
+}
