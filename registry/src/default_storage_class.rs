@@ -36,8 +36,10 @@ impl DefaultStorageClass {
     /// The default class: of several marked, the newest, then the first by name, as upstream
     /// picks since 1.28.
     async fn default_class(&self) -> Result<Option<String>> {
+        // A quorum read (only claim creates pay it): a class made just before the claim counts,
+        // which a watch cache a moment behind would miss.
         let opts = ListOptions {
-            revision: ReadRevision::Any,
+            revision: ReadRevision::Latest,
             recursive: true,
             ..Default::default()
         };
