@@ -19,18 +19,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controllers::controller_utils::{controller_ref, pod_from_template};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
 use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig};
-use futures::stream::{self, StreamExt};
+use futures::StreamExt;
 use kubelet::{NodeConfig, Nodes};
 use registry::options::{ListOptions, WriteOptions};
-use registry::{Registry, WatchEventType};
+use registry::WatchEventType;
 use scheduler::{Scheduler, SchedulerConfig};
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
-use support::{backends, env_count, registry_at, rss_kib, CONCURRENCY};
+use support::{backends, env_count, namespace, raw_pod_create_rate, registry_at, rss_kib};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
@@ -103,21 +102,8 @@ fn template() -> Value {
     })
 }
 
-async fn namespace(registry: &Registry) {
-    registry
-        .store("", "v1", "namespaces")
-        .expect("namespaces")
-        .create(
-            None,
-            json!({"metadata": {"name": NS}}),
-            &WriteOptions::default(),
-        )
-        .await
-        .expect("namespace");
-}
-
 async fn measure(name: &'static str, backend: DynBackend, pods: usize, nodes: usize) -> Row {
-    let raw_rate = raw_create_rate(backend.clone(), pods).await;
+    let raw_rate = raw_pod_create_rate(backend.clone(), NS, &template(), pods).await;
     eprintln!("{name}: raw Store create {raw_rate:.0} pods/s");
     let row = run_cluster(name, backend, pods, nodes, raw_rate).await;
     eprintln!(
@@ -127,31 +113,6 @@ async fn measure(name: &'static str, backend: DynBackend, pods: usize, nodes: us
         row.pod_writes
     );
     row
-}
-
-/// The baseline: the pods the ReplicaSet would make, created straight through the pods Store
-/// by 64 concurrent callers.
-async fn raw_create_rate(backend: DynBackend, pods: usize) -> f64 {
-    let registry = registry_at(backend, "/bench-raw").await;
-    namespace(&registry).await;
-    let store = registry.store("", "v1", "pods").expect("pods");
-    let owner = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                       "metadata": {"name": "bench", "uid": "raw"}});
-    let reference = controller_ref(&owner);
-    let started = Instant::now();
-    stream::iter(0..pods)
-        .for_each_concurrent(CONCURRENCY, |_| {
-            let pod = pod_from_template(&template(), "bench", reference.clone());
-            let store = &store;
-            async move {
-                store
-                    .create(Some(NS), pod, &WriteOptions::default())
-                    .await
-                    .expect("create pod");
-            }
-        })
-        .await;
-    pods as f64 / started.elapsed().as_secs_f64()
 }
 
 /// What the pods watch saw: writes, binds and ready pods, and when the last pod was bound.
@@ -177,7 +138,7 @@ async fn run_cluster(
     raw_rate: f64,
 ) -> Row {
     let registry = registry_at(backend, "/bench-cluster").await;
-    namespace(&registry).await;
+    namespace(&registry, NS).await;
     let stop = CancellationToken::new();
     let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
     let node_config = NodeConfig {

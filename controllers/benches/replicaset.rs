@@ -10,17 +10,17 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use controllers::controller_utils::pod_from_template;
 use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig};
-use futures::stream::{self, StreamExt};
 use registry::options::{ListOptions, WriteOptions};
 use registry::patch::PatchType;
 use registry::Subresource;
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
 use storage::Interface;
-use support::{backends, env_count, registry_at, rss_kib, wait_for, CONCURRENCY};
+use support::{
+    backends, env_count, namespace, raw_pod_create_rate, registry_at, rss_kib, wait_for,
+};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
@@ -75,7 +75,7 @@ fn template() -> Value {
 }
 
 async fn measure(name: &'static str, backend: DynBackend, pods: usize) -> Row {
-    let raw_rate = raw_create_rate(backend.clone(), pods).await;
+    let raw_rate = raw_pod_create_rate(backend.clone(), NS, &template(), pods).await;
     eprintln!("{name}: raw Store create {raw_rate:.0} pods/s");
     let (controller_rate, rss_per_1000_kib) = scale_up(backend, pods).await;
     eprintln!("{name}: controller {controller_rate:.0} pods/s, {rss_per_1000_kib:.0} KiB RSS per 1,000 pods");
@@ -87,48 +87,10 @@ async fn measure(name: &'static str, backend: DynBackend, pods: usize) -> Row {
     }
 }
 
-/// The baseline: the pods the controller would make, created straight through the pods
-/// Store by 64 concurrent callers.
-async fn raw_create_rate(backend: DynBackend, pods: usize) -> f64 {
-    let registry = registry_at(backend, "/bench-raw").await;
-    namespace(&registry).await;
-    let store = registry.store("", "v1", "pods").expect("pods");
-    let owner = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                       "metadata": {"name": "bench", "uid": "raw"}});
-    let reference = controllers::controller_utils::controller_ref(&owner);
-    let started = Instant::now();
-    stream::iter(0..pods)
-        .for_each_concurrent(CONCURRENCY, |_| {
-            let pod = pod_from_template(&template(), "bench", reference.clone());
-            let store = &store;
-            async move {
-                store
-                    .create(Some(NS), pod, &WriteOptions::default())
-                    .await
-                    .expect("create pod");
-            }
-        })
-        .await;
-    pods as f64 / started.elapsed().as_secs_f64()
-}
-
-async fn namespace(registry: &registry::Registry) {
-    registry
-        .store("", "v1", "namespaces")
-        .expect("namespaces")
-        .create(
-            None,
-            json!({"metadata": {"name": NS}}),
-            &WriteOptions::default(),
-        )
-        .await
-        .expect("namespace");
-}
-
 /// Pods per second from scaling to `pods` until all exist, and RSS growth per 1,000 pods.
 async fn scale_up(backend: DynBackend, pods: usize) -> (f64, f64) {
     let registry = registry_at(backend, "/bench-rs").await;
-    namespace(&registry).await;
+    namespace(&registry, NS).await;
     let sets = registry
         .store("apps", "v1", "replicasets")
         .expect("replicasets");

@@ -68,3 +68,53 @@ pub fn rss_kib() -> f64 {
         })
         .unwrap_or(0.0)
 }
+
+/// Creates the namespace `name`.
+pub async fn namespace(registry: &Registry, name: &str) {
+    registry
+        .store("", "v1", "namespaces")
+        .expect("namespaces")
+        .create(
+            None,
+            serde_json::json!({"metadata": {"name": name}}),
+            &registry::options::WriteOptions::default(),
+        )
+        .await
+        .expect("namespace");
+}
+
+/// The baseline of the workload benchmarks: `pods` pods of `template`, as a ReplicaSet would
+/// make them, created straight through the pods Store of a fresh registry in namespace `ns`
+/// by 64 concurrent callers; pods per second.
+pub async fn raw_pod_create_rate(
+    backend: DynBackend,
+    ns: &str,
+    template: &serde_json::Value,
+    pods: usize,
+) -> f64 {
+    use futures::stream::{self, StreamExt};
+    let registry = registry_at(backend, "/bench-raw").await;
+    namespace(&registry, ns).await;
+    let store = registry.store("", "v1", "pods").expect("pods");
+    let owner = serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                   "metadata": {"name": "bench", "uid": "raw"}});
+    let reference = controllers::controller_utils::controller_ref(&owner);
+    let started = Instant::now();
+    stream::iter(0..pods)
+        .for_each_concurrent(CONCURRENCY, |_| {
+            let pod = controllers::controller_utils::pod_from_template(
+                template,
+                "bench",
+                reference.clone(),
+            );
+            let store = &store;
+            async move {
+                store
+                    .create(Some(ns), pod, &registry::options::WriteOptions::default())
+                    .await
+                    .expect("create pod");
+            }
+        })
+        .await;
+    pods as f64 / started.elapsed().as_secs_f64()
+}
