@@ -96,6 +96,10 @@ pub struct NodeInfo {
     pub requested: Resources,
     pub non_zero_requested: Resources,
     pub pods: BTreeMap<String, Arc<PodInfo>>,
+    /// The pods with required anti-affinity terms (upstream's PodsWithRequiredAntiAffinity):
+    /// every decision checks them, and most pods have none, so a decision costs the nodes and
+    /// these, not every pod of the cluster.
+    pub with_required_anti_affinity: BTreeMap<String, Arc<PodInfo>>,
 }
 
 impl NodeInfo {
@@ -129,11 +133,16 @@ impl NodeInfo {
     fn add(&mut self, pod: Arc<PodInfo>) {
         self.requested.add(&pod.requests);
         self.non_zero_requested.add(&pod.non_zero);
+        if !pod.required_terms("podAntiAffinity").is_empty() {
+            self.with_required_anti_affinity
+                .insert(pod.key.clone(), pod.clone());
+        }
         self.pods.insert(pod.key.clone(), pod);
     }
 
     fn remove(&mut self, key: &str) {
         if let Some(pod) = self.pods.remove(key) {
+            self.with_required_anti_affinity.remove(key);
             self.requested.sub(&pod.requests);
             self.non_zero_requested.sub(&pod.non_zero);
         }

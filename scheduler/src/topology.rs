@@ -133,7 +133,8 @@ impl TopologyState {
             && affinity_terms.iter().all(|t| term_matches(t, &own_ns, pod));
         self.anti_affinity = resolve(pod.required_terms("podAntiAffinity"));
         for node in cache.nodes() {
-            for existing in node.pods.values().filter(|p| counted(p)) {
+            let existing_pods = node.with_required_anti_affinity.values();
+            for existing in existing_pods.filter(|p| counted(p)) {
                 for term in existing.required_terms("podAntiAffinity") {
                     let key = term["topologyKey"].as_str().unwrap_or_default();
                     if let Some(value) = node.label(key) {
