@@ -4,7 +4,9 @@
 
 mod error;
 pub mod fieldsv1;
+pub mod from_openapi;
 pub mod path;
+pub mod schema;
 pub mod set;
 mod value_order;
 
