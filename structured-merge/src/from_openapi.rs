@@ -146,13 +146,15 @@ fn deduced() -> TypeRef {
 fn convert_object(s: &Map<String, Value>, preserve: bool, at: &str) -> Result<Atom, Error> {
     let relationship = map_relationship(s, at)?.unwrap_or(Relationship::Separable);
     let mut fields = BTreeMap::new();
+    let mut defaults = BTreeMap::new();
     if let Some(props) = s.get("properties") {
         let props = object(props, at)?;
         for (name, prop) in props {
-            fields.insert(
-                name.clone(),
-                type_ref(prop, preserve, &format!("{at}.{name}"))?,
-            );
+            let tr = type_ref(prop, preserve, &format!("{at}.{name}"))?;
+            fields.insert(name.clone(), tr);
+            if let Some(default) = prop.get("default") {
+                defaults.insert(name.clone(), default.clone());
+            }
         }
     }
     // Entries that are not declared properties: typed by additionalProperties; with none
@@ -178,6 +180,7 @@ fn convert_object(s: &Map<String, Value>, preserve: bool, at: &str) -> Result<At
             fields,
             rest,
             relationship,
+            defaults,
         }),
     })
 }

@@ -35,7 +35,8 @@ fn v3() -> Value {
         "test.Container": {"type": "object", "properties": {
             "name": {"type": "string"},
             "ports": {"type": "array", "items": {"type": "object", "properties": {
-                    "containerPort": {"type": "integer"}, "protocol": {"type": "string"}}},
+                    "containerPort": {"type": "integer"},
+                    "protocol": {"type": "string", "default": "TCP"}}},
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["containerPort", "protocol"]},
             "port": {"$ref": "#/components/schemas/test.IntOrString"}
@@ -105,6 +106,19 @@ fn list_kinds_from_list_type_and_patch_strategy() {
             keys: vec!["containerPort".into(), "protocol".into()]
         }
     );
+}
+
+#[test]
+fn property_defaults_are_kept() {
+    let schema = from_document(&v3()).unwrap();
+    let Node::List { element, .. } = field(&schema, "test.Container", "ports") else {
+        panic!()
+    };
+    let Ok(Node::Struct { defaults, .. }) = schema.resolve(element) else {
+        panic!()
+    };
+    assert_eq!(defaults.get("protocol"), Some(&json!("TCP")));
+    assert!(!defaults.contains_key("containerPort"));
 }
 
 #[test]

@@ -4,12 +4,17 @@
 
 mod error;
 pub mod fieldsv1;
+#[cfg(test)]
+mod fixtures;
 pub mod from_openapi;
+mod list_item;
 pub mod path;
 pub mod schema;
 pub mod set;
+pub mod to_field_set;
 mod value_order;
 
 pub use error::Error;
 pub use path::{KeyFields, Path, PathElement};
 pub use set::Set;
+pub use to_field_set::to_field_set;

@@ -3,6 +3,7 @@
 //! split into fields.
 
 use crate::error::Error;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Whether an object's entries are owned one by one or the object as a whole.
@@ -67,6 +68,9 @@ pub struct StructType {
     /// The type of entries that are not declared fields, if they are allowed.
     pub rest: Option<TypeRef>,
     pub relationship: Relationship,
+    /// Declared defaults of fields; a map list's key field that is absent takes its default,
+    /// as upstream does (a container port's `protocol` is "TCP").
+    pub defaults: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +101,7 @@ pub enum Node<'a> {
     Struct {
         fields: &'a BTreeMap<String, TypeRef>,
         rest: Option<&'a TypeRef>,
+        defaults: &'a BTreeMap<String, Value>,
         atomic: bool,
     },
     List {
@@ -152,6 +157,7 @@ impl Schema {
             Atom::Struct(s) => Node::Struct {
                 fields: &s.fields,
                 rest: s.rest.as_ref(),
+                defaults: &s.defaults,
                 atomic: atomic(s.relationship),
             },
             Atom::List(l) => Node::List {
@@ -181,6 +187,7 @@ mod tests {
                 fields: BTreeMap::from([("a".to_string(), TypeRef::inline(Atom::Scalar))]),
                 rest: None,
                 relationship: Relationship::Separable,
+                defaults: BTreeMap::new(),
             }),
         );
         let plain = TypeRef::named("Selector");
