@@ -8,6 +8,7 @@ pub mod fieldsv1;
 mod fixtures;
 pub mod from_openapi;
 mod list_item;
+pub mod merge;
 pub mod path;
 pub mod schema;
 pub mod set;
@@ -15,6 +16,7 @@ pub mod to_field_set;
 mod value_order;
 
 pub use error::Error;
+pub use merge::merge;
 pub use path::{KeyFields, Path, PathElement};
 pub use set::Set;
 pub use to_field_set::to_field_set;
