@@ -56,9 +56,8 @@ fn resume_container(c: &mut Container, status: &Value, now: Instant, wall: DateT
     } else if let Some(t) = termination(&state["terminated"], now, wall) {
         c.container_id = t.container_id.clone();
         c.state = State::Terminated(t);
-    } else if let Some(last) = &c.last {
+    } else if c.last.is_some() {
         // Waiting to restart: as upstream's kubelet, a new one starts with a fresh back-off.
-        let _ = last;
         c.retry_at = Some(now);
     }
 }
