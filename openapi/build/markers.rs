@@ -48,6 +48,13 @@ fn extend(schema: &mut Map<String, Value>, marker: &str, value: &str) {
                 keys.push(json!(value));
             }
         }
+        // `+default=<JSON>` as upstream's openapi-gen publishes it; `ref(...)` defaults name
+        // Go constants and are left out, as they never key a list.
+        "default" => {
+            if let Ok(value) = serde_json::from_str::<Value>(value) {
+                schema.insert("default".into(), value);
+            }
+        }
         // Upstream reports a struct's atomicity with the same extension as a map's.
         "mapType" | "structType" => {
             schema.insert("x-kubernetes-map-type".into(), json!(value));

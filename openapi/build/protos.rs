@@ -8,6 +8,7 @@ use std::path::Path;
 
 /// The markers that become schema extensions; others (+optional, +k8s:...) are not ours.
 const MARKERS: &[&str] = &[
+    "default",
     "patchStrategy",
     "patchMergeKey",
     "listType",

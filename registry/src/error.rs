@@ -126,6 +126,11 @@ pub enum RegistryError {
         message: String,
     },
 
+    /// 409 from server-side apply: fields the configuration sets are owned by other
+    /// managers (upstream's NewApplyConflict), one FieldManagerConflict cause per field.
+    #[error("{message}")]
+    ApplyConflict { message: String, causes: Vec<Cause> },
+
     /// 422: `kind` is the group-qualified kind, as upstream names it in Invalid errors.
     #[error("{kind} \"{name}\" is invalid: {}", summary(causes))]
     Invalid {
@@ -284,7 +289,7 @@ impl RegistryError {
         let (code, reason) = match self {
             Self::NotFound { .. } => (404, "NotFound"),
             Self::AlreadyExists { .. } => (409, "AlreadyExists"),
-            Self::Conflict { .. } => (409, "Conflict"),
+            Self::Conflict { .. } | Self::ApplyConflict { .. } => (409, "Conflict"),
             Self::Invalid { .. } => (422, "Invalid"),
             Self::BadRequest(_) => (400, "BadRequest"),
             Self::Forbidden { .. } => (403, "Forbidden"),
@@ -329,6 +334,10 @@ impl RegistryError {
                 ..Default::default()
             }),
             Self::Unprocessable => Some(Details::default()),
+            Self::ApplyConflict { causes, .. } => Some(Details {
+                causes: causes.clone(),
+                ..Default::default()
+            }),
             Self::TooManyRequests {
                 retry_after_seconds,
                 causes,

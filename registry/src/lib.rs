@@ -8,6 +8,7 @@ pub mod cron;
 pub mod default_storage_class;
 pub mod error;
 pub mod eviction;
+pub mod field_manager;
 pub mod fields;
 pub mod object;
 pub mod options;

@@ -182,6 +182,8 @@ impl FieldValidation {
 pub struct WriteOptions {
     pub dry_run: DryRun,
     pub field_manager: Option<String>,
+    /// Server-side apply takes fields other managers own instead of failing on them.
+    pub force: bool,
     pub field_validation: FieldValidation,
     /// Strict decoding errors the body's decoder found (`duplicate field "spec.replicas"`):
     /// the registry judges them with the unknown fields it finds, listing them first.

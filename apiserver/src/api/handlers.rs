@@ -14,6 +14,7 @@ use registry::{warning, RegistryError, ResourceInfo, Store, Subresource, Verb};
 use serde_json::Value;
 
 use super::body::{check_body_type, optional_body};
+use super::manager::write_options;
 use super::params::Params;
 use super::request_info::RequestInfo;
 use super::response::{self, Format};
@@ -115,13 +116,13 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             ))
         }
         Verb::Create => {
-            let mut write = req.params.write()?;
+            let mut write = write_options(&req.params, &req.headers, None)?;
             let obj = body(&req, &mut write)?;
             let obj = store.create(ns, obj, &write).await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
         Verb::Update => {
-            let mut write = req.params.write()?;
+            let mut write = write_options(&req.params, &req.headers, None)?;
             let obj = body(&req, &mut write)?;
             let (obj, created) = store
                 .update(ns, name, obj, Subresource::Main, &write)
@@ -134,8 +135,20 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             Ok(out(code, &obj))
         }
         Verb::Patch => {
-            let mut write = req.params.write()?;
-            let kind = patch_body(&req, &mut write)?;
+            let kind = patch_type(&req.headers)?;
+            let mut write = write_options(&req.params, &req.headers, Some(kind))?;
+            patch_body(&req, &mut write)?;
+            if kind == PatchType::Apply {
+                let (obj, created) = store
+                    .apply(ns, name, &req.body, Subresource::Main, &write)
+                    .await?;
+                let code = if created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                return Ok(out(code, &obj));
+            }
             let obj = store
                 .patch(ns, name, kind, &req.body, Subresource::Main, &write)
                 .await?;
@@ -205,7 +218,11 @@ async fn subresource(
     let ns = req.info.namespace.as_deref();
     let name = req.info.name.as_deref().unwrap_or_default();
     let verb = req.info.verb;
-    let mut write = req.params.write()?;
+    let patch_kind = match verb {
+        Some(Verb::Patch) => Some(patch_type(&req.headers)?),
+        _ => None,
+    };
+    let mut write = write_options(&req.params, &req.headers, patch_kind)?;
     let part = match sub {
         "status" => Subresource::Status,
         "finalize" => Subresource::Finalize,
@@ -288,7 +305,11 @@ async fn subresource(
         }
         (Some(Verb::Patch), Subresource::Status) => {
             let kind = patch_body(req, &mut write)?;
-            store.patch(ns, name, kind, &req.body, part, &write).await?
+            if kind == PatchType::Apply {
+                store.apply(ns, name, &req.body, part, &write).await?.0
+            } else {
+                store.patch(ns, name, kind, &req.body, part, &write).await?
+            }
         }
         _ => return Err(method_not_allowed()),
     };

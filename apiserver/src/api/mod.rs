@@ -4,6 +4,7 @@
 
 mod body;
 mod handlers;
+mod manager;
 mod params;
 mod protobuf;
 mod request_info;

@@ -90,7 +90,7 @@ impl Params {
             dry_run: DryRun::parse(&self.all("dryRun"), "CreateOptions")?,
             field_manager: self.get("fieldManager").map(str::to_string),
             field_validation: FieldValidation::parse(self.get("fieldValidation"))?,
-            decode_errors: Vec::new(),
+            ..Default::default()
         })
     }
 

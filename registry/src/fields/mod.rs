@@ -30,6 +30,8 @@ use crate::warning;
 pub struct FieldSchemas {
     source: RwLock<Option<Arc<OpenApi>>>,
     compiled: RwLock<Compiled>,
+    /// The same kinds' schemas as server-side apply merges under them.
+    merge: crate::field_manager::MergeSchemas,
 }
 
 #[derive(Default)]
@@ -69,6 +71,19 @@ impl FieldSchemas {
             .unwrap_or_else(PoisonError::into_inner);
         compiled.generation += 1;
         compiled.kinds.clear();
+        drop(compiled);
+        self.merge.invalidate();
+    }
+
+    /// The kind's structured-merge schema (deduced when there is no source or no schema).
+    pub fn merge_schema(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        custom: bool,
+    ) -> Arc<crate::field_manager::TypedSchema> {
+        self.merge.get(self.source(), group, version, kind, custom)
     }
 
     /// The kind's compiled schema; `None` when there is no source or the kind has no schema.

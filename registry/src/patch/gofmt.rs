@@ -74,7 +74,7 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 }
 
 /// The JSON kind encoding/json names in "cannot unmarshal X into ..." errors.
-pub(super) fn json_kind(v: &Value) -> &'static str {
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

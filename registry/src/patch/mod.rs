@@ -4,7 +4,7 @@
 //! object's JSON; decoding the result into a typed object, defaulting and validation are the
 //! caller's.
 
-mod gofmt;
+pub(crate) mod gofmt;
 mod json;
 mod schema;
 mod strategic;
@@ -26,7 +26,7 @@ pub enum PatchType {
     Merge,
     /// application/strategic-merge-patch+json
     Strategic,
-    /// application/apply-patch+yaml (server-side apply; not implemented).
+    /// application/apply-patch+yaml (server-side apply, `Store::apply`).
     Apply,
 }
 
@@ -94,9 +94,10 @@ pub fn apply_patch(
             Some(schema) => strategic::apply(original, patch, schema)?,
             None => return Err(unsupported_media_type(false)),
         },
+        // Apply merges under the kind's schema with its managers' rights: Store::apply.
         PatchType::Apply => {
-            return Err(RegistryError::BadRequest(
-                "server-side apply (application/apply-patch+yaml) is not supported yet".into(),
+            return Err(RegistryError::Internal(
+                "an apply patch goes through Store::apply".into(),
             ))
         }
     };

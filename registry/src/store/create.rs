@@ -5,6 +5,8 @@ use serde_json::json;
 use storage::StorageError;
 use tracing::debug;
 
+use super::managed::{Endpoint, Tracking};
+use super::update::{How, Subresource};
 use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
@@ -18,8 +20,19 @@ impl Store {
     pub async fn create(
         &self,
         namespace: Option<&str>,
+        obj: Object,
+        opts: &WriteOptions,
+    ) -> Result<Object> {
+        self.create_as(namespace, obj, opts, Tracking::Update).await
+    }
+
+    /// A create whose managedFields come about as `tracking` says.
+    pub(crate) async fn create_as(
+        &self,
+        namespace: Option<&str>,
         mut obj: Object,
         opts: &WriteOptions,
+        tracking: Tracking,
     ) -> Result<Object> {
         let dry_run = opts.dry_run.is_all();
         let namespace = self.scope(namespace)?;
@@ -51,8 +64,15 @@ impl Store {
                 }
             }
         }
+        let requested = object::meta_mut(&mut obj).remove("managedFields");
         self.prepare_create_meta(&mut obj);
         self.strategy.prepare_for_create(&mut obj);
+        let how = How {
+            sub: Subresource::Main,
+            endpoint: Endpoint::Main,
+            tracking,
+        };
+        self.finish_tracking(how, opts, None, &mut obj, requested);
         let name = object::name(&obj).to_string();
         let mut causes = self.validate_meta(&obj);
         causes.extend(self.strategy.validate(&obj));

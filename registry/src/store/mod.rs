@@ -1,12 +1,14 @@
 //! The generic registry Store (upstream's genericregistry.Store): one per resource, the same
 //! for every resource, parametrised by the resource's catalogue entry and its Strategy.
 
+mod apply;
 pub mod binding;
 mod create;
 mod delete;
 mod delete_collection;
 mod fields;
 pub mod hooks;
+mod managed;
 mod meta;
 mod raw;
 mod read;
@@ -30,7 +32,9 @@ use crate::strategy::{Conversion, Strategy};
 
 use self::hooks::{Finish, StoreHooks};
 
+pub use self::apply::parse_config as parse_apply_config;
 pub use self::delete::{DeleteOutcome, DeletePlan};
+pub use self::managed::DEFAULT_MANAGER;
 pub use self::watch::{WatchEvent, WatchEventType};
 
 pub struct Store {

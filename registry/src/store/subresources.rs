@@ -2,7 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::update::Subresource;
+use super::managed::{Endpoint, Tracking};
+use super::update::{How, Subresource};
 use super::Store;
 use crate::catalogue::ScaleSubresource;
 use crate::error::{RegistryError, Result};
@@ -92,11 +93,20 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<Object> {
         let spec_path = self.scale_spec()?.spec_replicas_path.clone();
+        if let ScaleChange::Patch(PatchType::Apply, body) = &change {
+            let obj = self.apply_scale(namespace, name, body, opts).await?;
+            return self.to_scale(&obj);
+        }
         if let ScaleChange::Replace(scale) = &mut change {
             self.check_scale_fields(scale, opts, false)?;
         }
+        let how = How {
+            sub: Subresource::Main,
+            endpoint: Endpoint::Scale,
+            tracking: Tracking::Update,
+        };
         let (obj, _) = self
-            .write(namespace, name, Subresource::Main, opts, |current| {
+            .write_as(namespace, name, how, opts, |current| {
                 let Some(current) = current else {
                     return Err(RegistryError::not_found(
                         &self.info.qualified_resource(),

@@ -6,6 +6,7 @@ use serde_json::Value;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
 use super::hooks::StoreHooks;
+use super::managed::{Endpoint, Tracking};
 use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
@@ -85,12 +86,29 @@ impl Store {
         opts: &WriteOptions,
         produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
+        let how = How {
+            sub,
+            endpoint: Endpoint::of(sub),
+            tracking: Tracking::Update,
+        };
+        self.write_as(namespace, name, how, opts, produce).await
+    }
+
+    /// A write through `how.endpoint` whose managedFields come about as `how.tracking` says.
+    pub(crate) async fn write_as(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        how: How,
+        opts: &WriteOptions,
+        produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
+    ) -> Result<(Object, bool)> {
         match &self.hooks {
-            Some(hooks) if sub == Subresource::Main => {
-                self.write_hooked(hooks.as_ref(), namespace, name, opts, produce)
+            Some(hooks) if how.sub == Subresource::Main => {
+                self.write_hooked(hooks.as_ref(), namespace, name, how, opts, produce)
                     .await
             }
-            _ => self.write_plain(namespace, name, sub, opts, produce).await,
+            _ => self.write_plain(namespace, name, how, opts, produce).await,
         }
     }
 
@@ -103,17 +121,17 @@ impl Store {
         hooks: &dyn StoreHooks,
         namespace: Option<&str>,
         name: &str,
+        how: How,
         opts: &WriteOptions,
         mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
-        let sub = Subresource::Main;
         let key = self.key(self.scope(namespace)?, name);
         for _ in 0..HOOKED_WRITE_TRIES {
             let old = match self.storage.get(&key, ReadRevision::Latest).await {
                 Ok(kv) => self.decode(&kv)?,
                 // Nothing to update: the plain write answers (NotFound, or a create).
                 Err(StorageError::NotFound { .. }) => {
-                    return self.write_plain(namespace, name, sub, opts, produce).await
+                    return self.write_plain(namespace, name, how, opts, produce).await
                 }
                 Err(e) => return Err(self.storage_err(name)(e)),
             };
@@ -124,7 +142,7 @@ impl Store {
             let seen = object::resource_version(&old).to_string();
             let mut stale = false;
             let written = self
-                .write_plain(namespace, name, sub, opts, |current| match current {
+                .write_plain(namespace, name, how, opts, |current| match current {
                     Some(c) if object::resource_version(c) == seen => Ok(new.clone()),
                     _ => {
                         stale = true;
@@ -153,10 +171,11 @@ impl Store {
         &self,
         namespace: Option<&str>,
         name: &str,
-        sub: Subresource,
+        how: How,
         opts: &WriteOptions,
         mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
+        let sub = how.sub;
         let dry_run = opts.dry_run.is_all();
         let namespace = self.scope(namespace)?;
         let key = self.key(namespace, name);
@@ -176,7 +195,7 @@ impl Store {
                 Err(e) => return Err(self.storage_err(name)(e)),
             };
             let new = produce(current.as_ref())?;
-            return match self.next_state(namespace, name, sub, current, new)? {
+            return match self.next_state(namespace, name, how, opts, current, new)? {
                 Next::Write(obj) | Next::Delete(obj) => Ok((obj, false)),
                 Next::Create(obj) => Ok((obj, true)),
             };
@@ -197,7 +216,7 @@ impl Store {
                             .map(|kv| self.decode_bytes(&kv.value, kv.mod_revision))
                             .transpose()?;
                         let new = produce(current.as_ref())?;
-                        self.next_state(namespace, name, sub, current, new)
+                        self.next_state(namespace, name, how, opts, current, new)
                     };
                     let mut next = attempt().map_err(RegistryError::into_storage)?;
                     // Encoding drops resourceVersion; the result is stamped with the new one.
@@ -242,11 +261,15 @@ impl Store {
         &self,
         namespace: Option<&str>,
         name: &str,
-        sub: Subresource,
+        how: How,
+        opts: &WriteOptions,
         current: Option<Object>,
         mut new: Object,
     ) -> Result<Next> {
+        let sub = how.sub;
         self.check_kind(&mut new)?;
+        // The client's (or apply's) managedFields, before the generic rules drop them.
+        let requested = object::meta_mut(&mut new).remove("managedFields");
         match object::name(&new) {
             "" => {
                 object::meta_mut(&mut new).insert("name".into(), Value::from(name));
@@ -272,6 +295,7 @@ impl Store {
             }
             self.prepare_create_meta(&mut new);
             self.strategy.prepare_for_create(&mut new);
+            self.finish_tracking(how, opts, None, &mut new, requested);
             let mut causes = self.validate_meta(&new);
             causes.extend(self.strategy.validate(&new));
             self.invalid_if_any(name, causes)?;
@@ -324,6 +348,7 @@ impl Store {
                 };
             object::meta_mut(&mut new).insert("generation".into(), Value::from(bumped));
         }
+        self.finish_tracking(how, opts, Some(&old), &mut new, requested);
         let old_finalizers = object::finalizers(&old);
         let new_finalizers = object::finalizers(&new);
         if object::deletion_timestamp(&old).is_some() {
@@ -385,7 +410,35 @@ fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
     out
 }
 
+/// How a write goes: the part of the object it may change, the endpoint it came through and
+/// how its managedFields come about.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct How {
+    pub sub: Subresource,
+    pub endpoint: Endpoint,
+    pub tracking: Tracking,
+}
+
 impl Store {
+    /// Sets the managedFields of the object a write leads to.
+    pub(super) fn finish_tracking(
+        &self,
+        how: How,
+        opts: &WriteOptions,
+        live: Option<&Object>,
+        new: &mut Object,
+        requested: Option<Value>,
+    ) {
+        match how.tracking {
+            Tracking::Update => self.track_update(how.endpoint, live, new, requested, opts),
+            Tracking::Applied => {
+                if let Some(managed) = requested {
+                    object::meta_mut(new).insert("managedFields".into(), managed);
+                }
+            }
+        }
+    }
+
     /// Upstream's ShouldDeleteDuringUpdate: an update leaving no finalizers on an object whose
     /// deletion was asked (and is not waiting out a grace period) removes it. Kinds with
     /// finalizers of their own (namespaces' `spec.finalizers`) also need those emptied, so

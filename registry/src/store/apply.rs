@@ -1,0 +1,200 @@
+//! Server-side apply (PATCH with `application/apply-patch+yaml`, upstream's applyPatcher): the
+//! configuration is merged into the live object under the kind's schema by its manager's
+//! rights, creating the object when it is absent, then written through the ordinary create or
+//! update path with the managedFields the merge produced.
+
+use serde_json::{json, Value};
+use storage::{ReadRevision, StorageError};
+
+use super::managed::{Endpoint, Tracking};
+use super::update::{How, Subresource};
+use super::Store;
+use crate::error::{RegistryError, Result};
+use crate::object::{self, Object};
+use crate::options::WriteOptions;
+use crate::patch::gofmt;
+
+/// Rounds of an apply that found the object absent and then lost the create to another.
+const CREATE_RACES: usize = 3;
+
+/// The configuration in an apply body: a YAML (or JSON) object.
+pub fn parse_config(body: &[u8]) -> Result<Value> {
+    let value: Value = serde_yaml_ng::from_slice(body)
+        .map_err(|e| RegistryError::BadRequest(format!("error decoding YAML: {e}")))?;
+    if !value.is_object() {
+        return Err(RegistryError::BadRequest(format!(
+            "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            gofmt::json_kind(&value)
+        )));
+    }
+    Ok(value)
+}
+
+impl Store {
+    /// The configuration's own checks: the kind and version it names must be this
+    /// resource's, and it may not carry managedFields.
+    fn check_config(
+        &self,
+        config: &Value,
+        expected_version: &str,
+        expected_kind: &str,
+    ) -> Result<()> {
+        let version = config
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if version != expected_version {
+            return Err(RegistryError::BadRequest(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {expected_version}"
+            )));
+        }
+        let kind = config
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind != expected_kind {
+            return Err(RegistryError::BadRequest(format!(
+                "Incorrect kind specified in apply patch. Specified patch kind: {kind}, expected: {expected_kind}"
+            )));
+        }
+        if config.pointer("/metadata/managedFields").is_some() {
+            return Err(RegistryError::BadRequest(
+                "metadata.managedFields must be nil".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies `body` by `opts.field_manager` to the object (`Main`) or its status, taking
+    /// conflicting fields when `opts.force`; true when the apply created the object.
+    pub async fn apply(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<(Object, bool)> {
+        let force = opts.force;
+        let config = parse_config(body)?;
+        self.check_config(&config, &self.info.api_version(), &self.info.kind)?;
+        let mut checked = config.clone();
+        self.check_fields(&mut checked, opts, true)?;
+        let manager = self.manager(opts).to_string();
+        let endpoint = Endpoint::of(sub);
+        let how = How {
+            sub,
+            endpoint,
+            tracking: Tracking::Applied,
+        };
+        let namespace = self.scope(namespace)?;
+        let key = self.key(namespace, name);
+        for _ in 0..CREATE_RACES {
+            let exists = match self.storage.get(&key, ReadRevision::Latest).await {
+                Ok(_) => true,
+                Err(StorageError::NotFound { .. }) => false,
+                Err(e) => return Err(self.storage_err(name)(e)),
+            };
+            if !exists {
+                if sub != Subresource::Main {
+                    return Err(RegistryError::not_found(
+                        &self.info.qualified_resource(),
+                        name,
+                    ));
+                }
+                let (typed, spec) = self.field_manager(endpoint, &[&config]);
+                let mut obj = spec.manager(&typed).apply(None, &config, &manager, force)?;
+                let meta = object::meta_mut(&mut obj);
+                meta.insert("name".into(), json!(name));
+                if let Some(ns) = namespace {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+                match self
+                    .create_as(namespace, obj, opts, Tracking::Applied)
+                    .await
+                {
+                    Err(RegistryError::AlreadyExists { .. }) => continue,
+                    created => return created.map(|obj| (obj, true)),
+                }
+            }
+            let written = self
+                .write_as(namespace, name, how, opts, |current| {
+                    let Some(current) = current else {
+                        return Err(RegistryError::not_found(
+                            &self.info.qualified_resource(),
+                            name,
+                        ));
+                    };
+                    let (typed, spec) = self.field_manager(endpoint, &[current, &config]);
+                    spec.manager(&typed)
+                        .apply(Some(current), &config, &manager, force)
+                })
+                .await;
+            match written {
+                // Deleted since it was seen: apply creates it.
+                Err(RegistryError::NotFound { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(RegistryError::conflict(
+            &self.info.qualified_resource(),
+            name,
+            "the object was created and deleted concurrently; please apply again",
+        ))
+    }
+
+    /// Applies a Scale configuration through the scale subresource: its replicas are
+    /// applied to the object's replicas path, and nothing else.
+    pub(crate) async fn apply_scale(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Object> {
+        let force = opts.force;
+        let scale = parse_config(body)?;
+        self.check_config(&scale, "autoscaling/v1", "Scale")?;
+        let mut checked = scale.clone();
+        self.check_scale_fields(&mut checked, opts, true)?;
+        let mut config = json!({
+            "apiVersion": self.info.api_version(),
+            "kind": self.info.kind,
+            "metadata": {"name": name},
+        });
+        if let Some(replicas) = scale.pointer("/spec/replicas") {
+            let path = self.scale_replicas_path();
+            let mut cur = &mut config;
+            for (i, step) in path.iter().enumerate() {
+                let Some(map) = cur.as_object_mut() else {
+                    break;
+                };
+                if i + 1 == path.len() {
+                    map.insert(step.clone(), replicas.clone());
+                    break;
+                }
+                cur = map.entry(step.clone()).or_insert_with(|| json!({}));
+            }
+        }
+        let manager = self.manager(opts).to_string();
+        let how = How {
+            sub: Subresource::Main,
+            endpoint: Endpoint::Scale,
+            tracking: Tracking::Applied,
+        };
+        let (obj, _) = self
+            .write_as(namespace, name, how, opts, |current| {
+                let Some(current) = current else {
+                    return Err(RegistryError::not_found(
+                        &self.info.qualified_resource(),
+                        name,
+                    ));
+                };
+                let (typed, spec) = self.field_manager(Endpoint::Scale, &[current, &config]);
+                spec.manager(&typed)
+                    .apply(Some(current), &config, &manager, force)
+            })
+            .await?;
+        Ok(obj)
+    }
+}
