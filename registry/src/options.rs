@@ -190,6 +190,17 @@ pub struct WriteOptions {
     pub decode_errors: Vec<String>,
 }
 
+impl WriteOptions {
+    /// Options of an in-process writer, named as its upstream component's field manager
+    /// (`kubelet`, `kube-scheduler`).
+    pub fn by(manager: &str) -> Self {
+        WriteOptions {
+            field_manager: Some(manager.to_string()),
+            ..Default::default()
+        }
+    }
+}
+
 /// List, get and watch options (metav1.ListOptions / GetOptions).
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {

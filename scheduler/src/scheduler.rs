@@ -307,7 +307,7 @@ impl Scheduler {
         });
         match self
             .pod_store
-            .bind(Some(ns), name, &binding, &WriteOptions::default())
+            .bind(Some(ns), name, &binding, &WriteOptions::by("kube-scheduler"))
             .await
         {
             Ok(_) => {
@@ -374,7 +374,7 @@ impl Scheduler {
                     PatchType::Strategic,
                     body.as_bytes(),
                     Subresource::Status,
-                    &WriteOptions::default(),
+                    &WriteOptions::by("kube-scheduler"),
                 )
                 .await
             {

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 const SELF_MARKER: &str = ".";
 
-/// The FieldsV1 text of a set, byte for byte as upstream writes it: entries in path element
-/// order and the `"."` marker last.
+/// The FieldsV1 text of a set, byte for byte as upstream writes it: the `"."` marker first,
+/// then entries in path element order.
 pub fn to_json_string(set: &Set) -> String {
     let mut out = String::from("{");
     write_level(set, false, &mut out);
@@ -42,6 +42,10 @@ fn write_level(set: &Set, include_self: bool, out: &mut String) {
         .collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     let mut first = true;
+    if include_self && !entries.is_empty() {
+        out.push_str("\".\":{}");
+        first = false;
+    }
     for (pe, sub) in entries {
         write_entry_key(pe, &mut first, out);
         out.push('{');
@@ -49,9 +53,6 @@ fn write_level(set: &Set, include_self: bool, out: &mut String) {
             write_level(sub, set.is_member(pe), out);
         }
         out.push('}');
-    }
-    if include_self && !first {
-        out.push_str(",\".\":{}");
     }
 }
 

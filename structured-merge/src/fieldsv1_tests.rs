@@ -6,15 +6,15 @@ use serde_json::json;
 const DEPLOYMENT: &str = concat!(
     r#"{"f:metadata":{"f:labels":{"f:app":{}},"f:name":{}},"#,
     r#""f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"#,
-    r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"#,
-    r#""f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},"."#,
-    r#"":{}}},".":{}}}}}}}"#
+    r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"#,
+    r#""f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}"#,
+    r#"}}}}}}}}"#
 );
 
 /// An Update entry written by a controller: a granular map that is a member, a set list.
 const STATUS_AND_FINALIZERS: &str = concat!(
-    r#"{"f:metadata":{"f:annotations":{"f:a":{},".":{}},"f:finalizers":{"v:\"example.com/x\"":{},"#,
-    r#""v:\"example.com/y\"":{},".":{}}},"f:status":{"f:conditions":{"i:0":{},"i:1":{"f:type":{}}}}}"#
+    r#"{"f:metadata":{"f:annotations":{".":{},"f:a":{}},"f:finalizers":{".":{},"#,
+    r#""v:\"example.com/x\"":{},"v:\"example.com/y\"":{}}},"f:status":{"f:conditions":{"i:0":{},"i:1":{"f:type":{}}}}}"#
 );
 
 fn p(elements: Vec<PathElement>) -> Vec<PathElement> {

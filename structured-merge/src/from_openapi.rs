@@ -147,6 +147,14 @@ fn convert_object(s: &Map<String, Value>, preserve: bool, at: &str) -> Result<At
     let relationship = map_relationship(s, at)?.unwrap_or(Relationship::Separable);
     let mut fields = BTreeMap::new();
     let mut defaults = BTreeMap::new();
+    let required = match s.get("required") {
+        Some(Value::Array(names)) => names
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Default::default(),
+    };
     if let Some(props) = s.get("properties") {
         let props = object(props, at)?;
         for (name, prop) in props {
@@ -181,6 +189,7 @@ fn convert_object(s: &Map<String, Value>, preserve: bool, at: &str) -> Result<At
             rest,
             relationship,
             defaults,
+            required,
         }),
     })
 }

@@ -4,6 +4,7 @@ use crate::path::{Path, PathElement};
 use crate::schema::{ListKind, Node, Schema, TypeRef};
 use crate::Error;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
@@ -71,4 +72,47 @@ pub(crate) fn item_element(
             Ok(PathElement::key(key))
         }
     }
+}
+
+/// The path elements of a list's items, in list order. Duplicates are an error unless
+/// `allow_duplicates`: upstream tolerates them in live objects, never in a configuration.
+pub(crate) fn index_items(
+    schema: &Schema,
+    element: &TypeRef,
+    kind: &ListKind,
+    items: &[Value],
+    at: &[PathElement],
+    allow_duplicates: bool,
+) -> Result<Vec<PathElement>, Error> {
+    let pes = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| item_element(schema, element, kind, index, item, at))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !allow_duplicates && *kind != ListKind::Atomic {
+        let mut seen = std::collections::BTreeSet::new();
+        for pe in &pes {
+            if !seen.insert(pe) {
+                return Err(value_error(at, format!("duplicate entries for key {pe}")));
+            }
+        }
+    }
+    Ok(pes)
+}
+
+/// Where each distinct path element first occurs, and whether it occurs more than once.
+pub(crate) fn positions(pes: &[PathElement]) -> BTreeMap<&PathElement, Occurs> {
+    let mut at = BTreeMap::new();
+    for (i, pe) in pes.iter().enumerate() {
+        at.entry(pe)
+            .and_modify(|o| *o = Occurs::Many)
+            .or_insert(Occurs::Once(i));
+    }
+    at
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Occurs {
+    Once(usize),
+    Many,
 }

@@ -1,15 +1,15 @@
 //! Merging an applied configuration into the live object under the schema: what server-side
 //! apply writes before it prunes the fields the applier gave up.
 
-use crate::list_item::{item_element, value_error};
+use crate::list_item::{index_items, positions, value_error, Occurs};
 use crate::path::PathElement;
 use crate::schema::{ListKind, Node, Schema, TypeRef};
 use crate::Error;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `applied` merged into `live`: structs and granular maps field by field, map lists by key
-/// and set lists by value (live order first, then the applied elements live lacks), and
+/// and set lists by value (in upstream's order, see `merge_items`), and
 /// anything atomic (scalars, atomic lists and maps, untyped leaves) replaced by the applied
 /// value.
 pub fn merge(
@@ -86,7 +86,8 @@ fn merge_entries<'s>(
     path: &mut Vec<PathElement>,
     child_type: impl Fn(&str) -> Option<Child<'s>>,
 ) -> Result<Value, Error> {
-    let mut out = live.clone();
+    // Built entry by entry so that each live value is cloned once, not once per level.
+    let mut out = Map::new();
     for (name, a) in applied {
         path.push(PathElement::Field(name.clone()));
         let merged = match (live.get(name), child_type(name)) {
@@ -98,30 +99,17 @@ fn merge_entries<'s>(
         path.pop();
         out.insert(name.clone(), merged);
     }
+    for (name, l) in live {
+        if !applied.contains_key(name) {
+            out.insert(name.clone(), l.clone());
+        }
+    }
     Ok(Value::Object(out))
 }
 
-fn index_items(
-    schema: &Schema,
-    element: &TypeRef,
-    kind: &ListKind,
-    items: &[Value],
-    path: &[PathElement],
-) -> Result<Vec<PathElement>, Error> {
-    let mut seen = BTreeMap::new();
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let pe = item_element(schema, element, kind, index, item, path)?;
-            if seen.insert(pe.clone(), index).is_some() {
-                return Err(value_error(path, format!("duplicate entries for key {pe}")));
-            }
-            Ok(pe)
-        })
-        .collect()
-}
-
+/// Upstream's ordered list merge: applied items come in the applied order, and live items
+/// the configuration does not name stay where they were relative to the items around them.
+/// Live duplicates of a key the configuration names collapse into the applied item.
 fn merge_items(
     schema: &Schema,
     element: &TypeRef,
@@ -130,31 +118,91 @@ fn merge_items(
     applied: &[Value],
     path: &mut Vec<PathElement>,
 ) -> Result<Value, Error> {
-    let live_keys = index_items(schema, element, kind, live, path)?;
-    let applied_keys = index_items(schema, element, kind, applied, path)?;
-    let applied_at: BTreeMap<&PathElement, usize> = applied_keys
-        .iter()
-        .enumerate()
-        .map(|(i, pe)| (pe, i))
-        .collect();
-    let mut out = Vec::with_capacity(live.len() + applied.len());
-    for (pe, l) in live_keys.iter().zip(live) {
-        match applied_at.get(pe) {
-            Some(&i) => {
-                path.push(pe.clone());
-                out.push(merge_at(schema, element, l, &applied[i], path)?);
-                path.pop();
+    let live_pes = index_items(schema, element, kind, live, path, true)?;
+    let applied_pes = index_items(schema, element, kind, applied, path, false)?;
+    let live_at = positions(&live_pes);
+    let applied_at = positions(&applied_pes);
+    let mut shared = applied_pes.iter().filter(|pe| live_at.contains_key(pe));
+    let mut next_shared = shared.next();
+    let mut done: BTreeSet<&PathElement> = BTreeSet::new();
+    let mut out = Vec::with_capacity(live.len().max(applied.len()));
+    let (mut l, mut r) = (0, 0);
+    while l < live.len() || r < applied.len() {
+        if l < live.len() && r < applied.len() {
+            let pe = &live_pes[l];
+            if *pe == applied_pes[r] {
+                done.insert(pe);
+                out.push(merge_item(
+                    schema,
+                    element,
+                    &live_at,
+                    live,
+                    pe,
+                    &applied[r],
+                    path,
+                )?);
+                l += 1;
+                r += 1;
+                next_shared = shared.next();
+                continue;
             }
-            None => out.push(l.clone()),
+            // A shared item that must wait for its place in the applied order.
+            if applied_at.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
+                l += 1;
+                continue;
+            }
         }
-    }
-    let live_set: BTreeMap<&PathElement, ()> = live_keys.iter().map(|pe| (pe, ())).collect();
-    for (pe, a) in applied_keys.iter().zip(applied) {
-        if !live_set.contains_key(pe) {
-            out.push(a.clone());
+        if l < live.len() {
+            let pe = &live_pes[l];
+            if !applied_at.contains_key(pe) {
+                out.push(live[l].clone());
+                l += 1;
+                continue;
+            }
+            if done.contains(pe) || r >= applied.len() {
+                l += 1;
+            }
+        }
+        if r < applied.len() {
+            let pe = &applied_pes[r];
+            done.insert(pe);
+            out.push(merge_item(
+                schema,
+                element,
+                &live_at,
+                live,
+                pe,
+                &applied[r],
+                path,
+            )?);
+            r += 1;
+            if next_shared == Some(pe) {
+                next_shared = shared.next();
+            }
         }
     }
     Ok(Value::Array(out))
+}
+
+fn merge_item(
+    schema: &Schema,
+    element: &TypeRef,
+    live_at: &BTreeMap<&PathElement, Occurs>,
+    live: &[Value],
+    pe: &PathElement,
+    applied: &Value,
+    path: &mut Vec<PathElement>,
+) -> Result<Value, Error> {
+    match live_at.get(pe) {
+        Some(&Occurs::Once(i)) => {
+            path.push(pe.clone());
+            let merged = merge_at(schema, element, &live[i], applied, path);
+            path.pop();
+            merged
+        }
+        // Absent, or duplicated in live: duplicates are not merged into, as upstream.
+        _ => Ok(applied.clone()),
+    }
 }
 
 #[cfg(test)]

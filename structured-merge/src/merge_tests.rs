@@ -23,7 +23,7 @@ fn struct_fields_merge_one_by_one() {
 }
 
 #[test]
-fn map_list_merges_by_key_live_order_first_then_new_keys() {
+fn map_list_merges_by_key_in_the_applied_order() {
     let out = merged(
         json!({"spec": {"containers": [
             {"name": "b", "image": "b:1", "args": ["x"]},
@@ -36,9 +36,9 @@ fn map_list_merges_by_key_live_order_first_then_new_keys() {
     assert_eq!(
         out,
         json!({"spec": {"containers": [
-            {"name": "b", "image": "b:1", "args": ["y", "z"]},
+            {"name": "c", "image": "c:1"},
             {"name": "a", "image": "a:2"},
-            {"name": "c", "image": "c:1"}]}}),
+            {"name": "b", "image": "b:1", "args": ["y", "z"]}]}}),
         "args is atomic: replaced whole"
     );
 }
@@ -60,12 +60,51 @@ fn map_list_with_compound_key_and_default_matches_items() {
 }
 
 #[test]
-fn set_list_is_a_union_in_live_order() {
+fn set_list_keeps_unapplied_live_items_in_place_around_the_applied_order() {
     let out = merged(
         json!({"metadata": {"finalizers": ["b", "a"]}}),
         json!({"metadata": {"finalizers": ["c", "a"]}}),
     );
-    assert_eq!(out, json!({"metadata": {"finalizers": ["b", "a", "c"]}}));
+    assert_eq!(out, json!({"metadata": {"finalizers": ["b", "c", "a"]}}));
+    let out = merged(
+        json!({"metadata": {"finalizers": ["a", "x", "b", "y", "c"]}}),
+        json!({"metadata": {"finalizers": ["c", "b", "a"]}}),
+    );
+    assert_eq!(
+        out,
+        json!({"metadata": {"finalizers": ["x", "y", "c", "b", "a"]}}),
+        "shared items move to the applied order; x and y keep their live neighbours"
+    );
+    let out = merged(
+        json!({"metadata": {"finalizers": ["a", "b", "c", "d"]}}),
+        json!({"metadata": {"finalizers": ["a", "d", "c", "b"]}}),
+    );
+    assert_eq!(
+        out,
+        json!({"metadata": {"finalizers": ["a", "d", "c", "b"]}})
+    );
+}
+
+#[test]
+fn live_duplicates_are_kept_unless_applied_then_collapse_into_the_applied_item() {
+    let out = merged(
+        json!({"metadata": {"finalizers": ["x", "a", "x"]}}),
+        json!({"metadata": {"finalizers": ["b"]}}),
+    );
+    assert_eq!(
+        out,
+        json!({"metadata": {"finalizers": ["x", "a", "x", "b"]}})
+    );
+    let out = merged(
+        json!({"spec": {"containers": [
+            {"name": "a", "image": "1"}, {"name": "a", "image": "2", "args": ["x"]}]}}),
+        json!({"spec": {"containers": [{"name": "a", "image": "3"}]}}),
+    );
+    assert_eq!(
+        out,
+        json!({"spec": {"containers": [{"name": "a", "image": "3"}]}}),
+        "duplicates are not merged into"
+    );
 }
 
 #[test]

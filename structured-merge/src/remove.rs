@@ -17,6 +17,19 @@ pub fn remove(
     value: &Value,
     fields: &Set,
 ) -> Result<Value, Error> {
+    let mut out = value.clone();
+    remove_in_place(schema, root, &mut out, fields)?;
+    Ok(out)
+}
+
+/// `remove` on a value the caller owns: what apply's pruning uses, so the merged object is
+/// not copied again.
+pub fn remove_in_place(
+    schema: &Schema,
+    root: &TypeRef,
+    value: &mut Value,
+    fields: &Set,
+) -> Result<(), Error> {
     let mut path = Vec::new();
     remove_at(schema, root, value, fields, &mut path)
 }
@@ -24,12 +37,12 @@ pub fn remove(
 fn remove_at(
     schema: &Schema,
     tr: &TypeRef,
-    value: &Value,
+    value: &mut Value,
     fields: &Set,
     path: &mut Vec<PathElement>,
-) -> Result<Value, Error> {
+) -> Result<(), Error> {
     if fields.is_empty() {
-        return Ok(value.clone());
+        return Ok(());
     }
     let node = schema.resolve(tr)?;
     remove_node(schema, node, value, fields, path)
@@ -38,10 +51,10 @@ fn remove_at(
 fn remove_node(
     schema: &Schema,
     node: Node<'_>,
-    value: &Value,
+    value: &mut Value,
     fields: &Set,
     path: &mut Vec<PathElement>,
-) -> Result<Value, Error> {
+) -> Result<(), Error> {
     match (node, value) {
         (
             Node::Struct {
@@ -60,24 +73,22 @@ fn remove_node(
             remove_entries(schema, entries, fields, path, |_| Some(Child::Deduced))
         }
         (Node::List { element, kind }, Value::Array(items)) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (index, item) in items.iter().enumerate() {
-                let pe = item_element(schema, element, kind, index, item, path)?;
+            let all = std::mem::take(items);
+            for (index, mut item) in all.into_iter().enumerate() {
+                let pe = item_element(schema, element, kind, index, &item, path)?;
                 if fields.is_member(&pe) {
                     continue;
                 }
-                match fields.child(&pe) {
-                    Some(sub) => {
-                        path.push(pe.clone());
-                        out.push(remove_at(schema, element, item, sub, path)?);
-                        path.pop();
-                    }
-                    None => out.push(item.clone()),
+                if let Some(sub) = fields.child(&pe) {
+                    path.push(pe);
+                    remove_at(schema, element, &mut item, sub, path)?;
+                    path.pop();
                 }
+                items.push(item);
             }
-            Ok(Value::Array(out))
+            Ok(())
         }
-        _ => Ok(value.clone()),
+        _ => Ok(()),
     }
 }
 
@@ -89,33 +100,32 @@ enum Child<'a> {
 
 fn remove_entries<'s>(
     schema: &'s Schema,
-    entries: &Map<String, Value>,
+    entries: &mut Map<String, Value>,
     fields: &Set,
     path: &mut Vec<PathElement>,
     child_type: impl Fn(&str) -> Option<Child<'s>>,
-) -> Result<Value, Error> {
-    let mut out = Map::new();
-    for (name, v) in entries {
-        let pe = PathElement::Field(name.clone());
-        if fields.is_member(&pe) {
-            continue;
+) -> Result<(), Error> {
+    for pe in fields.members() {
+        if let PathElement::Field(name) = pe {
+            entries.remove(name);
         }
-        let kept = match (fields.child(&pe), child_type(name)) {
-            (Some(sub), Some(child)) => {
-                path.push(pe);
-                let kept = match child {
-                    Child::Typed(tr) => remove_at(schema, tr, v, sub, path)?,
-                    Child::Deduced => remove_node(schema, Node::Deduced, v, sub, path)?,
-                };
-                path.pop();
-                kept
-            }
-            // Nothing to remove below, or a field the schema does not know: keep it as is.
-            _ => v.clone(),
-        };
-        out.insert(name.clone(), kept);
     }
-    Ok(Value::Object(out))
+    for (pe, sub) in fields.children() {
+        let PathElement::Field(name) = pe else {
+            continue;
+        };
+        // A field the schema does not know is kept as is.
+        let (Some(v), Some(child)) = (entries.get_mut(name), child_type(name)) else {
+            continue;
+        };
+        path.push(pe.clone());
+        match child {
+            Child::Typed(tr) => remove_at(schema, tr, v, sub, path)?,
+            Child::Deduced => remove_node(schema, Node::Deduced, v, sub, path)?,
+        }
+        path.pop();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

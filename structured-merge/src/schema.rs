@@ -4,7 +4,7 @@
 
 use crate::error::Error;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether an object's entries are owned one by one or the object as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,10 @@ pub struct StructType {
     /// Declared defaults of fields; a map list's key field that is absent takes its default,
     /// as upstream does (a container port's `protocol` is "TCP").
     pub defaults: BTreeMap<String, Value>,
+    /// Fields the schema requires. Built-in kinds require what their Go types always
+    /// serialize (no `omitempty`), so upstream's typed values hold those fields, as null when
+    /// unset, even in an empty object.
+    pub required: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +106,7 @@ pub enum Node<'a> {
         fields: &'a BTreeMap<String, TypeRef>,
         rest: Option<&'a TypeRef>,
         defaults: &'a BTreeMap<String, Value>,
+        required: &'a BTreeSet<String>,
         atomic: bool,
     },
     List {
@@ -158,6 +163,7 @@ impl Schema {
                 fields: &s.fields,
                 rest: s.rest.as_ref(),
                 defaults: &s.defaults,
+                required: &s.required,
                 atomic: atomic(s.relationship),
             },
             Atom::List(l) => Node::List {
@@ -188,6 +194,7 @@ mod tests {
                 rest: None,
                 relationship: Relationship::Separable,
                 defaults: BTreeMap::new(),
+                required: BTreeSet::new(),
             }),
         );
         let plain = TypeRef::named("Selector");

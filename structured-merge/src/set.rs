@@ -35,9 +35,20 @@ impl Set {
         match path {
             [] => {}
             [last] => {
-                self.members.insert(last.clone());
+                if !self.members.contains(last) {
+                    self.members.insert(last.clone());
+                }
             }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            // Clones the element only when the subtree is new: inserts are the hot path of
+            // building a set from a value.
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert(rest),
+                None => {
+                    let mut child = Set::new();
+                    child.insert(rest);
+                    self.children.insert(first.clone(), child);
+                }
+            },
         }
     }
 
@@ -87,15 +98,21 @@ impl Set {
 
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, sub) in &other.children {
-            let merged = match out.children.get(pe) {
-                Some(mine) => mine.union(sub),
-                None => sub.clone(),
-            };
-            out.children.insert(pe.clone(), merged);
-        }
+        out.union_with(other);
         out
+    }
+
+    /// Adds every path of `other`, in place: unions of many sets without a copy per step.
+    pub fn union_with(&mut self, other: &Set) {
+        self.members.extend(other.members.iter().cloned());
+        for (pe, sub) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => mine.union_with(sub),
+                None => {
+                    self.children.insert(pe.clone(), sub.clone());
+                }
+            }
+        }
     }
 
     pub fn intersection(&self, other: &Set) -> Set {

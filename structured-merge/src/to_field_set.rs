@@ -1,20 +1,41 @@
 //! The set of fields a value sets, under its schema: what an applier owns when it applies
 //! that value.
 
-use crate::list_item::{item_element, kind_of, value_error};
+use crate::list_item::{index_items, kind_of, positions, value_error, Occurs};
 use crate::path::PathElement;
 use crate::schema::{ListKind, Node, Schema, TypeRef};
 use crate::set::Set;
 use crate::Error;
 use serde_json::{Map, Value};
-use std::collections::BTreeSet;
 
 /// Every field `value` (of type `root`) sets. Scalars and atomic lists and maps are leaves;
 /// elements of set and map lists and entries of maps are members themselves as well as the
 /// parents of their own fields; struct fields are only parents.
+/// Duplicate keys or values in a set or map list are an error: this is the check an applied
+/// configuration must pass.
 pub fn to_field_set(schema: &Schema, root: &TypeRef, value: &Value) -> Result<Set, Error> {
+    field_set(schema, root, value, false)
+}
+
+/// Like `to_field_set`, for a live object: an item whose key or value occurs more than once
+/// is owned as a whole (a member with nothing below it), as upstream does.
+pub fn to_field_set_allowing_duplicates(
+    schema: &Schema,
+    root: &TypeRef,
+    value: &Value,
+) -> Result<Set, Error> {
+    field_set(schema, root, value, true)
+}
+
+fn field_set(
+    schema: &Schema,
+    root: &TypeRef,
+    value: &Value,
+    allow_duplicates: bool,
+) -> Result<Set, Error> {
     let mut walker = Walker {
         schema,
+        allow_duplicates,
         set: Set::new(),
         path: Vec::new(),
     };
@@ -24,6 +45,7 @@ pub fn to_field_set(schema: &Schema, root: &TypeRef, value: &Value) -> Result<Se
 
 struct Walker<'a> {
     schema: &'a Schema,
+    allow_duplicates: bool,
     set: Set,
     path: Vec<PathElement>,
 }
@@ -103,6 +125,11 @@ impl Walker<'_> {
             self.path.push(PathElement::Field(name.clone()));
             if let Some(tr) = declared(name) {
                 self.walk(tr, child)?;
+                // Upstream owns a declared field set to null or `{}` as a leaf, so that an
+                // applier can hold on to an empty struct.
+                if child.is_null() || child.as_object().is_some_and(Map::is_empty) {
+                    self.set.insert(&self.path);
+                }
             } else {
                 match rest {
                     Some(Rest::Typed(tr)) => self.walk(tr, child)?,
@@ -127,17 +154,21 @@ impl Walker<'_> {
         kind: &ListKind,
         items: &[Value],
     ) -> Result<(), Error> {
-        let mut seen = BTreeSet::new();
-        for (index, item) in items.iter().enumerate() {
-            let pe = item_element(self.schema, element, kind, index, item, &self.path)?;
-            if !seen.insert(pe.clone()) {
-                return Err(value_error(
-                    &self.path,
-                    format!("duplicate entries for key {pe}"),
-                ));
+        let pes = index_items(
+            self.schema,
+            element,
+            kind,
+            items,
+            &self.path,
+            self.allow_duplicates,
+        )?;
+        let at = positions(&pes);
+        for (pe, item) in pes.iter().zip(items) {
+            let duplicated = at.get(pe) == Some(&Occurs::Many);
+            self.path.push(pe.clone());
+            if !duplicated {
+                self.walk(element, item)?;
             }
-            self.path.push(pe);
-            self.walk(element, item)?;
             self.set.insert(&self.path);
             self.path.pop();
         }

@@ -21,9 +21,9 @@ fn deployment_as_kubectl_applies_it() {
         text,
         concat!(
             r#"{"f:apiVersion":{},"f:kind":{},"f:metadata":{"f:labels":{"f:app":{}},"f:name":{}},"#,
-            r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{"f:image":{},"f:name":{},"#,
-            r#""f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{"f:containerPort":{},"#,
-            r#"".":{}}},".":{}}},"f:replicas":{},"f:selector":{}}}"#
+            r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{},"#,
+            r#""f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"#,
+            r#""f:containerPort":{}}}}},"f:replicas":{},"f:selector":{}}}"#
         ),
         "map entries and list items are members; the absent protocol key takes its default"
     );
@@ -40,7 +40,7 @@ fn set_lists_name_items_by_value_and_atomic_lists_are_one_leaf() {
         text,
         concat!(
             r#"{"f:metadata":{"f:finalizers":{"v:\"a\"":{},"v:\"b\"":{}}},"#,
-            r#""f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{"f:args":{},"f:name":{},".":{}}}}}"#
+            r#""f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:args":{},"f:name":{}}}}}"#
         )
     );
 }
@@ -54,19 +54,33 @@ fn preserved_unknown_fields_are_deduced_and_int_or_string_is_a_leaf() {
     .unwrap();
     assert_eq!(
         text,
-        r#"{"f:spec":{"f:config":{"f:a":{"f:b":{},".":{}},"f:list":{}},"f:port":{}}}"#
+        r#"{"f:spec":{"f:config":{"f:a":{".":{},"f:b":{}},"f:list":{}},"f:port":{}}}"#
     );
 }
 
 #[test]
-fn empty_and_null_containers_set_nothing() {
+fn empty_or_null_struct_fields_are_leaves_empty_lists_set_nothing() {
     assert_eq!(
         fields(json!({"metadata": {}, "spec": {"containers": []}})).unwrap(),
-        "{}"
+        r#"{"f:metadata":{}}"#
     );
     assert_eq!(
         fields(json!({"metadata": null, "spec": {"replicas": null}})).unwrap(),
-        r#"{"f:spec":{"f:replicas":{}}}"#
+        r#"{"f:metadata":{},"f:spec":{"f:replicas":{}}}"#
+    );
+}
+
+#[test]
+fn live_duplicates_are_owned_whole_when_allowed() {
+    let live = json!({"metadata": {"finalizers": ["x", "x", "y"]},
+        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "a", "image": "2"}]}});
+    let set = to_field_set_allowing_duplicates(&schema(), &root(), &live).unwrap();
+    assert_eq!(
+        to_json_string(&set),
+        concat!(
+            r#"{"f:metadata":{"f:finalizers":{"v:\"x\"":{},"v:\"y\"":{}}},"#,
+            r#""f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{}}}}"#
+        )
     );
 }
 

@@ -36,6 +36,24 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Ordering {
     }
 }
 
+/// Deep equality under the same rules as `compare` (1 equals 1.0), without sorting or
+/// allocating: the hot path of comparisons and of apply's no-op check.
+pub(crate) fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Ordering::Equal,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(l, r)| equal(l, r))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, l)| y.get(k).is_some_and(|r| equal(l, r)))
+        }
+        _ => false,
+    }
+}
+
 fn compare_numbers(x: &serde_json::Number, y: &serde_json::Number) -> Ordering {
     if let (Some(a), Some(b)) = (x.as_i64(), y.as_i64()) {
         return a.cmp(&b);
@@ -140,6 +158,25 @@ mod tests {
         assert_eq!(compare(&json!(1), &json!(1.5)), Ordering::Less);
         assert_eq!(compare(&json!(-3), &json!(2)), Ordering::Less);
         assert_eq!(compare(&json!(2.0), &json!(2.0)), Ordering::Equal);
+    }
+
+    #[test]
+    fn equal_agrees_with_compare() {
+        let pairs = [
+            (json!(1), json!(1.0), true),
+            (
+                json!({"a": [1, "x"], "b": null}),
+                json!({"b": null, "a": [1.0, "x"]}),
+                true,
+            ),
+            (json!({"a": 1}), json!({"a": 1, "b": 2}), false),
+            (json!([1, 2]), json!([2, 1]), false),
+            (json!(null), json!(false), false),
+        ];
+        for (a, b, want) in pairs {
+            assert_eq!(equal(&a, &b), want, "{a} vs {b}");
+            assert_eq!(compare(&a, &b) == Ordering::Equal, want, "{a} vs {b}");
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub async fn renew(
                     node,
                     lease,
                     Subresource::Main,
-                    &WriteOptions::default(),
+                    &WriteOptions::by("kubelet"),
                 )
                 .await?;
             Ok(updated)
@@ -50,7 +50,7 @@ pub async fn renew(
                 "spec": {"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": now},
             });
             leases
-                .create(Some(NAMESPACE), lease, &WriteOptions::default())
+                .create(Some(NAMESPACE), lease, &WriteOptions::by("kubelet"))
                 .await
         }
         Err(e) => Err(e),

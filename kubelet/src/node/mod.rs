@@ -65,7 +65,7 @@ pub async fn run_heartbeat(
 /// Creates the node; one already stored keeps its spec and gets a fresh status.
 async fn register(nodes: &Store, node: &Value) -> Result<Value, RegistryError> {
     match nodes
-        .create(None, node.clone(), &WriteOptions::default())
+        .create(None, node.clone(), &WriteOptions::by("kubelet"))
         .await
     {
         // A Node is created with its status, as a kubelet registers it.
@@ -86,7 +86,7 @@ async fn update_status(nodes: &Store, desired: &Value) -> Result<Value, Registry
             name,
             stored,
             Subresource::Status,
-            &WriteOptions::default(),
+            &WriteOptions::by("kubelet"),
         )
         .await?;
     Ok(updated)

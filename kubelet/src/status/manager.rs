@@ -67,7 +67,7 @@ impl StatusManager {
                     name,
                     pod,
                     Subresource::Status,
-                    &WriteOptions::default(),
+                    &WriteOptions::by("kubelet"),
                 )
                 .await
             {
