@@ -177,7 +177,7 @@ fn drain(s: &Server) {
     assert_eq!(response.status, 429, "{}", response.body);
     let status = response.json();
     assert_eq!(status["reason"], "TooManyRequests");
-    assert_eq!(status["details"]["causes"][0]["type"], "DisruptionBudget");
+    assert_eq!(status["details"]["causes"][0]["reason"], "DisruptionBudget");
     assert_eq!(
         status["details"]["causes"][0]["message"],
         "The disruption budget web needs 2 healthy pods and has 2 currently"

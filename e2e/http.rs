@@ -451,7 +451,7 @@ fn unknown_fields_and_wrong_types_against_the_schema() {
         let causes = &status["details"]["causes"];
         assert_eq!(causes[0]["field"], "spec.paused");
         assert_eq!(causes[1]["field"], "spec.replicas");
-        assert_eq!(causes[1]["type"], "FieldValueTypeInvalid");
+        assert_eq!(causes[1]["reason"], "FieldValueTypeInvalid");
         assert_eq!(
             status["message"],
             r#"Deployment.apps "typed" is invalid: [spec.paused: Invalid value: "string": spec.paused in body must be of type boolean: "string", spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"]"#

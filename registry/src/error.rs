@@ -37,8 +37,9 @@ impl std::fmt::Display for Qualified {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Cause {
     /// Upstream's cause types: FieldValueRequired, FieldValueInvalid, FieldValueNotSupported,
-    /// FieldValueForbidden, FieldValueDuplicate, FieldValueTooLong, ...
-    #[serde(rename = "type")]
+    /// FieldValueForbidden, FieldValueDuplicate, FieldValueTooLong, ... (metav1.StatusCause
+    /// calls the field `type` in Go and `reason` on the wire).
+    #[serde(rename = "reason")]
     pub kind: String,
     pub message: String,
     pub field: String,

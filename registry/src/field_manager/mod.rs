@@ -24,6 +24,9 @@ pub use schema::{MergeSchemas, TypedSchema};
 /// writer owned already (upstream's managedFieldsUpdater).
 const CURRENT_OPERATION: &str = "current-operation";
 
+/// Who owns the fields of an object that was never applied to, at its first apply.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
 /// The manager kubectl's server-side apply uses; only it upgrades from client-side apply.
 pub const KUBECTL: &str = "kubectl";
 
@@ -191,7 +194,7 @@ impl FieldManager<'_> {
                 "metadata.managedFields must be nil".into(),
             ));
         }
-        let managed = match live {
+        let mut managed = match live {
             Some(l) => decode(l.pointer("/metadata/managedFields")).map_err(|e| {
                 RegistryError::Internal(format!("failed to decode managed fields: {}", e.0))
             })?,
@@ -201,6 +204,17 @@ impl FieldManager<'_> {
             .cloned()
             .unwrap_or_else(|| Value::Object(Default::default()));
         take_managed(&mut live_plain);
+        // Fields of an object nobody manages yet belong to `before-first-apply`, so the
+        // first applier conflicts with what it would change (upstream's skipNonApplied).
+        if managed.is_empty() && live.is_some() {
+            managed = self
+                .track_update(None, &live_plain, Managed::default(), BEFORE_FIRST_APPLY)
+                .map_err(|e| {
+                    RegistryError::Internal(format!(
+                        "failed to create manager for existing fields: {e}"
+                    ))
+                })?;
+        }
         let id = self.identifier(manager, APPLY);
         let updater = self.updater();
         let attempt = |force: bool| {
@@ -215,7 +229,7 @@ impl FieldManager<'_> {
         };
         let applied = match attempt(force) {
             Err(ApplyError::Conflicts(conflicts)) if manager == KUBECTL => {
-                match last_applied::allowed(&self.typed, live, &conflicts) {
+                match last_applied::allowed(self.typed, live, &conflicts) {
                     last_applied::Upgrade::Force => attempt(true),
                     last_applied::Upgrade::Refuse(left) => Err(ApplyError::Conflicts(left)),
                 }

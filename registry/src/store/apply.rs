@@ -31,8 +31,8 @@ pub fn parse_config(body: &[u8]) -> Result<Value> {
 }
 
 impl Store {
-    /// The configuration's own checks: the kind and version it names must be this
-    /// resource's, and it may not carry managedFields.
+    /// The configuration's own checks: it must name this resource's group, version and
+    /// kind (upstream's versionCheckManager), and may not carry managedFields.
     fn check_config(
         &self,
         config: &Value,
@@ -43,18 +43,15 @@ impl Store {
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if version != expected_version {
-            return Err(RegistryError::BadRequest(format!(
-                "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {expected_version}"
-            )));
-        }
         let kind = config
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if kind != expected_kind {
+        if version != expected_version || kind != expected_kind {
+            // A group-version-kind as Go prints it: `apps/v1, Kind=Deployment`, `/v1, Kind=Pod`.
+            let (group, version) = version.rsplit_once('/').unwrap_or(("", version));
             return Err(RegistryError::BadRequest(format!(
-                "Incorrect kind specified in apply patch. Specified patch kind: {kind}, expected: {expected_kind}"
+                "invalid object type: {group}/{version}, Kind={kind}"
             )));
         }
         if config.pointer("/metadata/managedFields").is_some() {

@@ -62,6 +62,9 @@ impl Store {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Object> {
+        if kind == PatchType::Apply {
+            return Ok(self.apply(namespace, name, body, sub, opts).await?.0);
+        }
         let schema = patch::schema_for(&self.info.group, &self.info.kind);
         let resource = self.info.qualified_resource();
         let (obj, _) = self
