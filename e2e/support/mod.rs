@@ -4,6 +4,8 @@
 
 mod kubectl;
 mod kubelet;
+/// Reading managedFields (server-side apply) as kubectl shows them.
+pub mod managed;
 
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;
