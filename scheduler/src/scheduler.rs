@@ -307,7 +307,12 @@ impl Scheduler {
         });
         match self
             .pod_store
-            .bind(Some(ns), name, &binding, &WriteOptions::by("kube-scheduler"))
+            .bind(
+                Some(ns),
+                name,
+                &binding,
+                &WriteOptions::by("kube-scheduler"),
+            )
             .await
         {
             Ok(_) => {

@@ -18,10 +18,25 @@ pub fn to_json_string(set: &Set) -> String {
     out
 }
 
-/// The FieldsV1 object of a set (key order is whatever `serde_json::Map` keeps).
+/// The FieldsV1 object of a set (key order is whatever `serde_json::Map` keeps), built
+/// directly: objects' managedFields are encoded on every write.
 pub fn to_value(set: &Set) -> Value {
-    // The text is our own writer's output, always valid JSON.
-    serde_json::from_str(&to_json_string(set)).unwrap_or_else(|_| Value::Object(Map::new()))
+    Value::Object(value_level(set, false))
+}
+
+fn value_level(set: &Set, include_self: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    for pe in set.members().filter(|pe| set.child(pe).is_none()) {
+        out.insert(pe.to_fieldsv1_key(), Value::Object(Map::new()));
+    }
+    for (pe, sub) in set.children() {
+        let level = value_level(sub, set.is_member(pe));
+        out.insert(pe.to_fieldsv1_key(), Value::Object(level));
+    }
+    if include_self && !out.is_empty() {
+        out.insert(SELF_MARKER.to_string(), Value::Object(Map::new()));
+    }
+    out
 }
 
 fn write_entry_key(pe: &PathElement, first: &mut bool, out: &mut String) {
@@ -90,14 +105,9 @@ fn read_level(v: &Value, at: &str) -> Result<(Set, bool), Error> {
         };
         let (grandchildren, child_is_member) = read_level(sub, key)?;
         if child_is_member {
-            set.insert(std::slice::from_ref(&pe));
+            set.insert_member(pe.clone());
         }
-        for path in grandchildren.paths() {
-            let mut full = Vec::with_capacity(path.0.len() + 1);
-            full.push(pe.clone());
-            full.extend(path.0);
-            set.insert(&full);
-        }
+        set.attach(pe, grandchildren);
     }
     // A node with nothing below it is a leaf, hence a member.
     if map.is_empty() || set.is_empty() {

@@ -135,3 +135,17 @@ fn field_names_with_quotes_survive() {
     let paths: Vec<String> = set.paths().iter().map(Path::to_string).collect();
     assert_eq!(paths, vec![r#".we"ird"#]);
 }
+
+#[test]
+fn to_value_is_the_text_parsed() {
+    let text = concat!(
+        r#"{"f:metadata":{"f:labels":{".":{},"f:a":{}}},"f:spec":{"f:containers":{"#,
+        r#""k:{\"name\":\"a\"}":{".":{},"f:image":{},"f:ports":{"v:1":{}}}},"f:replicas":{}}}"#
+    );
+    let Ok(set) = from_json_str(text) else {
+        panic!("parses")
+    };
+    let parsed: Value = serde_json::from_str(&to_json_string(&set)).expect("json");
+    assert_eq!(to_value(&set), parsed);
+    assert_eq!(to_json_string(&set), text);
+}

@@ -52,6 +52,25 @@ impl Set {
         }
     }
 
+    /// Makes `pe` a member at this level.
+    pub fn insert_member(&mut self, pe: PathElement) {
+        self.members.insert(pe);
+    }
+
+    /// Puts the paths of `subtree` below `pe` (merging with what is there): building a set
+    /// level by level without re-inserting every full path.
+    pub fn attach(&mut self, pe: PathElement, subtree: Set) {
+        if subtree.is_empty() {
+            return;
+        }
+        match self.children.get_mut(&pe) {
+            Some(mine) => mine.union_with(&subtree),
+            None => {
+                self.children.insert(pe, subtree);
+            }
+        }
+    }
+
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,

@@ -149,17 +149,14 @@ impl FieldManager<'_> {
         mut managed: Managed,
         manager: &str,
     ) -> std::result::Result<Managed, structured_merge::Error> {
+        // The live object's own managedFields compare as removed, which takes nothing from
+        // anyone (nobody owns them): no copy of the object without them is needed.
         let empty = Value::Object(Default::default());
-        let mut live_plain = live.cloned().unwrap_or(empty);
-        take_managed(&mut live_plain);
+        let live = live.unwrap_or(&empty);
         let fields = std::mem::take(&mut managed.fields);
-        let mut fields = self.updater().update(
-            &live_plain,
-            new,
-            &self.api_version,
-            fields,
-            CURRENT_OPERATION,
-        )?;
+        let mut fields =
+            self.updater()
+                .update(live, new, &self.api_version, fields, CURRENT_OPERATION)?;
         if let Some(mut current) = fields.remove(CURRENT_OPERATION) {
             current.set = current.set.difference(&stripped());
             if !current.set.is_empty() {

@@ -19,8 +19,17 @@ const CREATE_RACES: usize = 3;
 
 /// The configuration in an apply body: a YAML (or JSON) object.
 pub fn parse_config(body: &[u8]) -> Result<Value> {
-    let value: Value = serde_yaml_ng::from_slice(body)
-        .map_err(|e| RegistryError::BadRequest(format!("error decoding YAML: {e}")))?;
+    // kubectl and client-go send JSON (which is YAML): read it as such when it parses, at a
+    // fraction of a YAML parser's cost.
+    let json = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice::<Value>(body).ok(),
+        _ => None,
+    };
+    let value: Value = match json {
+        Some(value) => value,
+        None => serde_yaml_ng::from_slice(body)
+            .map_err(|e| RegistryError::BadRequest(format!("error decoding YAML: {e}")))?,
+    };
     if !value.is_object() {
         return Err(RegistryError::BadRequest(format!(
             "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
