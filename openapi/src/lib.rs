@@ -35,5 +35,12 @@ mod v2;
 mod v3;
 
 pub use document::{Document, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
+
+/// Whether a kind is one of Kubernetes' own (typed upstream), not a custom resource.
+pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
+    builtin::builtin()
+        .kinds
+        .contains_key(&gvk::Gvk::new(group, version, kind))
+}
 pub use service::OpenApi;
 pub use spec::{CustomResource, ResourceSpec};

@@ -165,6 +165,25 @@ impl Set {
         Set { members, children }
     }
 
+    /// `difference` in place: removes the paths of `other`, allocating nothing where the
+    /// two do not meet (the common case of taking a few fields from a manager).
+    pub fn subtract(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
+        }
+        for pe in &other.members {
+            self.members.remove(pe);
+        }
+        for (pe, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.subtract(theirs);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
     /// Like `difference`, but a member of `other` also removes every path below it.
     pub fn recursive_difference(&self, other: &Set) -> Set {
         let members = self.members.difference(&other.members).cloned().collect();
@@ -262,6 +281,21 @@ mod tests {
         );
         assert!(a.difference(&a).is_empty());
         assert_eq!(a.difference(&a), Set::new(), "empty subtrees are pruned");
+    }
+
+    #[test]
+    fn subtract_is_difference_in_place() {
+        let a = Set::from_paths([vec![f("a")], vec![f("b"), f("c")], vec![f("b"), f("d")]]);
+        for b in [
+            Set::from_paths([vec![f("b"), f("c")], vec![f("e")]]),
+            Set::from_paths([vec![f("b"), f("c")], vec![f("b"), f("d")]]),
+            Set::from_paths([vec![f("b")]]),
+            Set::new(),
+        ] {
+            let mut c = a.clone();
+            c.subtract(&b);
+            assert_eq!(c, a.difference(&b), "{b:?}");
+        }
     }
 
     #[test]

@@ -119,11 +119,9 @@ impl Updater<'_> {
                 continue;
             }
             if let Some(clash) = clashes.get(manager) {
-                owned.set = owned.set.difference(clash);
+                owned.set.subtract(clash);
             }
-            if !comparison.removed.is_empty() {
-                owned.set = owned.set.difference(&comparison.removed);
-            }
+            owned.set.subtract(&comparison.removed);
         }
         managers.retain(|_, owned| !owned.set.is_empty());
     }
@@ -145,7 +143,11 @@ impl Updater<'_> {
         Self::settle(&comparison, &clashes, &mut managers, manager);
         let mut set = managers
             .remove(manager)
-            .map(|m| m.set.difference(&comparison.removed))
+            .map(|m| {
+                let mut set = m.set;
+                set.subtract(&comparison.removed);
+                set
+            })
             .unwrap_or_default();
         set.union_with(&comparison.added);
         set.union_with(&comparison.modified);

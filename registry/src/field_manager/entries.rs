@@ -39,11 +39,20 @@ impl ManagerInfo {
     /// appliers) and subresource, in metav1.ManagedFieldsEntry's field order, empty ones left
     /// out as Go's omitempty leaves them.
     pub fn identifier(&self) -> String {
-        let mut out = Map::new();
+        let mut text = String::with_capacity(96);
+        text.push('{');
         let mut put = |key: &str, value: &str| {
-            if !value.is_empty() {
-                out.insert(key.to_string(), Value::from(value));
+            if value.is_empty() {
+                return;
             }
+            if text.len() > 1 {
+                text.push(',');
+            }
+            text.push('"');
+            text.push_str(key);
+            text.push_str("\":");
+            // A JSON string of the value; strings always serialize.
+            text.push_str(&serde_json::to_string(value).unwrap_or_default());
         };
         put("manager", &self.manager);
         put("operation", &self.operation);
@@ -51,20 +60,6 @@ impl ManagerInfo {
             put("apiVersion", &self.api_version);
         }
         put("subresource", &self.subresource);
-        // serde_json keeps insertion order only with preserve_order; write it by hand.
-        let mut text = String::from("{");
-        for (i, key) in ["manager", "operation", "apiVersion", "subresource"]
-            .iter()
-            .filter(|k| out.contains_key(**k))
-            .enumerate()
-        {
-            if i > 0 {
-                text.push(',');
-            }
-            text.push_str(&Value::from(*key).to_string());
-            text.push(':');
-            text.push_str(&out[*key].to_string());
-        }
         text.push('}');
         text
     }

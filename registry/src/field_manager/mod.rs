@@ -46,12 +46,15 @@ const STRIPPED: [&[&str]; 12] = [
     &["metadata", "resourceVersion"],
 ];
 
-fn stripped() -> Set {
-    Set::from_paths(
-        STRIPPED
-            .iter()
-            .map(|p| p.iter().map(|f| PathElement::field(*f)).collect::<Vec<_>>()),
-    )
+fn stripped() -> &'static Set {
+    static SET: std::sync::LazyLock<Set> = std::sync::LazyLock::new(|| {
+        Set::from_paths(
+            STRIPPED
+                .iter()
+                .map(|p| p.iter().map(|f| PathElement::field(*f)).collect::<Vec<_>>()),
+        )
+    });
+    &SET
 }
 
 /// The fields of one write: the kind's schema, the version written, and the endpoint
@@ -158,7 +161,7 @@ impl FieldManager<'_> {
             self.updater()
                 .update(live, new, &self.api_version, fields, CURRENT_OPERATION)?;
         if let Some(mut current) = fields.remove(CURRENT_OPERATION) {
-            current.set = current.set.difference(&stripped());
+            current.set.subtract(stripped());
             if !current.set.is_empty() {
                 let id = self.identifier(manager, UPDATE);
                 if let Some(previous) = fields.get(&id) {
@@ -239,7 +242,7 @@ impl FieldManager<'_> {
         })?;
         let mut fields: ManagedFields = applied.managers;
         if let Some(mine) = fields.get_mut(&id) {
-            mine.set = mine.set.difference(&stripped());
+            mine.set.subtract(stripped());
             if mine.set.is_empty() {
                 fields.remove(&id);
             }

@@ -32,10 +32,10 @@ impl TypedSchema {
         }
     }
 
-    /// `custom`: the kind's objects are plain maps (custom resources), where every object
-    /// that appears is a change of its own; built-in kinds are typed upstream, where a struct
-    /// field is there from the start.
-    fn build(api: &OpenApi, group: &str, version: &str, kind: &str, custom: bool) -> TypedSchema {
+    /// Custom resources are plain maps upstream, where every object that appears is a change
+    /// of its own; built-in kinds are typed, where a struct field is there from the start.
+    fn build(api: &OpenApi, group: &str, version: &str, kind: &str) -> TypedSchema {
+        let custom = !openapi::is_builtin_kind(group, version, kind);
         let Some(resolved) = api.schema_for(group, version, kind) else {
             return TypedSchema::deduced();
         };
@@ -81,7 +81,6 @@ impl MergeSchemas {
         group: &str,
         version: &str,
         kind: &str,
-        custom: bool,
     ) -> Arc<TypedSchema> {
         let generation = {
             let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
@@ -95,7 +94,7 @@ impl MergeSchemas {
             entries.0
         };
         let schema = Arc::new(match source {
-            Some(api) => TypedSchema::build(&api, group, version, kind, custom),
+            Some(api) => TypedSchema::build(&api, group, version, kind),
             None => TypedSchema::deduced(),
         });
         let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);

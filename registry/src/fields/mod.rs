@@ -81,9 +81,8 @@ impl FieldSchemas {
         group: &str,
         version: &str,
         kind: &str,
-        custom: bool,
     ) -> Arc<crate::field_manager::TypedSchema> {
-        self.merge.get(self.source(), group, version, kind, custom)
+        self.merge.get(self.source(), group, version, kind)
     }
 
     /// The kind's compiled schema; `None` when there is no source or the kind has no schema.

@@ -117,13 +117,9 @@ impl Store {
         std::sync::Arc<crate::field_manager::TypedSchema>,
         FieldManagerSpec,
     ) {
-        let custom = crate::patch::schema_for(&self.info.group, &self.info.kind).is_none();
-        let typed = self.fields.merge_schema(
-            &self.info.group,
-            &self.info.version,
-            &self.info.kind,
-            custom,
-        );
+        let typed = self
+            .fields
+            .merge_schema(&self.info.group, &self.info.version, &self.info.kind);
         let (subresource, ignored) = match endpoint {
             Endpoint::Main if self.info.status_subresource => {
                 ("", Set::from_paths([vec![PathElement::field("status")]]))
