@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 use support::managed::{
     assert_timed, assert_well_formed, entry, fields_at, managers, owners, owns, with_managed_fields,
 };
-use support::{start, start_on_etcd, Kubectl, Response, Server};
+use support::{
+    start, start_embedded_with, start_on_etcd, start_on_etcd_with, Kubectl, Response, Server,
+};
 
 const APPLY: &str = "application/apply-patch+yaml";
 
@@ -971,4 +973,109 @@ fn managed_fields_on_writes(s: &Server) {
         "{obj}"
     );
     assert_well_formed(&obj);
+}
+
+#[test]
+fn apply_to_status_and_scale() {
+    status_and_scale(&start_embedded_with(&["--nodes", "0"]));
+}
+
+#[test]
+fn apply_to_status_and_scale_on_etcd() {
+    status_and_scale(&start_on_etcd_with(&["--nodes", "0"]));
+}
+
+/// The status and scale subresources take applies too, each owning only its part: a scale
+/// applier conflicts with the applier of the Deployment's replicas, and a status applier's
+/// spec fields are no one's.
+fn status_and_scale(s: &Server) {
+    let deployment = "/apis/apps/v1/namespaces/default/deployments/web";
+    let config = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}
+    });
+    let created = apply_http(s, deployment, "fieldManager=deployer", &config.to_string());
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "web"}, "spec": {"replicas": 5}})
+    .to_string();
+    let path = format!("{deployment}/scale");
+    let status = failure(&apply_http(s, &path, "fieldManager=hpa", &scale), 409);
+    assert_eq!(
+        status["message"],
+        r#"Apply failed with 1 conflict: conflict with "deployer": .spec.replicas"#
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "FieldManagerConflict"
+    );
+    let forced = apply_http(s, &path, "fieldManager=hpa&force=true", &scale);
+    assert_eq!(forced.status, 200, "{}", forced.body);
+    assert_eq!(forced.json()["kind"], "Scale");
+    assert_eq!(forced.json()["spec"]["replicas"], 5);
+    let obj = s.get(deployment).json();
+    assert_eq!(obj["spec"]["replicas"], 5);
+    let entries = obj["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let hpa = entries
+        .iter()
+        .find(|e| e["manager"] == "hpa")
+        .unwrap_or_else(|| panic!("{entries:?}"));
+    assert_eq!(hpa["operation"], "Apply");
+    assert_eq!(hpa["subresource"], "scale");
+    assert_eq!(hpa["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let deployer = entries
+        .iter()
+        .find(|e| e["manager"] == "deployer")
+        .expect("deployer");
+    assert!(
+        deployer["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
+        "{deployer}"
+    );
+
+    // A status apply: its condition is kept and owned; the spec it carries is ignored.
+    let status_config = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"}, "spec": {"replicas": 9},
+        "status": {"conditions": [{"type": "Custom", "status": "True"}]}})
+    .to_string();
+    let applied = apply_http(
+        s,
+        &format!("{deployment}/status"),
+        "fieldManager=reporter",
+        &status_config,
+    );
+    assert_eq!(applied.status, 200, "{}", applied.body);
+    let obj = s.get(deployment).json();
+    assert_eq!(
+        obj["spec"]["replicas"], 5,
+        "a status write leaves spec alone"
+    );
+    let conditions = obj["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        conditions.iter().any(|c| c["type"] == "Custom"),
+        "{conditions:?}"
+    );
+    let entries = obj["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let reporter = entries
+        .iter()
+        .find(|e| e["manager"] == "reporter")
+        .unwrap_or_else(|| panic!("{entries:?}"));
+    assert_eq!(reporter["subresource"], "status");
+    assert_eq!(
+        reporter["fieldsV1"],
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Custom\"}": {
+            ".": {}, "f:status": {}, "f:type": {}}}}})
+    );
 }
