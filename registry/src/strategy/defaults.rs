@@ -7,24 +7,35 @@ use crate::error::Cause;
 
 pub struct ServiceStrategy;
 
+/// What upstream's decoder defaults in every Service it reads (create and update alike).
+fn service_spec_defaults(obj: &mut Value) {
+    default_at(obj, &["spec", "type"], json!("ClusterIP"));
+    default_at(obj, &["spec", "sessionAffinity"], json!("None"));
+    default_at(obj, &["spec", "internalTrafficPolicy"], json!("Cluster"));
+    if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports")) {
+        for p in ports.iter_mut().filter(|p| p.is_object()) {
+            default_at(p, &["protocol"], json!("TCP"));
+            let port = p.get("port").cloned().unwrap_or(Value::Null);
+            default_at(p, &["targetPort"], port);
+        }
+    }
+}
+
 impl Strategy for ServiceStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
-        default_at(obj, &["spec", "type"], json!("ClusterIP"));
-        default_at(obj, &["spec", "sessionAffinity"], json!("None"));
-        default_at(obj, &["spec", "internalTrafficPolicy"], json!("Cluster"));
+        service_spec_defaults(obj);
         // An ExternalName Service has no address, so no family either.
         if at(obj, &["spec", "type"]).and_then(Value::as_str) != Some("ExternalName") {
             default_at(obj, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
             default_at(obj, &["spec", "ipFamilies"], json!(["IPv4"]));
         }
-        if let Some(Value::Array(ports)) = obj.get_mut("spec").and_then(|s| s.get_mut("ports")) {
-            for p in ports.iter_mut().filter(|p| p.is_object()) {
-                default_at(p, &["protocol"], json!("TCP"));
-                let port = p.get("port").cloned().unwrap_or(Value::Null);
-                default_at(p, &["targetPort"], port);
-            }
-        }
         default_at(obj, &["status", "loadBalancer"], json!({}));
+    }
+
+    /// A port added by an update (or an apply) is defaulted as on create; the address
+    /// families stay as the allocation left them.
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        service_spec_defaults(new);
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
@@ -101,6 +112,10 @@ pub struct SecretStrategy;
 impl Strategy for SecretStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         default_at(obj, &["type"], json!("Opaque"));
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        default_at(new, &["type"], json!("Opaque"));
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
