@@ -1079,3 +1079,37 @@ fn status_and_scale(s: &Server) {
             ".": {}, "f:status": {}, "f:type": {}}}}})
     );
 }
+
+#[test]
+fn applied_services_are_defaulted_and_keep_their_address() {
+    applied_service(&start());
+}
+
+#[test]
+fn applied_services_are_defaulted_and_keep_their_address_on_etcd() {
+    applied_service(&start_on_etcd());
+}
+
+/// An apply creates through the create path (the ClusterIP is allocated) and a port it adds
+/// later is defaulted as upstream's decoder defaults it.
+fn applied_service(s: &Server) {
+    let one = "apiVersion: v1\nkind: Service\nmetadata: {name: svc}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n";
+    ssa_ok(s, one, &[]);
+    let created = s.json(&["get", "service", "svc"]);
+    let ip = created["spec"]["clusterIP"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(ip.starts_with("10."), "{created}");
+    let two = "apiVersion: v1\nkind: Service\nmetadata: {name: svc}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}, {port: 443, name: tls}]\n";
+    ssa_ok(s, two, &[]);
+    let svc = s.json(&["get", "service", "svc"]);
+    assert_eq!(svc["spec"]["clusterIP"], ip.as_str());
+    assert_eq!(
+        svc["spec"]["ports"],
+        json!([
+            {"port": 80, "protocol": "TCP", "targetPort": 80},
+            {"name": "tls", "port": 443, "protocol": "TCP", "targetPort": 443}
+        ])
+    );
+}
