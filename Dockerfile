@@ -13,6 +13,7 @@ RUN apt-get update \
 COPY --from=build /apiserver /usr/local/bin/apiserver
 USER apiserver
 WORKDIR /var/lib/apiserver
-EXPOSE 8080
-# Listen on every interface inside the container; the data dir is a volume.
-ENTRYPOINT ["/usr/local/bin/apiserver", "--bind-address=0.0.0.0", "--data-dir=/var/lib/apiserver/data"]
+EXPOSE 6443
+# Listen on every interface inside the container, over HTTPS only (plain HTTP is for loopback);
+# the data dir, with the generated CA, is a volume.
+ENTRYPOINT ["/usr/local/bin/apiserver", "--bind-address=0.0.0.0", "--port=0", "--data-dir=/var/lib/apiserver/data"]

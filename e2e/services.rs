@@ -51,7 +51,7 @@ fn services(s: &Server) {
             &["endpoints", "kubernetes"],
             "{.subsets[0].ports[0].port}"
         ),
-        s.port.to_string()
+        s.secure_port.to_string()
     );
 
     // A Deployment exposed: a ClusterIP from the range, slices of its ready pods' IPs.

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use apiserver::options::Options;
 use clap::Parser;
 use tracing::error;
-use tracing_subscriber::EnvFilter;
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
 // allocator's locks showed up as a large share of the registry's cost.
@@ -15,12 +14,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
+    // The flags first: they choose the log format (a bad flag is reported by clap on stderr).
     let options = Options::parse();
+    apiserver::logging::init(options.logging_format);
     match apiserver::run(options).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -22,9 +22,33 @@ pub struct Options {
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
 
-    /// Port for plain HTTP.
+    /// Port for plain HTTP, without authentication: served only on a loopback
+    /// --bind-address (the trusted local port). 0 disables it.
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
+
+    /// Port for HTTPS with authentication (kube-apiserver's --secure-port). 0 disables it.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+
+    /// The serving certificate (PEM, the chain after it). Without it, one signed by the
+    /// server's own CA is generated under `<data-dir>/pki` (and kept across restarts).
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The serving certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// CA bundle (PEM) that verifies client certificates. Without it, the server's own CA
+    /// (`<data-dir>/pki/ca.crt`) does.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Extra names or addresses for the generated serving certificate (repeatable,
+    /// comma-separated allowed), as k3s's --tls-san.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_san: Vec<String>,
 
     /// Directory of the embedded store (used unless --etcd-servers is given).
     #[arg(long, default_value = "data")]
@@ -121,6 +145,16 @@ pub struct Options {
     /// How often candidates try to acquire, and the leader to renew.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
+
+    /// The log format: `text` (coloured only on a terminal without NO_COLOR) or `json` (one
+    /// object per line, for log collectors). kube-apiserver's --logging-format.
+    #[arg(
+        long = "logging-format",
+        visible_alias = "log-format",
+        value_enum,
+        default_value_t
+    )]
+    pub logging_format: crate::logging::LogFormat,
 }
 
 /// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.
@@ -165,9 +199,19 @@ mod tests {
     fn defaults_and_etcd_list() {
         let o = Options::parse_from(["apiserver"]);
         assert_eq!(o.port, 8080);
+        assert_eq!(o.secure_port, 6443);
+        assert!(o.tls_cert_file.is_none() && o.client_ca_file.is_none());
         assert_eq!(o.bind_address.to_string(), "127.0.0.1");
         assert!(o.etcd_servers.is_empty());
         let o = Options::parse_from(["apiserver", "--etcd-servers", "http://a:2379,http://b:2379"]);
         assert_eq!(o.etcd_servers, vec!["http://a:2379", "http://b:2379"]);
+        let o = Options::parse_from([
+            "apiserver",
+            "--tls-san",
+            "a.example,10.0.0.1",
+            "--tls-san=b",
+        ]);
+        assert_eq!(o.tls_san, vec!["a.example", "10.0.0.1", "b"]);
+        assert!(Options::try_parse_from(["apiserver", "--tls-cert-file", "x.crt"]).is_err());
     }
 }

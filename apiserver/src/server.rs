@@ -15,7 +15,20 @@ use tower_http::trace::TraceLayer;
 use crate::api::{self, response, Api};
 use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
+use crate::secure::authn::{self, UserInfo};
 use crate::version;
+
+/// The router on the loopback HTTP port: the trusted local port, whose requests act as
+/// [`UserInfo::loopback`].
+pub fn loopback(router: Router) -> Router {
+    router.layer(axum::Extension(UserInfo::loopback()))
+}
+
+/// The router on the secure port: each request carries the [`UserInfo`] its connection's
+/// client certificate names (anonymous without one).
+pub fn secure(router: Router) -> Router {
+    router.layer(axum::middleware::from_fn(authn::authenticate))
+}
 
 pub fn router(
     health: Health,

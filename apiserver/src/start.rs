@@ -1,5 +1,5 @@
-//! Starting the server: storage, registry, the HTTP listener, the kubeconfig; and a graceful
-//! stop on SIGINT or SIGTERM.
+//! Starting the server: storage, registry, the HTTPS listener (secure port) and the loopback
+//! HTTP one, the kubeconfig; and a graceful stop on SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +13,9 @@ use tracing::info;
 use crate::controllers::{self, ControllerOptions};
 use crate::health::Health;
 use crate::options::Options;
-use crate::{api, kubeconfig, server};
+use crate::secure::certs::CertError;
+use crate::secure::tls::TlsListener;
+use crate::{api, kubeconfig, secure, server};
 
 #[derive(Debug, Error)]
 pub enum StartError {
@@ -28,6 +30,19 @@ pub enum StartError {
     Serve(std::io::Error),
     #[error("registry: {0}")]
     Registry(#[from] registry::RegistryError),
+    #[error("TLS: {0}")]
+    Tls(#[from] CertError),
+    #[error(
+        "--bind-address {address} is not a loopback address, and plain HTTP (--port {port}) serves \
+         without authentication: it is only served on loopback. Pass --port 0 to serve only \
+         HTTPS (--secure-port) on {address}, or bind a loopback address"
+    )]
+    InsecureBind {
+        address: std::net::IpAddr,
+        port: u16,
+    },
+    #[error("--port 0 and --secure-port 0: nothing to serve")]
+    NoPort,
     #[error("writing kubeconfig {path}: {source}")]
     Kubeconfig {
         path: std::path::PathBuf,
@@ -41,6 +56,17 @@ const DEFINITIONS_SYNC: Duration = Duration::from_secs(10);
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(options: Options) -> Result<(), StartError> {
     let started = Instant::now();
+    if options.port != 0 && !options.bind_address.is_loopback() {
+        return Err(StartError::InsecureBind {
+            address: options.bind_address,
+            port: options.port,
+        });
+    }
+    if options.port == 0 && options.secure_port == 0 {
+        return Err(StartError::NoPort);
+    }
+    // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
+    let secure = secure::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
@@ -112,26 +138,61 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         shutdown: shutdown.clone(),
         definitions,
     };
-    let addr = SocketAddr::new(options.bind_address, options.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Listen { addr, source })?;
-    let local = listener.local_addr().unwrap_or(addr);
+    let plain = match options.port {
+        0 => None,
+        port => Some(bind(SocketAddr::new(options.bind_address, port)).await?),
+    };
+    let tls = match (&secure, options.secure_port) {
+        (Some(_), port) if port != 0 => {
+            Some(bind(SocketAddr::new(options.bind_address, port)).await?)
+        }
+        _ => None,
+    };
+    let local = |l: &tokio::net::TcpListener, port| {
+        l.local_addr()
+            .unwrap_or(SocketAddr::new(options.bind_address, port))
+    };
+    let plain_addr = plain.as_ref().map(|l| local(l, options.port));
+    let secure_addr = tls.as_ref().map(|l| local(l, options.secure_port));
     let advertise = options
         .advertise_address
         .or(Some(options.bind_address).filter(|a| !a.is_unspecified()))
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
-    crate::kubernetes_service::start(registry, advertise, local.port(), shutdown.clone());
+    // The `kubernetes` Service leads to the secure port, as upstream's; to the loopback HTTP
+    // one only when HTTPS is off.
+    let service_port = secure_addr.or(plain_addr).map(|a| a.port()).unwrap_or(0);
+    crate::kubernetes_service::start(registry, advertise, service_port, shutdown.clone());
     let kubeconfig = options
         .write_kubeconfig
         .clone()
         .unwrap_or_else(|| options.data_dir.join("kubeconfig"));
-    kubeconfig::write(&kubeconfig, local).map_err(|source| StartError::Kubeconfig {
+    let written = match (&secure, secure_addr, plain_addr) {
+        (Some(secure), Some(addr), _) => {
+            let client = secure
+                .admin
+                .as_ref()
+                .map(|(cert, key)| (cert.as_str(), key.as_str()));
+            if client.is_none() {
+                tracing::warn!(
+                    "--client-ca-file is not the server's CA: the written kubeconfig has no client certificate (anonymous)"
+                );
+            }
+            let tls = kubeconfig::Tls {
+                ca_pem: &secure.trusted_pem,
+                client,
+            };
+            kubeconfig::write(&kubeconfig, addr, Some(tls))
+        }
+        (_, _, Some(addr)) => kubeconfig::write(&kubeconfig, addr, None),
+        _ => Ok(()),
+    };
+    written.map_err(|source| StartError::Kubeconfig {
         path: kubeconfig.clone(),
         source,
     })?;
     info!(
-        address = %local,
+        address = ?plain_addr,
+        secure_address = ?secure_addr,
         storage = backend.name(),
         etcd_servers = ?options.etcd_servers,
         data_dir = %options.data_dir.display(),
@@ -140,26 +201,52 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
-    // Watch events are small writes; without TCP_NODELAY one can wait behind the previous.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
-        let _ = stream.set_nodelay(true);
-    });
-    let served = axum::serve(
-        listener,
-        server::router(health, api, controllers.clone(), openapi),
-    )
-    .with_graceful_shutdown(async move {
+    let router = server::router(health, api, controllers.clone(), openapi);
+    // One stop for both listeners: it fails readiness, ends open watches and stops the
+    // controllers, so graceful shutdown does not wait on them.
+    let signalled = shutdown.clone();
+    tokio::spawn(async move {
         shutdown_signal().await;
-        // Fails readiness, ends open watches and stops the controllers, so graceful shutdown
-        // does not wait on them.
-        shutdown.cancel();
+        signalled.cancel();
         info!("shutting down");
-    })
-    .await
-    .map_err(StartError::Serve);
+    });
+    let plain_served = async {
+        let Some(listener) = plain else {
+            return Ok(());
+        };
+        // Watch events are small writes; without TCP_NODELAY one can wait behind the previous.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
+        axum::serve(listener, server::loopback(router.clone()))
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await
+    };
+    let secure_served = async {
+        let (Some(listener), Some(secure)) = (tls, &secure) else {
+            return Ok(());
+        };
+        let listener = TlsListener::spawn(listener, secure.config.clone(), shutdown.clone());
+        axum::serve(
+            listener,
+            server::secure(router.clone())
+                .into_make_service_with_connect_info::<secure::authn::Peer>(),
+        )
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await
+    };
+    let served = tokio::try_join!(plain_served, secure_served)
+        .map(|_| ())
+        .map_err(StartError::Serve);
     controllers.stopped(Duration::from_secs(5)).await;
     informers.stop().await;
     served
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Listen { addr, source })
 }
 
 async fn shutdown_signal() {

@@ -25,7 +25,12 @@ pub struct Server {
     /// Kept for the server's lifetime when it runs on etcd.
     pub etcd: Option<EtcdServer>,
     pub child: Child,
+    /// The loopback plain-HTTP port (trusted, no authentication): what `request` uses.
     pub port: u16,
+    /// The HTTPS port; the written kubeconfig (and so kubectl) uses it, verifying the
+    /// server against the generated CA with the admin client certificate.
+    pub secure_port: u16,
+    /// The kubeconfig the server wrote.
     pub kubeconfig: PathBuf,
     pub dir: tempfile::TempDir,
     /// The log line that said the server is serving (carries `startup_ms=`).
@@ -102,9 +107,32 @@ pub fn start_wrapped(
 ) -> Server {
     let wrapper: Vec<String> = wrapper.iter().map(|w| w.to_string()).collect();
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
+    // Free ports of our own unless the caller names them (a port given twice is refused).
+    let given = |flag: &str| {
+        let with_eq = format!("{flag}=");
+        args.iter().enumerate().find_map(|(i, a)| {
+            if *a == flag {
+                args.get(i + 1).and_then(|v| v.parse::<u16>().ok())
+            } else {
+                a.strip_prefix(with_eq.as_str())
+                    .and_then(|v| v.parse().ok())
+            }
+        })
+    };
+    let mut command_line: Vec<String> = Vec::new();
+    let port = given("--port").unwrap_or_else(|| {
+        let port = free_port();
+        command_line.extend(["--port".into(), port.to_string()]);
+        port
+    });
+    let secure_port = given("--secure-port").unwrap_or_else(|| {
+        let secure = std::iter::repeat_with(free_port)
+            .find(|p| *p != port)
+            .expect("a second free port");
+        command_line.extend(["--secure-port".into(), secure.to_string()]);
+        secure
+    });
     let kubeconfig = dir.path().join("kubeconfig");
-    let mut command_line: Vec<String> = vec!["--port".into(), port.to_string()];
     command_line.push("--data-dir".into());
     command_line.push(dir.path().join("data").display().to_string());
     command_line.push("--write-kubeconfig".into());
@@ -117,6 +145,7 @@ pub fn start_wrapped(
         etcd,
         child,
         port,
+        secure_port,
         kubeconfig,
         dir,
         serving_line,
@@ -246,6 +275,11 @@ impl Server {
             headers: head.to_string(),
             body,
         }
+    }
+
+    /// The server's data directory (`<data-dir>/pki` holds its generated certificates).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     /// How many logged lines contain `needle`.

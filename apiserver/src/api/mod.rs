@@ -6,6 +6,7 @@ mod body;
 mod handlers;
 mod manager;
 mod params;
+mod path;
 mod protobuf;
 mod request_info;
 pub(crate) mod response;

@@ -23,9 +23,17 @@ pub struct RequestInfo {
 const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 
 /// Parses `/api/<version>/...` or `/apis/<group>/<version>/...` (given without the leading
-/// `/api` or `/apis`). None: not a resource request (discovery of a group or version).
+/// `/api` or `/apis`, percent-decoded once). None: not a resource request (discovery of a group
+/// or version), or a path with an empty, `.` or `..` segment, which no resource is served at
+/// (see [`super::path`]).
 pub fn parse(method: &Method, legacy: bool, path: &str, watch_param: bool) -> Option<RequestInfo> {
-    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut parts = match super::path::segments(path) {
+        Ok(parts) => parts,
+        Err(reason) => {
+            tracing::debug!(path, %reason, "not a resource request");
+            return None;
+        }
+    };
     let (group, version) = if legacy {
         (String::new(), parts.first()?.to_string())
     } else {
@@ -153,5 +161,49 @@ mod tests {
         );
         assert!(parse(&Method::GET, true, "/v1", false).is_none());
         assert!(parse(&Method::GET, false, "/apps", false).is_none());
+    }
+
+    #[test]
+    fn no_spelling_of_a_path_names_another_resource() {
+        // Dot and empty segments are no resource request at all, wherever they are.
+        for path in [
+            "/v1/namespaces/../secrets",
+            "/v1/namespaces/./secrets",
+            "/v1/namespaces/a/../b/secrets",
+            "/v1/namespaces/a/secrets/..",
+            "/v1/namespaces/a/secrets/s/.",
+            "/v1//namespaces/a/secrets",
+            "/v1/namespaces//secrets",
+            "/v1/watch/namespaces/../secrets",
+            "/./v1/secrets",
+            "/v1/nodes/n/proxy/../../secrets",
+        ] {
+            assert_eq!(parse(&Method::GET, true, path, false), None, "{path}");
+        }
+        assert_eq!(
+            parse(
+                &Method::GET,
+                false,
+                "/apps/v1/namespaces/../deployments",
+                false
+            ),
+            None
+        );
+        // Trailing slashes are not segments, as upstream's splitPath trims them.
+        assert_eq!(
+            info(Method::GET, true, "/v1/namespaces/a/secrets/s/"),
+            info(Method::GET, true, "/v1/namespaces/a/secrets/s")
+        );
+        // `a%2Fb` arrives decoded, and `/` separates segments as in upstream's request info:
+        // namespace `a`, resource `b`.
+        let i = info(Method::GET, true, "/v1/namespaces/a/b/secrets");
+        assert_eq!(
+            (
+                i.namespace.as_deref(),
+                i.resource.as_str(),
+                i.name.as_deref()
+            ),
+            (Some("a"), "b", Some("secrets"))
+        );
     }
 }
