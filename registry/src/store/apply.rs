@@ -170,17 +170,8 @@ impl Store {
         });
         if let Some(replicas) = scale.pointer("/spec/replicas") {
             let path = self.scale_replicas_path();
-            let mut cur = &mut config;
-            for (i, step) in path.iter().enumerate() {
-                let Some(map) = cur.as_object_mut() else {
-                    break;
-                };
-                if i + 1 == path.len() {
-                    map.insert(step.clone(), replicas.clone());
-                    break;
-                }
-                cur = map.entry(step.clone()).or_insert_with(|| json!({}));
-            }
+            let steps: Vec<&str> = path.iter().map(String::as_str).collect();
+            super::subresources::set_at(&mut config, &steps, replicas.clone());
         }
         let manager = self.manager(opts).to_string();
         let how = How {

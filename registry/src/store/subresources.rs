@@ -157,7 +157,7 @@ pub enum ScaleChange<'a> {
     Patch(PatchType, &'a [u8]),
 }
 
-fn set_at(obj: &mut Value, path: &[&str], value: Value) {
+pub(super) fn set_at(obj: &mut Value, path: &[&str], value: Value) {
     let mut cur = obj;
     for (i, key) in path.iter().enumerate() {
         let Some(map) = cur.as_object_mut() else {
