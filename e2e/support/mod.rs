@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+/// Server-side apply requests.
+pub mod apply;
 mod kubectl;
 mod kubelet;
 /// Reading managedFields (server-side apply) as kubectl shows them.
