@@ -20,6 +20,7 @@ pub mod node_lifecycle;
 pub mod replicaset;
 pub mod scheduling;
 pub mod service_repair;
+pub mod root_ca_publisher;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod ttl_after_finished;

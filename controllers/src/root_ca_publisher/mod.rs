@@ -1,0 +1,176 @@
+//! The root CA certificate publisher (upstream's pkg/controller/certificates/rootcacertpublisher):
+//! every active namespace holds a ConfigMap `kube-root-ca.crt` with the CA bundle that verifies
+//! the API server (`ca.crt`), made when the namespace appears and put back whenever it is
+//! changed or deleted, so pods can trust `kubernetes.default.svc` in any namespace.
+
+use std::sync::Arc;
+
+use registry::options::WriteOptions;
+use registry::{object, RegistryError, Store, Subresource};
+use serde_json::{json, Value};
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use crate::worker::{run_when_synced, Next};
+use crate::workqueue::RateLimitingQueue;
+
+pub const CONFIG_MAP: &str = "kube-root-ca.crt";
+pub const DATA_KEY: &str = "ca.crt";
+const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+/// Upstream's words.
+const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+const WORKERS: usize = 2;
+const MANAGER: &str = "kube-controller-manager";
+
+#[derive(Debug, Error)]
+pub enum RootCaPublisherError {
+    #[error(transparent)]
+    Informer(#[from] FactoryError),
+    #[error("the registry serves no v1 configmaps")]
+    NoConfigMaps,
+}
+
+pub struct RootCaPublisher {
+    namespaces: SharedInformer,
+    config_maps: SharedInformer,
+    store: Arc<Store>,
+    /// The PEM bundle published.
+    bundle: String,
+    /// Namespace names.
+    queue: RateLimitingQueue<String>,
+}
+
+impl RootCaPublisher {
+    pub fn new(
+        informers: &InformerFactory,
+        bundle: String,
+    ) -> Result<Arc<Self>, RootCaPublisherError> {
+        let store = informers
+            .registry()
+            .store("", "v1", "configmaps")
+            .ok_or(RootCaPublisherError::NoConfigMaps)?;
+        Ok(Arc::new(Self {
+            namespaces: informers.informer("", "v1", "namespaces")?,
+            config_maps: informers.informer_for(&store),
+            store,
+            bundle,
+            queue: RateLimitingQueue::with_default_rate_limiter(),
+        }))
+    }
+
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        info!("starting root CA certificate publisher");
+        let this = self.clone();
+        let namespaces = dispatch(self.namespaces.subscribe(), stop.clone(), move |n| {
+            if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
+                this.queue.add(object::name(&ns).to_string());
+            }
+        });
+        let this = self.clone();
+        let config_maps = dispatch(self.config_maps.subscribe(), stop.clone(), move |n| {
+            let changed = match &n {
+                Notification::Update { new, .. } => Some(new.clone()),
+                Notification::Delete(gone) => gone.object().cloned(),
+                Notification::Add(_) => None,
+            };
+            if let Some(cm) = changed.filter(|cm| object::name(cm) == CONFIG_MAP) {
+                this.queue.add(object::namespace(&cm).to_string());
+            }
+        });
+        let this = self.clone();
+        run_when_synced(
+            "root-ca-cert-publisher",
+            &[&self.namespaces, &self.config_maps],
+            self.queue.clone(),
+            WORKERS,
+            stop.clone(),
+            move |ns| {
+                let this = this.clone();
+                async move {
+                    match this.sync(&ns).await {
+                        Ok(()) => Next::Done,
+                        Err(e) => {
+                            warn!(namespace = %ns, error = %e, "publishing the root CA failed; retrying");
+                            Next::Retry
+                        }
+                    }
+                }
+            },
+        )
+        .await;
+        for task in [namespaces, config_maps] {
+            let _ = task.await;
+        }
+        info!("root CA certificate publisher stopped");
+    }
+
+    /// The ConfigMap's data and annotation as they must be.
+    fn wanted(&self, mut cm: Value) -> Value {
+        cm["data"] = json!({ DATA_KEY: self.bundle });
+        let meta = object::meta_mut(&mut cm);
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if !annotations.is_object() {
+            *annotations = json!({});
+        }
+        annotations[DESCRIPTION_ANNOTATION] = json!(DESCRIPTION);
+        cm
+    }
+
+    async fn sync(&self, namespace: &str) -> Result<(), RegistryError> {
+        let Some(ns) = self.namespaces.indexer().get(namespace) else {
+            return Ok(());
+        };
+        // Nothing new goes into a namespace on its way out.
+        if object::deletion_timestamp(&ns).is_some() {
+            return Ok(());
+        }
+        let opts = WriteOptions::by(MANAGER);
+        let key = format!("{namespace}/{CONFIG_MAP}");
+        let Some(current) = self.config_maps.indexer().get(&key) else {
+            let cm = self.wanted(json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": CONFIG_MAP, "namespace": namespace},
+            }));
+            return match self.store.create(Some(namespace), cm, &opts).await {
+                Ok(_) => {
+                    debug!(namespace, "published the root CA");
+                    Ok(())
+                }
+                // Made meanwhile (seen soon), or the namespace is going: nothing to do.
+                Err(
+                    RegistryError::AlreadyExists { .. }
+                    | RegistryError::Forbidden { .. }
+                    | RegistryError::NotFound { .. },
+                ) => Ok(()),
+                Err(e) => Err(e),
+            };
+        };
+        let current = (*current).clone();
+        let wanted = self.wanted(current.clone());
+        if wanted == current {
+            return Ok(());
+        }
+        match self
+            .store
+            .update(
+                Some(namespace),
+                CONFIG_MAP,
+                wanted,
+                Subresource::Main,
+                &opts,
+            )
+            .await
+        {
+            Ok(_) => {
+                debug!(namespace, "put the root CA back");
+                Ok(())
+            }
+            // A newer version comes through the informer and is looked at again.
+            Err(RegistryError::Conflict { .. } | RegistryError::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
