@@ -124,6 +124,31 @@ fn apply_over_http(s: &Server) {
         "{status}"
     );
 
+    // The same for an apply that would create: nothing is made under either name.
+    let missing = "/api/v1/namespaces/default/configmaps/nothing";
+    let status = failure(&apply_http(s, missing, "fieldManager=test", &renamed), 400);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("(api) does not match the name on the URL (nothing)")),
+        "{status}"
+    );
+    assert_eq!(s.get(missing).status, 404);
+    let elsewhere = body.replace(
+        "\"name\":\"web\"",
+        "\"name\":\"nothing\",\"namespace\":\"kube-system\"",
+    );
+    let status = failure(
+        &apply_http(s, missing, "fieldManager=test", &elsewhere),
+        400,
+    );
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("namespace of the provided object does not match")),
+        "{status}"
+    );
+
     // force is for apply only.
     let merge = s.request(
         "PATCH",

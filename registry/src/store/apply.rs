@@ -94,6 +94,21 @@ impl Store {
             tracking: Tracking::Applied,
         };
         let namespace = self.scope(namespace)?;
+        match object::name(&config) {
+            "" => {}
+            given if given == name => {}
+            given => {
+                return Err(RegistryError::BadRequest(format!(
+                    "the name of the object ({given}) does not match the name on the URL ({name})"
+                )))
+            }
+        }
+        let given_ns = object::namespace(&config);
+        if namespace.is_some_and(|ns| !given_ns.is_empty() && given_ns != ns) {
+            return Err(RegistryError::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            ));
+        }
         let key = self.key(namespace, name);
         for _ in 0..CREATE_RACES {
             let exists = match self.storage.get(&key, ReadRevision::Latest).await {
