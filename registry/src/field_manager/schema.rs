@@ -75,9 +75,10 @@ impl MergeSchemas {
         entries.1.clear();
     }
 
+    /// The kind's schema; `source` is asked only when it is not built yet.
     pub fn get(
         &self,
-        source: Option<Arc<OpenApi>>,
+        source: impl FnOnce() -> Option<Arc<OpenApi>>,
         group: &str,
         version: &str,
         kind: &str,
@@ -93,7 +94,7 @@ impl MergeSchemas {
             }
             entries.0
         };
-        let schema = Arc::new(match source {
+        let schema = Arc::new(match source() {
             Some(api) => TypedSchema::build(&api, group, version, kind),
             None => TypedSchema::deduced(),
         });

@@ -82,7 +82,7 @@ impl FieldSchemas {
         version: &str,
         kind: &str,
     ) -> Arc<crate::field_manager::TypedSchema> {
-        self.merge.get(self.source(), group, version, kind)
+        self.merge.get(|| self.source(), group, version, kind)
     }
 
     /// The kind's compiled schema; `None` when there is no source or the kind has no schema.
