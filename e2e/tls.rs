@@ -60,6 +60,34 @@ fn secure_serving(s: &Server) {
     }
     assert!(!config.contains("insecure-skip-tls-verify"));
 
+    // Every namespace holds the CA that verifies the server (the root CA publisher).
+    let ca = std::fs::read_to_string(pki(s, "ca.crt")).expect("ca.crt");
+    s.kubectl(&["create", "namespace", "trusting"]);
+    for ns in ["default", "trusting"] {
+        let mut published = serde_json::Value::Null;
+        for _ in 0..100 {
+            let out = s.kubectl_raw(&[
+                "get",
+                "configmap",
+                "kube-root-ca.crt",
+                "-n",
+                ns,
+                "-o",
+                "json",
+            ]);
+            if out.status.success() {
+                published = serde_json::from_slice(&out.stdout).expect("json");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            published["data"]["ca.crt"],
+            ca.as_str(),
+            "kube-root-ca.crt in {ns}"
+        );
+    }
+
     // kubectl verifies the server and writes through it.
     s.kubectl(&["create", "configmap", "over-tls", "--from-literal=a=b"]);
     let got = s.json(&["get", "configmap", "over-tls"]);

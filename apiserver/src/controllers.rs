@@ -23,6 +23,7 @@ use controllers::node_lifecycle::{
     NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
 };
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use controllers::root_ca_publisher::RootCaPublisher;
 use controllers::service_repair::{self, ServiceRepairController};
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
@@ -52,6 +53,9 @@ pub struct ControllerOptions {
     pub scheduler: bool,
     /// The simulated nodes served with the controllers (`--nodes`, none when 0).
     pub nodes: kubelet::NodeConfig,
+    /// The CA bundle that verifies the server, published in every namespace as
+    /// `kube-root-ca.crt` (none without a secure port).
+    pub root_ca: Option<String>,
 }
 
 /// What the HTTP side may ask of the running controllers.
@@ -164,6 +168,12 @@ async fn run_controllers(
     match ServiceAccountController::new(&informers) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "serviceaccount controller cannot run"),
+    }
+    if let Some(bundle) = options.root_ca.clone() {
+        match RootCaPublisher::new(&informers, bundle) {
+            Ok(c) => running.push(c.run(stop.clone()).boxed()),
+            Err(e) => error!(error = %e, "root CA certificate publisher cannot run"),
+        }
     }
     for kind in [
         ReplicaSetKind::ReplicaSet,

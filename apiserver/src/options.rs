@@ -155,6 +155,32 @@ pub struct Options {
         default_value_t
     )]
     pub logging_format: crate::logging::LogFormat,
+
+    /// Static bearer tokens (kube-apiserver's --token-auth-file): a CSV file of
+    /// `token,user,uid[,"group1,group2"]` lines, read at start; a bad line fails start.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// Requests to the secure port with no credentials act as `system:anonymous` (group
+    /// `system:unauthenticated`); `--anonymous-auth=false` answers them 401.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub anonymous_auth: bool,
+
+    /// The most non-mutating requests in flight at once; beyond it requests are answered 429.
+    /// Long-running requests (watches, logs, proxy) do not count. 0: no limit.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// The most mutating requests (create, update, patch, delete) in flight at once; beyond
+    /// it requests are answered 429. 0: no limit.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// How long a non-long-running request may take before it is answered 504 (a request's
+    /// own `?timeout=` may shorten it). 0: no timeout.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
 }
 
 /// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.

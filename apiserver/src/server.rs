@@ -24,10 +24,13 @@ pub fn loopback(router: Router) -> Router {
     router.layer(axum::Extension(UserInfo::loopback()))
 }
 
-/// The router on the secure port: each request carries the [`UserInfo`] its connection's
-/// client certificate names (anonymous without one).
-pub fn secure(router: Router) -> Router {
-    router.layer(axum::middleware::from_fn(authn::authenticate))
+/// The router on the secure port: each request carries the [`UserInfo`] its client
+/// certificate or bearer token names (anonymous without credentials), or is answered 401.
+pub fn secure(router: Router, authenticator: Arc<authn::Authenticator>) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        authenticator,
+        authn::authenticate,
+    ))
 }
 
 pub fn router(
@@ -63,7 +66,9 @@ pub fn router(
         .with_state(health)
         .merge(debug)
         .merge(crate::openapi::router(openapi))
+        .merge(crate::metrics::router(api.registry.clone()))
         .merge(api::router(api))
+        .merge(crate::secure::review::router())
         .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))

@@ -32,6 +32,8 @@ pub enum StartError {
     Registry(#[from] registry::RegistryError),
     #[error("TLS: {0}")]
     Tls(#[from] CertError),
+    #[error("authentication: {0}")]
+    Authentication(#[from] secure::authn::TokenFileError),
     #[error(
         "--bind-address {address} is not a loopback address, and plain HTTP (--port {port}) serves \
          without authentication: it is only served on loopback. Pass --port 0 to serve only \
@@ -65,6 +67,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if options.port == 0 && options.secure_port == 0 {
         return Err(StartError::NoPort);
     }
+    // A bad --token-auth-file fails at once, before anything is set up.
+    let authenticator = Arc::new(secure::authn::Authenticator::from_options(&options)?);
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
     let secure = secure::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
@@ -103,6 +107,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
             scheduler: options.scheduler,
+            root_ca: secure.as_ref().map(|s| s.trusted_pem.clone()),
             nodes: kubelet::NodeConfig {
                 count: options.nodes,
                 name_prefix: options.node_name_prefix.clone(),
@@ -201,7 +206,13 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
-    let router = server::router(health, api, controllers.clone(), openapi);
+    let limits = crate::limits::Limits::new(
+        options.max_requests_inflight,
+        options.max_mutating_requests_inflight,
+        options.request_timeout,
+        api.registry.clone(),
+    );
+    let router = limits.layer(server::router(health, api, controllers.clone(), openapi));
     // One stop for both listeners: it fails readiness, ends open watches and stops the
     // controllers, so graceful shutdown does not wait on them.
     let signalled = shutdown.clone();
@@ -229,7 +240,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         let listener = TlsListener::spawn(listener, secure.config.clone(), shutdown.clone());
         axum::serve(
             listener,
-            server::secure(router.clone())
+            server::secure(router.clone(), authenticator.clone())
                 .into_make_service_with_connect_info::<secure::authn::Peer>(),
         )
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())

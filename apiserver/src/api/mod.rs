@@ -8,7 +8,7 @@ mod manager;
 mod params;
 mod path;
 mod protobuf;
-mod request_info;
+pub(crate) mod request_info;
 pub(crate) mod response;
 mod watch;
 
@@ -54,7 +54,8 @@ fn accept(headers: &HeaderMap) -> &str {
 }
 
 fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response {
-    let resources = api.registry.catalogue().all();
+    // The catalogue's resources and the ones served outside it (SelfSubjectReview).
+    let resources = crate::secure::review::with_reviews(&api.registry.catalogue().all());
     match discovery::wants_aggregated(accept(headers)) {
         Some(version) => (
             StatusCode::OK,
@@ -147,7 +148,8 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
 /// `/api/v1`, `/apis/<group>` and `/apis/<group>/<version>`.
 fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let resources = api.registry.catalogue().all();
+    // The catalogue's resources and the ones served outside it (SelfSubjectReview).
+    let resources = crate::secure::review::with_reviews(&api.registry.catalogue().all());
     let doc = match (legacy, parts.as_slice()) {
         (true, [version]) => discovery::resource_list(&resources, "", version),
         (false, [group]) => discovery::api_group(&resources, group),

@@ -25,7 +25,9 @@ pub fn stream(
     timeout_seconds: Option<i64>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Response {
+    let sent = crate::metrics::metrics().watch_events(&info.group, &info.version, &info.kind);
     let lines = events.map(move |event| {
+        sent.inc();
         let object = match (format, event.kind) {
             (
                 Format::Table,

@@ -5,9 +5,12 @@
 //!   is the x509 authenticator's user: CN the name, O the groups, and
 //!   `authentication.kubernetes.io/credential-id: X509SHA256=<fingerprint>` in extra. A
 //!   certificate with an empty CN authenticates no one (anonymous, as upstream).
-//! - A TLS request without a client certificate is `system:anonymous` in
-//!   `system:unauthenticated` (upstream's anonymous authenticator). Nothing is refused yet:
-//!   authorization comes later.
+//! - A `Authorization: Bearer <token>` header names a user of `--token-auth-file` (upstream's
+//!   static token file, [`TokenFile`]). A bearer token that names no one is 401: it does not
+//!   fall back to anonymous (upstream's union.NewFailOnError). Other schemes and an empty
+//!   token are no credentials, as upstream's bearer-token authenticator treats them.
+//! - A TLS request with no credentials is `system:anonymous` in `system:unauthenticated`
+//!   (upstream's anonymous authenticator), or 401 with `--anonymous-auth=false`.
 //! - Plain HTTP, served only on loopback, is the trusted local port: its requests act as
 //!   [`UserInfo::loopback`], `system:apiserver` in `system:masters` (the user upstream's
 //!   own loopback client has), so a later authorizer sees an explicit privileged user
@@ -18,11 +21,16 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{ConnectInfo, Request};
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, X509Certificate};
+
+pub use super::tokenfile::{TokenFile, TokenFileError};
 
 pub const ANONYMOUS: &str = "system:anonymous";
 pub const UNAUTHENTICATED: &str = "system:unauthenticated";
@@ -115,13 +123,197 @@ pub struct Peer {
     pub user: UserInfo,
 }
 
-/// Puts the connection's user into each request of a TLS connection.
-pub async fn authenticate(mut request: Request, next: Next) -> Response {
-    let user = request
+/// The authenticators of the secure port, in upstream's order: x509 (done at the handshake),
+/// bearer tokens, anonymous.
+#[derive(Debug, Clone)]
+pub struct Authenticator {
+    pub tokens: TokenFile,
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous`.
+    pub anonymous: bool,
+}
+
+impl Default for Authenticator {
+    fn default() -> Self {
+        Self {
+            tokens: TokenFile::default(),
+            anonymous: true,
+        }
+    }
+}
+
+/// Why a request is refused (answered 401, logged at debug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A bearer token that names no one.
+    InvalidToken,
+    /// No credentials, and anonymous requests are off.
+    NoCredentials,
+}
+
+/// A request's authentication, when it authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub user: UserInfo,
+    /// By the bearer token (upstream then removes the Authorization header).
+    pub by_token: bool,
+    /// `Bearer  <token>`: an empty token, then something (upstream warns of it).
+    pub space_before_token: bool,
+}
+
+/// What an `Authorization` header holds, as upstream's bearertoken authenticator reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bearer<'a> {
+    /// No header, another scheme, or an empty token: no credentials.
+    None {
+        space_before_token: bool,
+    },
+    Token(&'a [u8]),
+}
+
+/// Upstream's reading: trim, split on spaces into at most 3 parts, scheme `bearer` in any
+/// case, the second part the token. Works on bytes: a header that is not ASCII is only a
+/// token that names no one.
+pub fn bearer(header: Option<&[u8]>) -> Bearer<'_> {
+    let none = Bearer::None {
+        space_before_token: false,
+    };
+    let Some(header) = header else {
+        return none;
+    };
+    let header = header.trim_ascii();
+    let mut parts = header.splitn(3, |b| *b == b' ');
+    let (Some(scheme), Some(token)) = (parts.next(), parts.next()) else {
+        return none;
+    };
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return none;
+    }
+    if token.is_empty() {
+        return Bearer::None {
+            space_before_token: parts.next().is_some(),
+        };
+    }
+    Bearer::Token(token)
+}
+
+impl Authenticator {
+    /// The authenticators `options` ask for; a bad `--token-auth-file` is an error.
+    pub fn from_options(options: &crate::options::Options) -> Result<Self, TokenFileError> {
+        let tokens = match &options.token_auth_file {
+            Some(path) => {
+                let tokens = TokenFile::read(path)?;
+                tracing::info!(file = %path.display(), users = tokens.len(), "token authentication");
+                tokens
+            }
+            None => TokenFile::default(),
+        };
+        Ok(Self {
+            tokens,
+            anonymous: options.anonymous_auth,
+        })
+    }
+
+    /// The user of a request over TLS: `connection` is the x509 authenticator's answer (the
+    /// connection's user; anonymous when its certificate authenticated no one), `header` the
+    /// request's Authorization header.
+    pub fn authenticate(
+        &self,
+        connection: Option<&UserInfo>,
+        header: Option<&[u8]>,
+    ) -> Result<Authenticated, Refusal> {
+        // The x509 authenticator's users are always in system:authenticated; the anonymous
+        // connection user never is.
+        if let Some(user) = connection.filter(|u| u.groups.iter().any(|g| g == AUTHENTICATED)) {
+            return Ok(Authenticated {
+                user: user.clone(),
+                by_token: false,
+                space_before_token: false,
+            });
+        }
+        match bearer(header) {
+            Bearer::Token(token) => match self.tokens.user(token) {
+                Some(user) => Ok(Authenticated {
+                    user: with_authenticated_group(user.clone()),
+                    by_token: true,
+                    space_before_token: false,
+                }),
+                None => Err(Refusal::InvalidToken),
+            },
+            Bearer::None { space_before_token } if self.anonymous => Ok(Authenticated {
+                user: UserInfo::anonymous(),
+                by_token: false,
+                space_before_token,
+            }),
+            Bearer::None { .. } => Err(Refusal::NoCredentials),
+        }
+    }
+}
+
+/// Upstream's AuthenticatedGroupAdder: `system:authenticated` unless the user is already in
+/// it or in `system:unauthenticated`.
+fn with_authenticated_group(mut user: UserInfo) -> UserInfo {
+    if !user
+        .groups
+        .iter()
+        .any(|g| g == AUTHENTICATED || g == UNAUTHENTICATED)
+    {
+        user.groups.push(AUTHENTICATED.into());
+    }
+    user
+}
+
+/// Upstream's warning for `Bearer  <token>`.
+const SPACE_BEFORE_TOKEN_WARNING: &str = "299 - \"the provided Authorization header contains extra space before the bearer token, and is ignored\"";
+
+/// What upstream answers a request that does not authenticate, byte for byte (its field
+/// order, which serde_json's sorted maps would not keep).
+pub const UNAUTHORIZED_BODY: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+
+pub fn unauthorized() -> Response {
+    crate::api::response::raw_json(
+        StatusCode::UNAUTHORIZED,
+        bytes::Bytes::from_static(UNAUTHORIZED_BODY.as_bytes()),
+    )
+}
+
+/// Authenticates each request of a TLS connection: the user goes into the request, or the
+/// request is answered 401.
+pub async fn authenticate(
+    State(authenticator): State<Arc<Authenticator>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let connection = request
         .extensions()
         .get::<ConnectInfo<Peer>>()
-        .map(|ConnectInfo(peer)| peer.user.clone())
-        .unwrap_or_else(UserInfo::anonymous);
-    request.extensions_mut().insert(user);
-    next.run(request).await
+        .map(|ConnectInfo(peer)| &peer.user);
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|h| h.as_bytes());
+    match authenticator.authenticate(connection, header) {
+        Ok(authenticated) => {
+            if authenticated.by_token {
+                // As upstream: nothing after authentication sees the token.
+                request.headers_mut().remove(header::AUTHORIZATION);
+            }
+            request.extensions_mut().insert(authenticated.user);
+            let mut response = next.run(request).await;
+            if authenticated.space_before_token {
+                response.headers_mut().append(
+                    header::WARNING,
+                    HeaderValue::from_static(SPACE_BEFORE_TOKEN_WARNING),
+                );
+            }
+            response
+        }
+        Err(refusal) => {
+            tracing::debug!(?refusal, path = %request.uri().path(), "unable to authenticate the request");
+            unauthorized()
+        }
+    }
 }
+
+#[cfg(test)]
+#[path = "authn_tests.rs"]
+mod tests;

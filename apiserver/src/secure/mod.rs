@@ -3,7 +3,9 @@
 
 pub mod authn;
 pub mod certs;
+pub mod review;
 pub mod tls;
+pub mod tokenfile;
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -1,0 +1,376 @@
+//! Authentication on the secure port, as kube-apiserver's: static bearer tokens
+//! (`--token-auth-file`) after client certificates, then anonymous (`--anonymous-auth`);
+//! `kubectl auth whoami` (SelfSubjectReview) tells each who it is; a wrong token is 401 with
+//! upstream's Status and never anonymous; malformed Authorization headers disturb nothing.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
+
+const TOKENS: &str = "alice-token,alice,uid-alice,\"devs,ops\"\nbob-token,bob,uid-bob\n";
+
+const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+
+/// A temp dir holding the token file, and the file's path.
+fn token_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("tokens.csv");
+    std::fs::write(&path, TOKENS).expect("token file");
+    (dir, path)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn ca(s: &Server) -> String {
+    s.data_dir().join("pki/ca.crt").display().to_string()
+}
+
+fn url(s: &Server, path: &str) -> String {
+    format!("https://127.0.0.1:{}{path}", s.secure_port)
+}
+
+/// curl verifying the server, with `args`; the body then `\n<code>`.
+fn curl(s: &Server, args: &[&str]) -> (String, u16) {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--max-time",
+            "20",
+            "--cacert",
+            &ca(s),
+            "-w",
+            "\n%{http_code}",
+        ])
+        .args(args)
+        .output()
+        .expect("run curl (is it installed?)");
+    let all = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = all.rsplit_once('\n').unwrap_or(("", &all));
+    (body.to_string(), code.trim().parse().unwrap_or(0))
+}
+
+/// kubectl with no kubeconfig but the flags given (a token, the server, the CA).
+fn kubectl_as(s: &Server, home: &Path, token: &str, args: &[&str]) -> Output {
+    let empty = home.join("empty-kubeconfig");
+    std::fs::write(&empty, "").expect("empty kubeconfig");
+    Command::new("kubectl")
+        .arg(format!("--token={token}"))
+        .arg(format!("--server=https://127.0.0.1:{}", s.secure_port))
+        .arg(format!("--certificate-authority={}", ca(s)))
+        .args(args)
+        .env("KUBECONFIG", &empty)
+        .env("HOME", home)
+        .output()
+        .expect("run kubectl")
+}
+
+fn whoami_as(s: &Server, home: &Path, token: &str) -> serde_json::Value {
+    let out = kubectl_as(s, home, token, &["auth", "whoami", "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("SelfSubjectReview")
+}
+
+fn still_serves(s: &Server) {
+    assert!(s
+        .kubectl(&["get", "namespace", "default", "-o", "name"])
+        .contains("default"));
+}
+
+fn tokens_and_whoami(s: &Server, home: &Path) {
+    // A token user: its name, uid and groups, system:authenticated added.
+    let alice = whoami_as(s, home, "alice-token");
+    assert_eq!(alice["kind"], "SelfSubjectReview");
+    assert_eq!(alice["apiVersion"], "authentication.k8s.io/v1");
+    let info = &alice["status"]["userInfo"];
+    assert_eq!(info["username"], "alice", "{alice}");
+    assert_eq!(info["uid"], "uid-alice");
+    assert_eq!(
+        info["groups"],
+        serde_json::json!(["devs", "ops", "system:authenticated"])
+    );
+    let bob = whoami_as(s, home, "bob-token");
+    assert_eq!(
+        bob["status"]["userInfo"]["groups"],
+        serde_json::json!(["system:authenticated"])
+    );
+    // The table kubectl prints by default.
+    let out = kubectl_as(s, home, "alice-token", &["auth", "whoami"]);
+    let table = text(&out);
+    assert!(out.status.success(), "{table}");
+    assert!(
+        table.contains("alice") && table.contains("devs") && table.contains("uid-alice"),
+        "{table}"
+    );
+    // The token user reads (no authorization yet).
+    let out = kubectl_as(
+        s,
+        home,
+        "alice-token",
+        &["get", "namespace", "default", "-o", "name"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+
+    // The admin kubeconfig: the client certificate's user.
+    let admin = s.json(&["auth", "whoami"]);
+    let info = &admin["status"]["userInfo"];
+    assert_eq!(info["username"], "system:admin", "{admin}");
+    assert_eq!(
+        info["groups"],
+        serde_json::json!(["system:masters", "system:authenticated"])
+    );
+    assert!(
+        info["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .is_some_and(|id| id.starts_with("X509SHA256="))
+    );
+
+    // Discovery lists the review; other verbs on it are refused.
+    let resources = s.kubectl(&["api-resources", "--api-group=authentication.k8s.io"]);
+    assert!(
+        resources.contains("selfsubjectreviews") && resources.contains("SelfSubjectReview"),
+        "{resources}"
+    );
+    let (_, code) = curl(
+        s,
+        &[
+            "-H",
+            "Authorization: Bearer alice-token",
+            &url(s, "/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+        ],
+    );
+    assert_eq!(code, 405);
+
+    // A wrong token: 401 with upstream's Status, not anonymous.
+    let (body, code) = curl(
+        s,
+        &[
+            "-H",
+            "Authorization: Bearer wrong-token",
+            &url(s, "/api/v1/namespaces"),
+        ],
+    );
+    assert_eq!((code, body.as_str()), (401, UNAUTHORIZED));
+    let out = kubectl_as(s, home, "wrong-token", &["auth", "whoami"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("Unauthorized"), "{}", text(&out));
+
+    // No credentials: anonymous.
+    let (body, code) = curl(
+        s,
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+            &url(s, "/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+        ],
+    );
+    assert_eq!(code, 201, "{body}");
+    let review: serde_json::Value = serde_json::from_str(&body).expect("review");
+    assert_eq!(
+        review["status"]["userInfo"],
+        serde_json::json!({"username": "system:anonymous", "groups": ["system:unauthenticated"]})
+    );
+
+    // The loopback port keeps its privileged user.
+    let review = s.send_json(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+    );
+    assert_eq!(review.status, 201, "{}", review.body);
+    assert_eq!(
+        review.json()["status"]["userInfo"]["username"],
+        "system:apiserver"
+    );
+
+    malformed_headers(s, home);
+}
+
+/// Malformed Authorization headers: clean answers (upstream's reading: other schemes and
+/// an empty token are no credentials, anything else a token that names no one), and the
+/// server carries on.
+fn malformed_headers(s: &Server, home: &Path) {
+    let namespaces = url(s, "/api/v1/namespaces/default");
+    let with = |header: &str| curl(s, &["-H", header, &namespaces]);
+    for header in [
+        "Authorization: Basic YWxpY2U6cGFzcw==",
+        "Authorization: Bearer",
+        "Authorization: Bearer  alice-token",
+        "Authorization: Negotiate",
+    ] {
+        let (body, code) = with(header);
+        assert_eq!(code, 200, "{header}: {body}");
+    }
+    for header in [
+        "Authorization: Bearer caf\u{e9}-token",
+        "Authorization: Bearer \u{1F600}",
+        "Authorization: Bearer alice-token2",
+        "Authorization: bearer ALICE-TOKEN",
+    ] {
+        let (body, code) = with(header);
+        assert_eq!((code, body.as_str()), (401, UNAUTHORIZED), "{header}");
+    }
+    // Oversized: a 100 KiB token is refused; a 2 MiB header is refused before it is read.
+    // (Headers from a file: one argument may not be that long.)
+    for (size, http) in [
+        (100 * 1024, "--http1.1"),
+        (100 * 1024, "--http2"),
+        (2 << 20, "--http1.1"),
+        (2 << 20, "--http2"),
+    ] {
+        let file = home.join("header");
+        std::fs::write(
+            &file,
+            format!("Authorization: Bearer {}\n", "a".repeat(size)),
+        )
+        .expect("header file");
+        let (body, code) = curl(
+            s,
+            &[http, "-H", &format!("@{}", file.display()), &namespaces],
+        );
+        // HTTP/2 refuses header lists beyond its limit (16 KiB) with 431, or with
+        // REFUSED_STREAM (curl: no status) when they do not even fit its buffer; HTTP/1.1
+        // answers a head beyond its buffer 431 and closes, which curl, still sending, may
+        // see as a reset.
+        assert!(
+            matches!(code, 401 | 431) || (code == 0 && (http == "--http2" || size > 1 << 20)),
+            "{size} bytes over {http}: {code} {body}"
+        );
+        if http == "--http1.1" && size < 1 << 20 {
+            assert_eq!(code, 401, "{size} bytes over {http}");
+        }
+        if code == 401 {
+            assert_eq!(body, UNAUTHORIZED);
+        }
+    }
+    still_serves(s);
+    assert_eq!(s.logged("panicked"), 0);
+}
+
+fn authentication(s: Server, home: tempfile::TempDir) {
+    tokens_and_whoami(&s, home.path());
+}
+
+#[test]
+fn tokens_embedded() {
+    let (home, tokens) = token_file();
+    let file = tokens.display().to_string();
+    let s = start_embedded_with(&["--token-auth-file", &file]);
+    authentication(s, home);
+}
+
+#[test]
+fn tokens_on_etcd() {
+    let (home, tokens) = token_file();
+    let file = tokens.display().to_string();
+    let s = start_on_etcd_with(&["--token-auth-file", &file]);
+    authentication(s, home);
+}
+
+fn anonymous_off(s: Server, home: tempfile::TempDir) {
+    let namespaces = url(&s, "/api/v1/namespaces/default");
+    let version = url(&s, "/version");
+    // No credentials, another scheme, an empty token: 401, on every path.
+    for args in [
+        vec![namespaces.as_str()],
+        vec!["-H", "Authorization: Basic YWxpY2U6cGFzcw==", &namespaces],
+        vec!["-H", "Authorization: Bearer ", &namespaces],
+        vec![version.as_str()],
+    ] {
+        let (body, code) = curl(&s, &args);
+        assert_eq!((code, body.as_str()), (401, UNAUTHORIZED), "{args:?}");
+    }
+    // The admin certificate and a token still work.
+    assert_eq!(
+        s.json(&["auth", "whoami"])["status"]["userInfo"]["username"],
+        "system:admin"
+    );
+    still_serves(&s);
+    assert_eq!(
+        whoami_as(&s, home.path(), "bob-token")["status"]["userInfo"]["username"],
+        "bob"
+    );
+    let (_, code) = curl(
+        &s,
+        &["-H", "Authorization: Bearer alice-token", &namespaces],
+    );
+    assert_eq!(code, 200);
+    // The loopback port is not authenticated.
+    assert_eq!(s.get("/api/v1/namespaces/default").status, 200);
+}
+
+#[test]
+fn anonymous_off_embedded() {
+    let (home, tokens) = token_file();
+    let file = tokens.display().to_string();
+    let s = start_embedded_with(&["--token-auth-file", &file, "--anonymous-auth=false"]);
+    anonymous_off(s, home);
+}
+
+#[test]
+fn anonymous_off_on_etcd() {
+    let (home, tokens) = token_file();
+    let file = tokens.display().to_string();
+    let s = start_on_etcd_with(&["--token-auth-file", &file, "--anonymous-auth=false"]);
+    anonymous_off(s, home);
+}
+
+#[test]
+fn a_bad_token_file_fails_start() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tokens = dir.path().join("tokens.csv");
+    for (content, wanted) in [
+        ("ok,alice,uid\nbroken,line\n", "line 2"),
+        ("tok,\"unterminated,uid\n", "quoted-field"),
+    ] {
+        std::fs::write(&tokens, content).expect("token file");
+        let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+            .arg("--token-auth-file")
+            .arg(&tokens)
+            .args(["--port", "0", "--secure-port"])
+            .arg(test_support::free_port().to_string())
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run apiserver");
+        assert!(!out.status.success());
+        let said = text(&out);
+        assert!(
+            said.contains("tokens.csv") && said.contains(wanted),
+            "{said}"
+        );
+        // Nothing was set up before the refusal.
+        assert!(!dir.path().join("data").exists());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .args([
+            "--token-auth-file",
+            "/nonexistent/tokens.csv",
+            "--port",
+            "0",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run apiserver");
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("/nonexistent/tokens.csv"),
+        "{}",
+        text(&out)
+    );
+}
