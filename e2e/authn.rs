@@ -23,11 +23,7 @@ fn token_file() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    support::output_text(out)
 }
 
 fn ca(s: &Server) -> String {
@@ -336,41 +332,32 @@ fn a_bad_token_file_fails_start() {
         ("tok,\"unterminated,uid\n", "quoted-field"),
     ] {
         std::fs::write(&tokens, content).expect("token file");
-        let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-            .arg("--token-auth-file")
-            .arg(&tokens)
-            .args(["--port", "0", "--secure-port"])
-            .arg(test_support::free_port().to_string())
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run apiserver");
-        assert!(!out.status.success());
-        let said = text(&out);
+        let file = tokens.display().to_string();
+        let port = test_support::free_port().to_string();
+        let said = support::refused_start(
+            dir.path(),
+            &[
+                "--token-auth-file",
+                &file,
+                "--port",
+                "0",
+                "--secure-port",
+                &port,
+            ],
+        );
         assert!(
             said.contains("tokens.csv") && said.contains(wanted),
             "{said}"
         );
-        // Nothing was set up before the refusal.
-        assert!(!dir.path().join("data").exists());
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-        .args([
+    let said = support::refused_start(
+        dir.path(),
+        &[
             "--token-auth-file",
             "/nonexistent/tokens.csv",
             "--port",
             "0",
-        ])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run apiserver");
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("/nonexistent/tokens.csv"),
-        "{}",
-        text(&out)
+        ],
     );
+    assert!(said.contains("/nonexistent/tokens.csv"), "{said}");
 }

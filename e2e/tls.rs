@@ -22,11 +22,7 @@ fn curl(args: &[&str]) -> Output {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    support::output_text(out)
 }
 
 fn url(s: &Server, path: &str) -> String {
@@ -243,23 +239,13 @@ fn restart_keeps_the_ca_on_etcd() {
 #[test]
 fn plain_http_only_on_loopback() {
     let dir = tempfile::tempdir().expect("tmp");
-    let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
-        .args(["--bind-address", "0.0.0.0", "--port"])
-        .arg(test_support::free_port().to_string())
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run apiserver");
-    assert!(!out.status.success());
-    let said = text(&out);
+    let port = test_support::free_port().to_string();
+    let said = support::refused_start(dir.path(), &["--bind-address", "0.0.0.0", "--port", &port]);
     assert!(
         said.contains("--bind-address 0.0.0.0 is not a loopback address")
             && said.contains("--port 0"),
         "{said}"
     );
-    // Nothing was set up before the refusal.
-    assert!(!dir.path().join("data").exists());
 
     // With the plain port off, the secure port may bind every address; the kubeconfig
     // reaches it through loopback.

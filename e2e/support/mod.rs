@@ -337,3 +337,29 @@ fn dechunk(mut body: &str) -> String {
     }
     out
 }
+
+/// stdout then stderr of a finished process, as text.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs the binary with `args` and a data dir under `dir`, which must refuse to start before
+/// it sets anything up (the data dir is never made); returns what it printed.
+pub fn refused_start(dir: &std::path::Path, args: &[&str]) -> String {
+    let data = dir.join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run apiserver");
+    let said = output_text(&out);
+    assert!(!out.status.success(), "started with {args:?}: {said}");
+    assert!(!data.exists(), "set up before refusing: {said}");
+    said
+}

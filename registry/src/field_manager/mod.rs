@@ -59,8 +59,8 @@ fn stripped() -> &'static Set {
 
 /// The fields of one write: the kind's schema, the version written, and the endpoint
 /// (`""`, `status`, `scale`) with the fields it leaves alone.
-pub struct FieldManager<'a> {
-    pub typed: &'a TypedSchema,
+pub struct FieldManager {
+    pub typed: std::sync::Arc<TypedSchema>,
     pub api_version: String,
     pub subresource: &'static str,
     /// Fields this endpoint resets: nobody gains or loses them through it.
@@ -89,7 +89,7 @@ pub fn put_managed(obj: &mut Value, managed: &Managed) {
     }
 }
 
-impl FieldManager<'_> {
+impl FieldManager {
     fn updater(&self) -> Updater<'_> {
         Updater {
             schema: &self.typed.schema,
@@ -229,7 +229,7 @@ impl FieldManager<'_> {
         };
         let applied = match attempt(force) {
             Err(ApplyError::Conflicts(conflicts)) if manager == KUBECTL => {
-                match last_applied::allowed(self.typed, live, &conflicts) {
+                match last_applied::allowed(&self.typed, live, &conflicts) {
                     last_applied::Upgrade::Force => attempt(true),
                     last_applied::Upgrade::Refuse(left) => Err(ApplyError::Conflicts(left)),
                 }

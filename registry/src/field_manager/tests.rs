@@ -4,7 +4,7 @@ use structured_merge::from_openapi::from_document;
 use structured_merge::schema::TypeRef;
 use structured_merge::CompareOptions;
 
-fn typed() -> TypedSchema {
+fn typed() -> std::sync::Arc<TypedSchema> {
     let doc = json!({"definitions": {
         "Deployment": {"type": "object", "properties": {
             "apiVersion": {"type": "string"},
@@ -29,16 +29,16 @@ fn typed() -> TypedSchema {
             "status": {"type": "object", "properties": {"ready": {"type": "integer"}}}
         }}
     }});
-    TypedSchema {
+    std::sync::Arc::new(TypedSchema {
         schema: from_document(&doc).expect("schema"),
         root: TypeRef::named("Deployment"),
         options: CompareOptions::default(),
-    }
+    })
 }
 
-fn manager(typed: &TypedSchema) -> FieldManager<'_> {
+fn manager(typed: &std::sync::Arc<TypedSchema>) -> FieldManager {
     FieldManager {
-        typed,
+        typed: typed.clone(),
         api_version: "apps/v1".into(),
         subresource: "",
         ignored: Set::from_paths([vec![PathElement::field("status")]]),

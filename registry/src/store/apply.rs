@@ -123,8 +123,9 @@ impl Store {
                         name,
                     ));
                 }
-                let (typed, spec) = self.field_manager(endpoint, &[&config]);
-                let mut obj = spec.manager(&typed).apply(None, &config, &manager, force)?;
+                let mut obj = self
+                    .field_manager(endpoint, &[&config])
+                    .apply(None, &config, &manager, force)?;
                 let meta = object::meta_mut(&mut obj);
                 meta.insert("name".into(), json!(name));
                 if let Some(ns) = namespace {
@@ -140,15 +141,13 @@ impl Store {
             }
             let written = self
                 .write_as(namespace, name, how, opts, |current| {
-                    let Some(current) = current else {
-                        return Err(RegistryError::not_found(
-                            &self.info.qualified_resource(),
-                            name,
-                        ));
-                    };
-                    let (typed, spec) = self.field_manager(endpoint, &[current, &config]);
-                    spec.manager(&typed)
-                        .apply(Some(current), &config, &manager, force)
+                    let current = self.existing(current, name)?;
+                    self.field_manager(endpoint, &[current, &config]).apply(
+                        Some(current),
+                        &config,
+                        &manager,
+                        force,
+                    )
                 })
                 .await;
             match written {
@@ -196,14 +195,8 @@ impl Store {
         };
         let (obj, _) = self
             .write_as(namespace, name, how, opts, |current| {
-                let Some(current) = current else {
-                    return Err(RegistryError::not_found(
-                        &self.info.qualified_resource(),
-                        name,
-                    ));
-                };
-                let (typed, spec) = self.field_manager(Endpoint::Scale, &[current, &config]);
-                spec.manager(&typed)
+                let current = self.existing(current, name)?;
+                self.field_manager(Endpoint::Scale, &[current, &config])
                     .apply(Some(current), &config, &manager, force)
             })
             .await?;

@@ -109,14 +109,7 @@ impl Store {
 
     /// The field manager of one write through `endpoint`; `objects` are the values whose
     /// fields an endpoint that writes only part of the object leaves alone.
-    pub(crate) fn field_manager(
-        &self,
-        endpoint: Endpoint,
-        objects: &[&Value],
-    ) -> (
-        std::sync::Arc<crate::field_manager::TypedSchema>,
-        FieldManagerSpec,
-    ) {
+    pub(crate) fn field_manager(&self, endpoint: Endpoint, objects: &[&Value]) -> FieldManager {
         let typed = self
             .fields
             .merge_schema(&self.info.group, &self.info.version, &self.info.kind);
@@ -133,14 +126,12 @@ impl Store {
                 ("scale", all_but(&steps, objects))
             }
         };
-        (
+        FieldManager {
             typed,
-            FieldManagerSpec {
-                api_version: self.info.api_version(),
-                subresource,
-                ignored,
-            },
-        )
+            api_version: self.info.api_version(),
+            subresource,
+            ignored,
+        }
     }
 
     /// Records an update-like write (`live` None: a create) in `new`'s managedFields;
@@ -153,33 +144,11 @@ impl Store {
         requested: Option<Value>,
         opts: &WriteOptions,
     ) {
-        let (typed, spec) = {
+        let manager = {
             let objects: Vec<&Value> = live.into_iter().chain([&*new]).collect();
             self.field_manager(endpoint, &objects)
         };
-        spec.manager(&typed)
-            .update(live, new, requested, self.manager(opts));
-    }
-}
-
-/// What a field manager needs besides the schema (which the caller keeps alive).
-pub(crate) struct FieldManagerSpec {
-    api_version: String,
-    subresource: &'static str,
-    ignored: Set,
-}
-
-impl FieldManagerSpec {
-    pub(crate) fn manager<'a>(
-        self,
-        typed: &'a crate::field_manager::TypedSchema,
-    ) -> FieldManager<'a> {
-        FieldManager {
-            typed,
-            api_version: self.api_version,
-            subresource: self.subresource,
-            ignored: self.ignored,
-        }
+        manager.update(live, new, requested, self.manager(opts));
     }
 }
 

@@ -107,12 +107,7 @@ impl Store {
         };
         let (obj, _) = self
             .write_as(namespace, name, how, opts, |current| {
-                let Some(current) = current else {
-                    return Err(RegistryError::not_found(
-                        &self.info.qualified_resource(),
-                        name,
-                    ));
-                };
+                let current = self.existing(current, name)?;
                 let scale = self.to_scale(current)?;
                 let wanted = match &change {
                     ScaleChange::Replace(scale) => scale.clone(),

@@ -66,15 +66,12 @@ impl Store {
             return Ok(self.apply(namespace, name, body, sub, opts).await?.0);
         }
         let schema = patch::schema_for(&self.info.group, &self.info.kind);
-        let resource = self.info.qualified_resource();
         let (obj, _) = self
-            .write(namespace, name, sub, opts, move |current| match current {
-                Some(current) => {
-                    let mut patched = patch::apply_patch(kind, current, body, schema)?;
-                    self.check_fields(&mut patched, opts, true)?;
-                    Ok(patched)
-                }
-                None => Err(RegistryError::not_found(&resource, name)),
+            .write(namespace, name, sub, opts, move |current| {
+                let current = self.existing(current, name)?;
+                let mut patched = patch::apply_patch(kind, current, body, schema)?;
+                self.check_fields(&mut patched, opts, true)?;
+                Ok(patched)
             })
             .await?;
         Ok(obj)
@@ -411,6 +408,17 @@ fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
             .or_insert_with(|| Value::Object(Default::default()));
     }
     out
+}
+
+impl Store {
+    /// The stored object a write function works on; a write of what is not there is NotFound.
+    pub(crate) fn existing<'a>(
+        &self,
+        current: Option<&'a Object>,
+        name: &str,
+    ) -> Result<&'a Object> {
+        current.ok_or_else(|| RegistryError::not_found(&self.info.qualified_resource(), name))
+    }
 }
 
 /// How a write goes: the part of the object it may change, the endpoint it came through and
