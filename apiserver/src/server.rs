@@ -72,6 +72,9 @@ pub fn router(
         .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))
+        .layer(axum::middleware::from_fn(
+            api::attributes::with_request_info,
+        ))
         .layer(TraceLayer::new_for_http())
 }
 

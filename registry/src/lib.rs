@@ -3,6 +3,7 @@
 //! watch semantics over the storage layer. Knows nothing of HTTP.
 
 pub mod admission;
+pub mod auth;
 pub mod catalogue;
 pub mod cron;
 pub mod default_storage_class;

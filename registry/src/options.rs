@@ -188,6 +188,9 @@ pub struct WriteOptions {
     /// Strict decoding errors the body's decoder found (`duplicate field "spec.replicas"`):
     /// the registry judges them with the unknown fields it finds, listing them first.
     pub decode_errors: Vec<String>,
+    /// The user the write is made by (escalation checks judge it); None for in-process
+    /// writers.
+    pub user: Option<std::sync::Arc<crate::auth::UserInfo>>,
 }
 
 impl WriteOptions {

@@ -2,6 +2,7 @@
 //! served by one generic handler set. Routes are resolved per request from the catalogue, so
 //! resources added while the server runs (custom resources) are served at once.
 
+pub mod attributes;
 mod body;
 mod handlers;
 mod manager;
@@ -19,10 +20,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::Router;
+use axum::{Extension, Router};
 use registry::{Registry, RegistryError};
 use tokio_util::sync::CancellationToken;
 
+use self::attributes::Requested;
 use self::handlers::Request;
 use self::params::Params;
 use crate::discovery;
@@ -87,6 +89,8 @@ struct Incoming {
     query: Vec<(String, String)>,
     headers: HeaderMap,
     body: Body,
+    /// The reading the filters judged (absent only when the router runs without them).
+    requested: Option<Requested>,
 }
 
 /// `/api/...` (LEGACY) and `/apis/...` share one handler.
@@ -95,6 +99,7 @@ async fn dispatch_path<const LEGACY: bool>(
     method: Method,
     Path(path): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
+    requested: Option<Extension<Requested>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -104,6 +109,7 @@ async fn dispatch_path<const LEGACY: bool>(
         query,
         headers,
         body,
+        requested: requested.map(|Extension(r)| r),
     };
     dispatch(api, LEGACY, incoming).await
 }
@@ -115,6 +121,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         query,
         headers,
         body,
+        requested,
     } = incoming;
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
@@ -125,7 +132,13 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         }
     };
     let params = Params(query);
-    let Some(info) = request_info::parse(&method, legacy, &path, params.watch()) else {
+    // Serve exactly what authorization judged.
+    let info = match requested {
+        Some(Requested::Resource(info)) => Some(info),
+        Some(Requested::NonResource { .. }) => None,
+        None => request_info::parse(&method, legacy, &path, params.watch()),
+    };
+    let Some(info) = info else {
         return group_discovery(&api, legacy, &path);
     };
     let Some(store) = api

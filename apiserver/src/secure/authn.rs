@@ -20,7 +20,6 @@
 //! AuthenticatedGroupAdder).
 
 use std::collections::BTreeMap;
-
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
@@ -32,53 +31,17 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 pub use super::tokenfile::{TokenFile, TokenFileError};
 
-pub const ANONYMOUS: &str = "system:anonymous";
-pub const UNAUTHENTICATED: &str = "system:unauthenticated";
-pub const AUTHENTICATED: &str = "system:authenticated";
-pub const APISERVER_USER: &str = "system:apiserver";
-pub const MASTERS: &str = "system:masters";
-/// upstream's user.CredentialIDKey.
-pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
+pub use registry::auth::{
+    UserInfo, ANONYMOUS, APISERVER_USER, AUTHENTICATED, CREDENTIAL_ID, MASTERS, UNAUTHENTICATED,
+};
 
-/// upstream's user.Info.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct UserInfo {
-    pub name: String,
-    pub uid: String,
-    pub groups: Vec<String>,
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    pub fn anonymous() -> Self {
-        Self {
-            name: ANONYMOUS.into(),
-            groups: vec![UNAUTHENTICATED.into()],
-            ..Default::default()
-        }
-    }
-
-    /// The trusted local (plain HTTP, loopback) port's user.
-    pub fn loopback() -> Self {
-        Self {
-            name: APISERVER_USER.into(),
-            groups: vec![MASTERS.into(), AUTHENTICATED.into()],
-            ..Default::default()
-        }
-    }
-
-    pub fn is_anonymous(&self) -> bool {
-        self.name == ANONYMOUS
-    }
-
-    /// The user of a verified client certificate chain (leaf first), or anonymous when there
-    /// is none or its leaf names no one.
-    pub fn from_peer_certificates(chain: Option<&[impl AsRef<[u8]>]>) -> Self {
-        chain
-            .and_then(|c| c.first())
-            .and_then(|leaf| from_certificate(leaf.as_ref()))
-            .unwrap_or_else(Self::anonymous)
-    }
+/// The user of a verified client certificate chain (leaf first), or anonymous when there is
+/// none or its leaf names no one.
+pub fn user_from_peer_certificates(chain: Option<&[impl AsRef<[u8]>]>) -> UserInfo {
+    chain
+        .and_then(|c| c.first())
+        .and_then(|leaf| from_certificate(leaf.as_ref()))
+        .unwrap_or_else(UserInfo::anonymous)
 }
 
 /// upstream's x509 CommonNameUserConversion plus the authenticated group, for a leaf that

@@ -155,17 +155,18 @@ fn the_user_of_a_client_certificate() {
         "{id:?}"
     );
     assert_eq!(
-        UserInfo::from_peer_certificates(Some(std::slice::from_ref(&der))),
+        authn::user_from_peer_certificates(Some(std::slice::from_ref(&der))),
         user
     );
     // No certificate, garbage, or no CN: anonymous.
     assert_eq!(
-        UserInfo::from_peer_certificates(None::<&[Vec<u8>]>),
+        authn::user_from_peer_certificates(None::<&[Vec<u8>]>),
         UserInfo::anonymous()
     );
     assert!(authn::from_certificate(b"garbage").is_none());
     assert!(
-        UserInfo::from_peer_certificates(Some(&[b"\x30\x03\x02\x01\x00".to_vec()])).is_anonymous()
+        authn::user_from_peer_certificates(Some(&[b"\x30\x03\x02\x01\x00".to_vec()]))
+            .is_anonymous()
     );
     let key = rcgen::KeyPair::generate().expect("key");
     let mut params = rcgen::CertificateParams::default();

@@ -24,7 +24,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::authn::{Peer, UserInfo};
+use super::authn::{self, Peer, UserInfo};
 use super::certs::CertError;
 
 /// How long a client has to finish its handshake.
@@ -199,7 +199,7 @@ async fn handshake(
     .await;
     match established {
         Ok(Ok(stream)) => {
-            let user = UserInfo::from_peer_certificates(stream.get_ref().1.peer_certificates());
+            let user = authn::user_from_peer_certificates(stream.get_ref().1.peer_certificates());
             let _ = tx.send((TlsConnection { stream, user }, peer)).await;
         }
         Ok(Err(e)) => debug!(%peer, error = %e, "TLS handshake failed"),
