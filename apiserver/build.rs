@@ -19,6 +19,8 @@ const PROTOS: &[&str] = &[
     "api/autoscaling/v2",
     "api/networking/v1",
     "api/rbac/v1",
+    "api/authentication/v1",
+    "api/authorization/v1",
     "api/coordination/v1",
     "api/events/v1",
     "api/policy/v1",

@@ -6,71 +6,25 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use support::secure::{self, curl_tls as curl, kubectl_with_token, url};
 use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
 
 const TOKENS: &str = "alice-token,alice,uid-alice,\"devs,ops\"\nbob-token,bob,uid-bob\n";
 
 const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
 
-/// A temp dir holding the token file, and the file's path.
 fn token_file() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let path = dir.path().join("tokens.csv");
-    std::fs::write(&path, TOKENS).expect("token file");
-    (dir, path)
+    secure::token_file(TOKENS)
 }
 
 fn text(out: &Output) -> String {
     support::output_text(out)
 }
 
-fn ca(s: &Server) -> String {
-    s.data_dir().join("pki/ca.crt").display().to_string()
-}
-
-fn url(s: &Server, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", s.secure_port)
-}
-
-/// curl verifying the server, with `args`; the body then `\n<code>`.
-fn curl(s: &Server, args: &[&str]) -> (String, u16) {
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "--max-time",
-            "20",
-            "--cacert",
-            &ca(s),
-            "-w",
-            "\n%{http_code}",
-        ])
-        .args(args)
-        .output()
-        .expect("run curl (is it installed?)");
-    let all = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = all.rsplit_once('\n').unwrap_or(("", &all));
-    (body.to_string(), code.trim().parse().unwrap_or(0))
-}
-
-/// kubectl with no kubeconfig but the flags given (a token, the server, the CA).
-fn kubectl_as(s: &Server, home: &Path, token: &str, args: &[&str]) -> Output {
-    let empty = home.join("empty-kubeconfig");
-    std::fs::write(&empty, "").expect("empty kubeconfig");
-    Command::new("kubectl")
-        .arg(format!("--token={token}"))
-        .arg(format!("--server=https://127.0.0.1:{}", s.secure_port))
-        .arg(format!("--certificate-authority={}", ca(s)))
-        .args(args)
-        .env("KUBECONFIG", &empty)
-        .env("HOME", home)
-        .output()
-        .expect("run kubectl")
-}
-
-fn whoami_as(s: &Server, home: &Path, token: &str) -> serde_json::Value {
-    let out = kubectl_as(s, home, token, &["auth", "whoami", "-o", "json"]);
+fn whoami_as(s: &Server, token: &str) -> serde_json::Value {
+    let out = kubectl_with_token(s, token, &["auth", "whoami", "-o", "json"]);
     assert!(out.status.success(), "{}", text(&out));
     serde_json::from_slice(&out.stdout).expect("SelfSubjectReview")
 }
@@ -83,7 +37,7 @@ fn still_serves(s: &Server) {
 
 fn tokens_and_whoami(s: &Server, home: &Path) {
     // A token user: its name, uid and groups, system:authenticated added.
-    let alice = whoami_as(s, home, "alice-token");
+    let alice = whoami_as(s, "alice-token");
     assert_eq!(alice["kind"], "SelfSubjectReview");
     assert_eq!(alice["apiVersion"], "authentication.k8s.io/v1");
     let info = &alice["status"]["userInfo"];
@@ -93,27 +47,31 @@ fn tokens_and_whoami(s: &Server, home: &Path) {
         info["groups"],
         serde_json::json!(["devs", "ops", "system:authenticated"])
     );
-    let bob = whoami_as(s, home, "bob-token");
+    let bob = whoami_as(s, "bob-token");
     assert_eq!(
         bob["status"]["userInfo"]["groups"],
         serde_json::json!(["system:authenticated"])
     );
     // The table kubectl prints by default.
-    let out = kubectl_as(s, home, "alice-token", &["auth", "whoami"]);
+    let out = kubectl_with_token(s, "alice-token", &["auth", "whoami"]);
     let table = text(&out);
     assert!(out.status.success(), "{table}");
     assert!(
         table.contains("alice") && table.contains("devs") && table.contains("uid-alice"),
         "{table}"
     );
-    // The token user reads (no authorization yet).
-    let out = kubectl_as(
+    // The token user is judged as alice: with no binding, RBAC refuses her (403, not 401).
+    let out = kubectl_with_token(
         s,
-        home,
         "alice-token",
         &["get", "namespace", "default", "-o", "name"],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !out.status.success()
+            && text(&out).contains(r#"User "alice" cannot get resource "namespaces""#),
+        "{}",
+        text(&out)
+    );
 
     // The admin kubeconfig: the client certificate's user.
     let admin = s.json(&["auth", "whoami"]);
@@ -129,11 +87,18 @@ fn tokens_and_whoami(s: &Server, home: &Path) {
             .is_some_and(|id| id.starts_with("X509SHA256="))
     );
 
-    // Discovery lists the review; other verbs on it are refused.
+    // Discovery lists the review; other verbs on it are refused: a list is not served (405),
+    // and alice, who may only create reviews (system:basic-user), is not even allowed to ask
+    // (403, as authorization runs before the handler).
     let resources = s.kubectl(&["api-resources", "--api-group=authentication.k8s.io"]);
     assert!(
         resources.contains("selfsubjectreviews") && resources.contains("SelfSubjectReview"),
         "{resources}"
+    );
+    assert_eq!(
+        s.get("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+            .status,
+        405
     );
     let (_, code) = curl(
         s,
@@ -143,7 +108,7 @@ fn tokens_and_whoami(s: &Server, home: &Path) {
             &url(s, "/apis/authentication.k8s.io/v1/selfsubjectreviews"),
         ],
     );
-    assert_eq!(code, 405);
+    assert_eq!(code, 403);
 
     // A wrong token: 401 with upstream's Status, not anonymous.
     let (body, code) = curl(
@@ -155,24 +120,50 @@ fn tokens_and_whoami(s: &Server, home: &Path) {
         ],
     );
     assert_eq!((code, body.as_str()), (401, UNAUTHORIZED));
-    let out = kubectl_as(s, home, "wrong-token", &["auth", "whoami"]);
+    let out = kubectl_with_token(s, "wrong-token", &["auth", "whoami"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("Unauthorized"), "{}", text(&out));
 
-    // No credentials: anonymous.
-    let (body, code) = curl(
-        s,
-        &[
-            "-X",
-            "POST",
-            "-H",
-            "Content-Type: application/json",
-            "-d",
-            r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
-            &url(s, "/apis/authentication.k8s.io/v1/selfsubjectreviews"),
-        ],
+    // No credentials: anonymous, who may not ask who it is (system:basic-user is bound to
+    // system:authenticated only) until a binding lets it.
+    let anonymous_review = || {
+        curl(
+            s,
+            &[
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+                &url(s, "/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+            ],
+        )
+    };
+    let (body, code) = anonymous_review();
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"User \"system:anonymous\" cannot create"#),
+        "{body}"
     );
-    assert_eq!(code, 201, "{body}");
+    s.kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "anonymous-whoami",
+        "--clusterrole=system:basic-user",
+        "--user=system:anonymous",
+    ]);
+    // The RBAC index follows bindings through its watch: a moment.
+    let mut answer = (String::new(), 0);
+    test_support::wait_until(
+        "the binding lets anonymous review",
+        std::time::Duration::from_secs(10),
+        || {
+            answer = anonymous_review();
+            answer.1 == 201
+        },
+    );
+    let body = answer.0;
     let review: serde_json::Value = serde_json::from_str(&body).expect("review");
     assert_eq!(
         review["status"]["userInfo"],
@@ -198,8 +189,10 @@ fn tokens_and_whoami(s: &Server, home: &Path) {
 /// an empty token are no credentials, anything else a token that names no one), and the
 /// server carries on.
 fn malformed_headers(s: &Server, home: &Path) {
-    let namespaces = url(s, "/api/v1/namespaces/default");
-    let with = |header: &str| curl(s, &["-H", header, &namespaces]);
+    // /version: anonymous users may read it (system:public-info-viewer), so 200 says the
+    // request authenticated (as anonymous or alice) and 401 that it did not.
+    let version = url(s, "/version");
+    let with = |header: &str| curl(s, &["-H", header, &version]);
     for header in [
         "Authorization: Basic YWxpY2U6cGFzcw==",
         "Authorization: Bearer",
@@ -232,10 +225,7 @@ fn malformed_headers(s: &Server, home: &Path) {
             format!("Authorization: Bearer {}\n", "a".repeat(size)),
         )
         .expect("header file");
-        let (body, code) = curl(
-            s,
-            &[http, "-H", &format!("@{}", file.display()), &namespaces],
-        );
+        let (body, code) = curl(s, &[http, "-H", &format!("@{}", file.display()), &version]);
         // HTTP/2 refuses header lists beyond its limit (16 KiB) with 431, or with
         // REFUSED_STREAM (curl: no status) when they do not even fit its buffer; HTTP/1.1
         // answers a head beyond its buffer 431 and closes, which curl, still sending, may
@@ -275,7 +265,7 @@ fn tokens_on_etcd() {
     authentication(s, home);
 }
 
-fn anonymous_off(s: Server, home: tempfile::TempDir) {
+fn anonymous_off(s: Server, _home: tempfile::TempDir) {
     let namespaces = url(&s, "/api/v1/namespaces/default");
     let version = url(&s, "/version");
     // No credentials, another scheme, an empty token: 401, on every path.
@@ -295,13 +285,20 @@ fn anonymous_off(s: Server, home: tempfile::TempDir) {
     );
     still_serves(&s);
     assert_eq!(
-        whoami_as(&s, home.path(), "bob-token")["status"]["userInfo"]["username"],
+        whoami_as(&s, "bob-token")["status"]["userInfo"]["username"],
         "bob"
     );
-    let (_, code) = curl(
+    // alice authenticates; RBAC then judges her (no binding: 403, not 401).
+    let (body, code) = curl(
         &s,
         &["-H", "Authorization: Bearer alice-token", &namespaces],
     );
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"User \"alice\" cannot get resource \"namespaces\""#),
+        "{body}"
+    );
+    let (_, code) = curl(&s, &["-H", "Authorization: Bearer alice-token", &version]);
     assert_eq!(code, 200);
     // The loopback port is not authenticated.
     assert_eq!(s.get("/api/v1/namespaces/default").status, 200);

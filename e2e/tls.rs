@@ -120,13 +120,21 @@ fn secure_serving(s: &Server) {
         &url(s, "/api/v1/namespaces/default/configmaps/over-tls"),
     ]);
     assert!(text(&out).ends_with("\n200"), "{}", text(&out));
-    // Without a client certificate: anonymous, and answered (no authorization yet).
+    // Without a client certificate: anonymous, which RBAC lets read the public-info paths
+    // only.
     let out = curl(&[
         "-k",
         "-w",
         "\n%{http_code}",
         &url(s, "/api/v1/namespaces/default/configmaps/over-tls"),
     ]);
+    let answer = text(&out);
+    assert!(
+        answer.ends_with("\n403")
+            && answer.contains(r#"User \"system:anonymous\" cannot get resource \"configmaps\""#),
+        "{answer}"
+    );
+    let out = curl(&["-k", "-w", "\n%{http_code}", &url(s, "/version")]);
     assert!(text(&out).ends_with("\n200"), "{}", text(&out));
 
     // Plain HTTP on the TLS port: 400, as Go's servers answer it.

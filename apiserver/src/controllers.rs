@@ -6,6 +6,7 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use controllers::clusterrole_aggregation::ClusterRoleAggregationController;
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
@@ -168,6 +169,10 @@ async fn run_controllers(
     match ServiceAccountController::new(&informers) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "serviceaccount controller cannot run"),
+    }
+    match ClusterRoleAggregationController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "clusterrole aggregation controller cannot run"),
     }
     if let Some(bundle) = options.root_ca.clone() {
         match RootCaPublisher::new(&informers, bundle) {

@@ -2,6 +2,7 @@
 //! resource through one generic handler set, Table output, watch streams), health, version.
 
 pub mod api;
+pub mod audit;
 pub mod controllers;
 pub mod custom_resources;
 pub mod discovery;

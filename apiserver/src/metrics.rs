@@ -1,7 +1,8 @@
 //! `/metrics`: the server's metrics in the Prometheus text format, under kube-apiserver's
 //! names and labels (`apiserver_request_total`, `apiserver_request_duration_seconds`,
 //! `apiserver_current_inflight_requests`, `apiserver_request_terminations_total`,
-//! `apiserver_storage_objects`, `apiserver_watch_events_total`).
+//! `apiserver_storage_objects`, `apiserver_watch_events_total`), with the controllers'
+//! `workqueue_*` and storage's `etcd_request_duration_seconds` gathered alongside.
 //!
 //! One process-wide set, as upstream's legacy registry: the request filter
 //! ([`crate::limits`]) and the watch streams record into it wherever they run.
@@ -129,6 +130,10 @@ impl Metrics {
                 .register(collector)
                 .expect("metric registered once");
         }
+        // The lower layers' own families: the controllers' work queues and the storage
+        // backend's request latency.
+        controllers::workqueue::register_metrics(&registry).expect("metric registered once");
+        storage::metrics::register_metrics(&registry).expect("metric registered once");
         // Both kinds show from the start, at 0.
         for kind in [RequestKind::ReadOnly, RequestKind::Mutating] {
             inflight.with_label_values(&[kind.as_str()]).set(0);

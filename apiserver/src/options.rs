@@ -74,6 +74,13 @@ pub struct Options {
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub event_ttl: Duration,
 
+    /// Encryption at rest (kube-apiserver's --encryption-provider-config): an
+    /// apiserver.config.k8s.io/v1 EncryptionConfiguration (YAML or JSON) naming the resources
+    /// to encrypt and their providers (aesgcm, aescbc, secretbox, identity); the first
+    /// provider writes, all read. An invalid file fails start.
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// The CIDR Services' cluster IPs are allocated from; its first address is the
     /// `kubernetes` Service's.
     #[arg(long, default_value = "10.96.0.0/12")]
@@ -167,6 +174,48 @@ pub struct Options {
           action = clap::ArgAction::Set)]
     pub anonymous_auth: bool,
 
+    /// The private key (PEM: ECDSA P-256 or RSA) service account tokens are signed with.
+    /// Without it, one is generated once into `<data-dir>/pki/sa.key` and kept.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// Files of PEM public keys, private keys or certificates whose keys verify service
+    /// account tokens (repeatable); the signing key's when none is given.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// The issuer (`iss`) of service account tokens (repeatable): the first issues, every
+    /// one is accepted.
+    #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
+    pub service_account_issuer: Vec<String>,
+
+    /// The audiences of the API: a service account token must name one of them (default:
+    /// the first --service-account-issuer).
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// The longest expiration a TokenRequest gets (longer requests are shortened, with a
+    /// warning); between 1h and 2^32 s. Unset: no cap.
+    #[arg(long, value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Option<Duration>,
+
+    /// Pod-bound tokens with the ServiceAccount admission's expiration (3607 s) live a
+    /// year and are only flagged as stale after it, as upstream's default.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub service_account_extend_token_expiration: bool,
+
+    /// Admission plugins to turn off (comma-separated); `ServiceAccount` is the one that
+    /// can be: pods then get no account defaulted nor token mounted.
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+
+    /// The authorizers every request is judged by, in order (kube-apiserver's
+    /// --authorization-mode): a comma list of RBAC, AlwaysAllow, AlwaysDeny. The first to allow
+    /// or deny decides; members of system:masters are always allowed.
+    #[arg(long, value_delimiter = ',', default_value = "RBAC")]
+    pub authorization_mode: Vec<String>,
+
     /// The most non-mutating requests in flight at once; beyond it requests are answered 429.
     /// Long-running requests (watches, logs, proxy) do not count. 0: no limit.
     #[arg(long, default_value_t = 400)]
@@ -181,6 +230,30 @@ pub struct Options {
     /// own `?timeout=` may shorten it). 0: no timeout.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+
+    /// Write the audit events of the requests --audit-policy-file selects to this file
+    /// (audit.k8s.io/v1 Event JSON, one per line; `-` is standard out).
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// The audit policy (an audit.k8s.io/v1 Policy, YAML or JSON): the first rule a request
+    /// matches sets the level it is logged at. Without it nothing is audited; an invalid
+    /// one fails start.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// The size in megabytes past which the audit log is rotated (renamed with the time, a
+    /// new one started). 0: 100, as upstream's.
+    #[arg(long = "audit-log-maxsize", default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+
+    /// The most rotated audit logs kept (the oldest go first). 0: all.
+    #[arg(long = "audit-log-maxbackup", default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+
+    /// The most days a rotated audit log is kept, by the time in its name. 0: forever.
+    #[arg(long = "audit-log-maxage", default_value_t = 0)]
+    pub audit_log_maxage: u64,
 }
 
 /// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.

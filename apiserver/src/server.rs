@@ -16,6 +16,8 @@ use crate::api::{self, response, Api};
 use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
 use crate::secure::authn::{self, UserInfo};
+use crate::secure::authz::{self, Authorization};
+use crate::secure::impersonation;
 use crate::version;
 
 /// The router on the loopback HTTP port: the trusted local port, whose requests act as
@@ -38,6 +40,7 @@ pub fn router(
     api: Api,
     controllers: Arc<Controllers>,
     openapi: Arc<openapi::OpenApi>,
+    authorization: Authorization,
 ) -> Router {
     let mut router = Router::new().route("/version", get(version::handler));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
@@ -69,9 +72,22 @@ pub fn router(
         .merge(crate::metrics::router(api.registry.clone()))
         .merge(api::router(api))
         .merge(crate::secure::review::router())
+        .merge(crate::secure::access_review::router(authorization.clone()))
         .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))
+        // Outermost first: authentication (the listener's layer, see `secure` and
+        // `loopback`), request info, audit, impersonation, authorization, the handler.
+        .layer(axum::middleware::from_fn_with_state(
+            authorization.clone(),
+            authz::authorize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            authorization.authorizer,
+            impersonation::impersonate,
+        ))
+        // (audit wraps all this, right after authentication: see `crate::audit`, which
+        // reads the request info itself when it is not there yet)
         .layer(axum::middleware::from_fn(
             api::attributes::with_request_info,
         ))
@@ -109,14 +125,24 @@ struct GraphQuery {
     uid: Option<String>,
 }
 
-fn panic_status(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+fn panic_status(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("a request handler panicked");
     let status =
         registry::RegistryError::Internal("the server panicked while handling the request".into())
             .status();
-    (
+    let mut response = (
         StatusCode::INTERNAL_SERVER_ERROR,
         Json(serde_json::to_value(status).unwrap_or_default()),
     )
-        .into_response()
+        .into_response();
+    // For the audit log's Panic stage.
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    response
+        .extensions_mut()
+        .insert(crate::audit::Panicked(message));
+    response
 }

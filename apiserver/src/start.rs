@@ -34,6 +34,14 @@ pub enum StartError {
     Tls(#[from] CertError),
     #[error("authentication: {0}")]
     Authentication(#[from] secure::authn::TokenFileError),
+    #[error("service account tokens: {0}")]
+    ServiceAccountKeys(#[from] secure::service_accounts::KeyError),
+    #[error("--encryption-provider-config: {0}")]
+    Encryption(storage::StorageError),
+    #[error("audit: {0}")]
+    Audit(#[from] crate::audit::AuditError),
+    #[error("--authorization-mode: {0}")]
+    AuthorizationMode(#[from] secure::authz::ModeError),
     #[error(
         "--bind-address {address} is not a loopback address, and plain HTTP (--port {port}) serves \
          without authentication: it is only served on loopback. Pass --port 0 to serve only \
@@ -68,14 +76,27 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         return Err(StartError::NoPort);
     }
     // A bad --token-auth-file fails at once, before anything is set up.
-    let authenticator = Arc::new(secure::authn::Authenticator::from_options(&options)?);
+    let mut authenticator = secure::authn::Authenticator::from_options(&options)?;
+    let auditor = crate::audit::Auditor::from_options(&options)?;
+    let authorization_modes = secure::authz::Mode::parse_list(&options.authorization_mode)?;
+    // A bad --encryption-provider-config too.
+    let encryption = match &options.encryption_provider_config {
+        Some(path) => Some(
+            storage::encryption::EncryptionConfig::load(path).map_err(StartError::Encryption)?,
+        ),
+        None => None,
+    };
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
     let secure = secure::prepare(&options)?;
+    let service_account_tokens = secure::service_accounts::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
     }
-    let root = storage::KvStore::new(backend.clone(), &options.etcd_prefix);
+    let mut root = storage::KvStore::new(backend.clone(), &options.etcd_prefix);
+    if let Some(config) = encryption {
+        root = root.with_encryption(Arc::new(storage::encryption::Routes::new(config)));
+    }
     let registry = registry::Registry::with_config(
         root,
         Arc::new(registry::Catalogue::builtin()),
@@ -89,13 +110,30 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         },
     );
     apiextensions::install(&registry);
+    registry.set_service_account_tokens(service_account_tokens);
+    if !options
+        .disable_admission_plugins
+        .iter()
+        .any(|p| p == "ServiceAccount")
+    {
+        registry.enable_service_account_admission();
+    }
+    authenticator.service_accounts = Some(registry.clone());
+    let authenticator = Arc::new(authenticator);
     registry.set_schemas(crate::openapi::for_validation());
     registry.bootstrap().await?;
     if let Err(e) = crate::storage_class::ensure_default(&registry).await {
         tracing::warn!(error = %e, "could not create the default storage class");
     }
+    // Upstream's rbac/bootstrap-roles post-start hook, finished before anything is served, so
+    // the first request (and readiness) finds the default roles and bindings in place.
+    let rbac = registry::rbac::bootstrap::reconcile(&registry).await?;
+    if !rbac.failures.is_empty() {
+        tracing::error!(failures = ?rbac.failures, "the bootstrap RBAC policy is incomplete");
+    }
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
+    let authorization = start_authorization(&registry, &authorization_modes, &shutdown).await?;
     // One informer per resource for every controller in the process.
     let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
     let controllers = controllers::start(
@@ -212,7 +250,19 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         options.request_timeout,
         api.registry.clone(),
     );
-    let router = limits.layer(server::router(health, api, controllers.clone(), openapi));
+    let router = limits.layer(server::router(
+        health,
+        api,
+        controllers.clone(),
+        openapi,
+        authorization,
+    ));
+    // Audit right after authentication (the listeners' layers), as upstream: it sees the
+    // authenticated user, and requests the in-flight limits refuse.
+    let router = match &auditor {
+        Some(auditor) => auditor.layer(router),
+        None => router,
+    };
     // One stop for both listeners: it fails readiness, ends open watches and stops the
     // controllers, so graceful shutdown does not wait on them.
     let signalled = shutdown.clone();
@@ -229,9 +279,12 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
             let _ = stream.set_nodelay(true);
         });
-        axum::serve(listener, server::loopback(router.clone()))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .await
+        axum::serve(
+            listener,
+            server::loopback(router.clone()).into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await
     };
     let secure_served = async {
         let (Some(listener), Some(secure)) = (tls, &secure) else {
@@ -251,7 +304,38 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         .map_err(StartError::Serve);
     controllers.stopped(Duration::from_secs(5)).await;
     informers.stop().await;
+    if let Some(auditor) = &auditor {
+        auditor.stop().await;
+    }
     served
+}
+
+/// How long start waits for the RBAC authorizer's first list of roles and bindings.
+const RBAC_SYNC: Duration = Duration::from_secs(30);
+
+/// The authorizer chain of `--authorization-mode`, and the RBAC escalation checks on role and
+/// binding writes. RBAC's index runs whatever the modes, as upstream's escalation checks
+/// resolve the writer's rules from RBAC alone; it is in the chain only with mode RBAC.
+async fn start_authorization(
+    registry: &Arc<registry::Registry>,
+    modes: &[secure::authz::Mode],
+    shutdown: &CancellationToken,
+) -> Result<secure::authz::Authorization, StartError> {
+    let rbac = registry::rbac::RbacAuthorizer::new(registry)?;
+    tokio::spawn(rbac.clone().run(shutdown.clone()));
+    if tokio::time::timeout(RBAC_SYNC, rbac.synced())
+        .await
+        .is_err()
+    {
+        tracing::warn!("RBAC roles and bindings not listed yet; serving without them");
+    }
+    let in_chain = modes
+        .contains(&secure::authz::Mode::Rbac)
+        .then(|| rbac.clone() as Arc<dyn registry::auth::Authorizer>);
+    let authorization = secure::authz::Authorization::new(modes, in_chain);
+    registry::rbac::install_escalation_checks(registry, rbac, authorization.authorizer.clone());
+    info!(modes = ?modes, "authorization");
+    Ok(authorization)
 }
 
 async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartError> {

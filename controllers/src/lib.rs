@@ -2,6 +2,7 @@
 //! (no HTTP loopback) through the same informer machinery a client would use.
 pub mod apiextensions;
 pub mod clock;
+pub mod clusterrole_aggregation;
 pub mod controller_utils;
 pub mod cronjob;
 pub mod daemonset;

@@ -8,6 +8,8 @@ mod kubectl;
 mod kubelet;
 /// Reading managedFields (server-side apply) as kubectl shows them.
 pub mod managed;
+/// Token users and curl on the secure port.
+pub mod secure;
 
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;
@@ -187,7 +189,9 @@ fn spawn(
     let kept = logs.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("serving") {
+            // The start's own line (text or JSON), not any line that mentions serving.
+            let serving = line.contains(": serving") || line.contains("\"serving\"");
+            if serving && line.contains("startup_ms") {
                 let _ = tx.send(line.clone());
             }
             if let Ok(mut logs) = kept.lock() {

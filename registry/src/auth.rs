@@ -172,19 +172,20 @@ impl Authorizer for AlwaysAllow {
     }
 }
 
-/// `--authorization-mode=AlwaysDeny`.
+/// `--authorization-mode=AlwaysDeny`: as upstream's, it allows nothing but has no opinion
+/// (a later mode could still allow), and grants no rules.
 pub struct AlwaysDeny;
 
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _: &Attributes) -> Verdict {
-        Verdict::deny("Everything is forbidden.")
+        Verdict {
+            decision: Decision::NoOpinion,
+            reason: "Everything is forbidden.".into(),
+        }
     }
 
     fn rules_for(&self, _: &UserInfo, _: &str) -> Rules {
-        Rules {
-            incomplete: true,
-            ..Default::default()
-        }
+        Rules::default()
     }
 }
 
@@ -281,10 +282,12 @@ mod tests {
             name: "jane".into(),
             ..Default::default()
         };
+        let denied = chain.authorize(&attributes(jane.clone()));
         assert_eq!(
-            chain.authorize(&attributes(jane.clone())).decision,
-            Decision::Deny
+            (denied.decision, denied.reason.as_str()),
+            (Decision::NoOpinion, "Everything is forbidden.")
         );
+        assert!(!denied.allowed());
         let undecided = Chain::new(vec![Arc::new(PrivilegedGroups)]);
         assert_eq!(
             undecided.authorize(&attributes(jane)).decision,

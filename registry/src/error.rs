@@ -198,9 +198,15 @@ pub enum RegistryError {
     },
 }
 
-/// The causes as upstream's aggregate prints them: `field: message`, bracketed when several.
+/// The causes as upstream's aggregate prints them: `field: message`, bracketed when several,
+/// each message once (ErrorList.ToAggregate drops repeats; the details keep them).
 fn summary(causes: &[Cause]) -> String {
-    let messages: Vec<String> = causes.iter().map(Cause::full_message).collect();
+    let mut messages: Vec<String> = Vec::with_capacity(causes.len());
+    for message in causes.iter().map(Cause::full_message) {
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
+    }
     match messages.len() {
         1 => messages[0].clone(),
         _ => format!("[{}]", messages.join(", ")),
@@ -269,6 +275,7 @@ impl RegistryError {
                 Err(other) => Self::Internal(other.to_string()),
             },
             StorageError::Internal(message) => Self::Internal(message),
+            StorageError::EncryptionConfig(message) => Self::Internal(message),
         }
     }
 
@@ -450,6 +457,26 @@ mod tests {
             .is_some_and(|m| m
                 .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value")));
         assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    }
+
+    #[test]
+    fn invalid_message_names_a_repeated_cause_once() {
+        let verbs = Cause::required("rules[0].verbs");
+        let name = Cause::required("roleRef.name");
+        let err = RegistryError::invalid(
+            &Qualified::new("rbac.authorization.k8s.io", "Role"),
+            "r",
+            vec![verbs.clone(), name, verbs],
+        );
+        let status = serde_json::to_value(err.status()).expect("json");
+        assert_eq!(
+            status["message"],
+            "Role.rbac.authorization.k8s.io \"r\" is invalid: [rules[0].verbs: Required value, roleRef.name: Required value]"
+        );
+        assert_eq!(
+            status["details"]["causes"].as_array().map(Vec::len),
+            Some(3)
+        );
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct Registry {
     fields: Arc<FieldSchemas>,
     /// What the server's flags decide about built-in kinds (the event ttl).
     strategies: StrategyConfig,
+    /// The keys and rules of service account tokens, once the server gives them.
+    pub(crate) service_account_tokens: std::sync::OnceLock<Arc<crate::serviceaccount::TokenConfig>>,
+    /// Whether pod creates pass the ServiceAccount admission.
+    pub(crate) service_account_admission: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -58,6 +62,8 @@ impl Registry {
             .lookup("", "v1", "namespaces")
             .map(|r| r.storage_path.clone())
             .unwrap_or_else(|| "/namespaces".into());
+        // Before the cache first reads it, so encrypted values read back.
+        root.route_resource(&namespaces_path, "", "namespaces");
         let namespaces = Arc::new(Cacher::new(
             root.clone(),
             &format!("{namespaces_path}/"),
@@ -73,6 +79,8 @@ impl Registry {
             changes: tokio::sync::watch::Sender::new(0),
             fields: Arc::default(),
             strategies,
+            service_account_tokens: std::sync::OnceLock::new(),
+            service_account_admission: std::sync::atomic::AtomicBool::new(false),
         });
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
@@ -116,7 +124,7 @@ impl Registry {
         &self.root
     }
 
-    fn cache_for(&self, path: &str) -> Arc<Cacher> {
+    pub(crate) fn cache_for(&self, path: &str) -> Arc<Cacher> {
         if let Some(c) = self.caches.read().ok().and_then(|c| c.get(path).cloned()) {
             return c;
         }
@@ -141,6 +149,10 @@ impl Registry {
 
     /// Creates (or replaces) the Store of a resource whose Strategy is not a built-in one.
     pub fn install_with(&self, info: Arc<ResourceInfo>, strategy: Box<dyn Strategy>) -> Arc<Store> {
+        // Storage learns whose keys these are before the watch cache first reads them, so
+        // they are encrypted at rest as configured for the resource.
+        self.root
+            .route_resource(&info.storage_path, &info.group, &info.plural);
         let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
         let mut store = Store::new(info.clone(), strategy, cache, self.admission.clone())
             .with_field_schemas(self.fields.clone());
@@ -151,6 +163,11 @@ impl Registry {
         }
         if info.group.is_empty() && info.kind == "PersistentVolumeClaim" {
             store = store.with_hooks(self.default_storage_class());
+        }
+        if info.group.is_empty() && info.kind == "Pod" {
+            if let Some(admission) = self.service_account_admission_hook() {
+                store = store.with_hooks(admission);
+            }
         }
         let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());

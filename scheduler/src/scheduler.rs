@@ -108,7 +108,7 @@ impl Scheduler {
             class_informer: informers.informer("storage.k8s.io", "v1", "storageclasses")?,
             recorder: EventRecorder::new(informers.registry().clone(), DEFAULT_SCHEDULER_NAME),
             cache: Mutex::new(Cache::default()),
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter(""),
             unschedulable: Mutex::new(HashMap::new()),
             pod_store,
             config,

@@ -46,6 +46,10 @@ pub enum StorageError {
 
     #[error("storage internal error: {0}")]
     Internal(String),
+
+    /// `--encryption-provider-config` is unreadable or invalid (upstream's messages).
+    #[error("{0}")]
+    EncryptionConfig(String),
 }
 
 impl StorageError {

@@ -6,6 +6,8 @@
 //!   compare-and-swap and paging, built once over any backend.
 //! - [`Cacher`]: the watch cache, one backend watch per resource prefix fanned out to every
 //!   watcher, serving `resourceVersion=0` lists and bookmarks.
+//! - [`encryption`]: values encrypted at rest per resource (`--encryption-provider-config`),
+//!   transformed by the [`KvStore`] so backends hold ciphertext and the cache plaintext.
 //!
 //! Storage knows nothing of Kubernetes objects beyond one hook: where a value keeps its UID,
 //! for UID preconditions.
@@ -14,8 +16,10 @@ pub mod backend;
 pub mod cacher;
 mod compactor;
 pub mod embedded;
+pub mod encryption;
 mod error;
 mod interface;
+pub mod metrics;
 pub mod store;
 mod types;
 

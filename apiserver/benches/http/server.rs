@@ -75,12 +75,13 @@ pub async fn start() -> Server {
     let serving = tokio::spawn(async move {
         axum::serve(
             listener,
-            apiserver::server::router(
+            apiserver::server::loopback(apiserver::server::router(
                 health,
                 api,
                 Default::default(),
                 Arc::new(openapi::OpenApi::new(Vec::new())),
-            ),
+                apiserver::secure::authz::Authorization::always_allow(),
+            )),
         )
         .with_graceful_shutdown(stop.cancelled_owned())
         .await

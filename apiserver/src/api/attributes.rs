@@ -90,14 +90,17 @@ fn watch_param(query: &str) -> bool {
         .is_some_and(|(_, value)| matches!(decode(value).as_str(), "true" | "1"))
 }
 
-/// Puts the request's [`Requested`] into its extensions.
+/// Puts the request's [`Requested`] into its extensions, unless an outer filter (audit) has
+/// already read it.
 pub async fn with_request_info(mut request: Request, next: Next) -> Response {
-    let requested = Requested::read(
-        request.method(),
-        request.uri().path(),
-        request.uri().query(),
-    );
-    request.extensions_mut().insert(requested);
+    if request.extensions().get::<Requested>().is_none() {
+        let requested = Requested::read(
+            request.method(),
+            request.uri().path(),
+            request.uri().query(),
+        );
+        request.extensions_mut().insert(requested);
+    }
     next.run(request).await
 }
 

@@ -31,6 +31,18 @@ pub struct Request {
     pub params: Params,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// Who makes the request: writes carry it to the registry (escalation checks judge it).
+    pub user: Option<Arc<registry::auth::UserInfo>>,
+}
+
+/// The write options of a request, with its user.
+fn write_options_of(
+    req: &Request,
+    patch: Option<PatchType>,
+) -> Result<WriteOptions, RegistryError> {
+    let mut write = write_options(&req.params, &req.headers, patch)?;
+    write.user = req.user.clone();
+    Ok(write)
 }
 
 fn method_not_allowed() -> RegistryError {
@@ -116,13 +128,13 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             ))
         }
         Verb::Create => {
-            let mut write = write_options(&req.params, &req.headers, None)?;
+            let mut write = write_options_of(&req, None)?;
             let obj = body(&req, &mut write)?;
             let obj = store.create(ns, obj, &write).await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
         Verb::Update => {
-            let mut write = write_options(&req.params, &req.headers, None)?;
+            let mut write = write_options_of(&req, None)?;
             let obj = body(&req, &mut write)?;
             let (obj, created) = store
                 .update(ns, name, obj, Subresource::Main, &write)
@@ -136,7 +148,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         }
         Verb::Patch => {
             let kind = patch_type(&req.headers)?;
-            let mut write = write_options(&req.params, &req.headers, Some(kind))?;
+            let mut write = write_options_of(&req, Some(kind))?;
             patch_body(&req, &mut write)?;
             if kind == PatchType::Apply {
                 let (obj, created) = store
@@ -222,7 +234,7 @@ async fn subresource(
         Some(Verb::Patch) => Some(patch_type(&req.headers)?),
         _ => None,
     };
-    let mut write = write_options(&req.params, &req.headers, patch_kind)?;
+    let mut write = write_options_of(req, patch_kind)?;
     let part = match sub {
         "status" => Subresource::Status,
         "finalize" => Subresource::Finalize,
@@ -273,6 +285,22 @@ async fn subresource(
             let status =
                 serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
             return Ok(response::encoded(code, &status, format, false));
+        }
+        "token" => {
+            if verb != Some(Verb::Create) {
+                return Err(method_not_allowed());
+            }
+            let request = body(req, &mut write)?;
+            let issued = req
+                .registry
+                .create_token(ns, name, &request, &write)
+                .await?;
+            return Ok(response::encoded(
+                StatusCode::CREATED,
+                &issued,
+                format,
+                false,
+            ));
         }
         "log" => {
             if verb != Some(Verb::Get) {

@@ -3,12 +3,12 @@
 //! resources added while the server runs (custom resources) are served at once.
 
 pub mod attributes;
-mod body;
+pub(crate) mod body;
 mod handlers;
 mod manager;
 mod params;
 mod path;
-mod protobuf;
+pub(crate) mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod response;
 mod watch;
@@ -21,6 +21,7 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::{Extension, Router};
+use registry::auth::UserInfo;
 use registry::{Registry, RegistryError};
 use tokio_util::sync::CancellationToken;
 
@@ -91,6 +92,8 @@ struct Incoming {
     body: Body,
     /// The reading the filters judged (absent only when the router runs without them).
     requested: Option<Requested>,
+    /// Who the request acts as (authentication's or impersonation's user).
+    user: Option<Arc<UserInfo>>,
 }
 
 /// `/api/...` (LEGACY) and `/apis/...` share one handler.
@@ -99,7 +102,8 @@ async fn dispatch_path<const LEGACY: bool>(
     method: Method,
     Path(path): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
-    requested: Option<Extension<Requested>>,
+    // What the filters read and who they let in, as one extractor.
+    (requested, user): (Option<Extension<Requested>>, Option<Extension<UserInfo>>),
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -110,6 +114,7 @@ async fn dispatch_path<const LEGACY: bool>(
         headers,
         body,
         requested: requested.map(|Extension(r)| r),
+        user: user.map(|Extension(u)| Arc::new(u)),
     };
     dispatch(api, LEGACY, incoming).await
 }
@@ -122,6 +127,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         headers,
         body,
         requested,
+        user,
     } = incoming;
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
@@ -154,6 +160,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         params,
         headers,
         body,
+        user,
     };
     handlers::serve(store, request).await
 }

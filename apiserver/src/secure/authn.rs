@@ -6,9 +6,12 @@
 //!   `authentication.kubernetes.io/credential-id: X509SHA256=<fingerprint>` in extra. A
 //!   certificate with an empty CN authenticates no one (anonymous, as upstream).
 //! - A `Authorization: Bearer <token>` header names a user of `--token-auth-file` (upstream's
-//!   static token file, [`TokenFile`]). A bearer token that names no one is 401: it does not
-//!   fall back to anonymous (upstream's union.NewFailOnError). Other schemes and an empty
-//!   token are no credentials, as upstream's bearer-token authenticator treats them.
+//!   static token file, [`TokenFile`]), else is a service account JWT the registry issued
+//!   (upstream's ServiceAccount token authenticator: signature, issuer, audience, expiry,
+//!   and the account and bound object still there). A bearer token that names no one is
+//!   401: it does not fall back to anonymous (upstream's union.NewFailOnError). Other
+//!   schemes and an empty token are no credentials, as upstream's bearer-token
+//!   authenticator treats them.
 //! - A TLS request with no credentials is `system:anonymous` in `system:unauthenticated`
 //!   (upstream's anonymous authenticator), or 401 with `--anonymous-auth=false`.
 //! - Plain HTTP, served only on loopback, is the trusted local port: its requests act as
@@ -87,12 +90,25 @@ pub struct Peer {
 }
 
 /// The authenticators of the secure port, in upstream's order: x509 (done at the handshake),
-/// bearer tokens, anonymous.
-#[derive(Debug, Clone)]
+/// bearer tokens (static, then service account JWTs), anonymous.
+#[derive(Clone)]
 pub struct Authenticator {
     pub tokens: TokenFile,
     /// `--anonymous-auth`: requests without credentials are `system:anonymous`.
     pub anonymous: bool,
+    /// Where service account tokens are verified and their accounts looked up; None: no
+    /// service account tokens.
+    pub service_accounts: Option<Arc<registry::Registry>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("tokens", &self.tokens)
+            .field("anonymous", &self.anonymous)
+            .field("service_accounts", &self.service_accounts.is_some())
+            .finish()
+    }
 }
 
 impl Default for Authenticator {
@@ -100,6 +116,7 @@ impl Default for Authenticator {
         Self {
             tokens: TokenFile::default(),
             anonymous: true,
+            service_accounts: None,
         }
     }
 }
@@ -173,13 +190,14 @@ impl Authenticator {
         Ok(Self {
             tokens,
             anonymous: options.anonymous_auth,
+            service_accounts: None,
         })
     }
 
     /// The user of a request over TLS: `connection` is the x509 authenticator's answer (the
     /// connection's user; anonymous when its certificate authenticated no one), `header` the
     /// request's Authorization header.
-    pub fn authenticate(
+    pub async fn authenticate(
         &self,
         connection: Option<&UserInfo>,
         header: Option<&[u8]>,
@@ -194,20 +212,41 @@ impl Authenticator {
             });
         }
         match bearer(header) {
-            Bearer::Token(token) => match self.tokens.user(token) {
-                Some(user) => Ok(Authenticated {
-                    user: with_authenticated_group(user.clone()),
+            Bearer::Token(token) => {
+                let user = match self.tokens.user(token) {
+                    Some(user) => user.clone(),
+                    None => self
+                        .service_account_user(token)
+                        .await
+                        .ok_or(Refusal::InvalidToken)?,
+                };
+                Ok(Authenticated {
+                    user: with_authenticated_group(user),
                     by_token: true,
                     space_before_token: false,
-                }),
-                None => Err(Refusal::InvalidToken),
-            },
+                })
+            }
             Bearer::None { space_before_token } if self.anonymous => Ok(Authenticated {
                 user: UserInfo::anonymous(),
                 by_token: false,
                 space_before_token,
             }),
             Bearer::None { .. } => Err(Refusal::NoCredentials),
+        }
+    }
+}
+
+impl Authenticator {
+    /// The user of a service account token, if `token` is a good one.
+    async fn service_account_user(&self, token: &[u8]) -> Option<UserInfo> {
+        let registry = self.service_accounts.as_ref()?;
+        let token = std::str::from_utf8(token).ok()?;
+        match registry.authenticate_service_account_token(token).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::debug!(error = %e, "service account token refused");
+                None
+            }
         }
     }
 }
@@ -254,7 +293,7 @@ pub async fn authenticate(
         .headers()
         .get(header::AUTHORIZATION)
         .map(|h| h.as_bytes());
-    match authenticator.authenticate(connection, header) {
+    match authenticator.authenticate(connection, header).await {
         Ok(authenticated) => {
             if authenticated.by_token {
                 // As upstream: nothing after authentication sees the token.

@@ -8,11 +8,23 @@ fn authenticator(anonymous: bool) -> Authenticator {
     Authenticator {
         tokens: TokenFile::parse(FILE).expect("token file"),
         anonymous,
+        service_accounts: None,
+    }
+}
+
+impl Authenticator {
+    /// Without a registry nothing awaits anything: the authentication completes at once.
+    fn authenticate_now(
+        &self,
+        connection: Option<&UserInfo>,
+        header: Option<&[u8]>,
+    ) -> Result<Authenticated, Refusal> {
+        futures::executor::block_on(self.authenticate(connection, header))
     }
 }
 
 fn with(header: &[u8]) -> Result<Authenticated, Refusal> {
-    authenticator(true).authenticate(Some(&UserInfo::anonymous()), Some(header))
+    authenticator(true).authenticate_now(Some(&UserInfo::anonymous()), Some(header))
 }
 
 fn user(header: &[u8]) -> Result<UserInfo, Refusal> {
@@ -55,14 +67,15 @@ fn groups_already_there_are_not_repeated() {
     let authn = Authenticator {
         tokens,
         anonymous: true,
+        service_accounts: None,
     };
     let u1 = authn
-        .authenticate(None, Some(b"Bearer a"))
+        .authenticate_now(None, Some(b"Bearer a"))
         .expect("u1")
         .user;
     assert_eq!(u1.groups, [AUTHENTICATED]);
     let u2 = authn
-        .authenticate(None, Some(b"Bearer b"))
+        .authenticate_now(None, Some(b"Bearer b"))
         .expect("u2")
         .user;
     assert_eq!(u2.groups, [UNAUTHENTICATED]);
@@ -80,7 +93,7 @@ fn a_bad_token_is_refused_not_anonymous() {
         b"Bearer \x00",
     ] {
         assert_eq!(user(header), Err(Refusal::InvalidToken), "{header:?}");
-        let off = authenticator(false).authenticate(None, Some(header));
+        let off = authenticator(false).authenticate_now(None, Some(header));
         assert_eq!(off.map(|a| a.user), Err(Refusal::InvalidToken));
     }
     // Oversized: refused without being looked up.
@@ -110,9 +123,9 @@ fn no_credentials_are_anonymous_or_refused() {
         Some(b"Token secret-token"),
         Some(b"\xff\xfe secret-token"),
     ] {
-        let got = authenticator(true).authenticate(None, header);
+        let got = authenticator(true).authenticate_now(None, header);
         assert_eq!(got.map(|a| a.user), Ok(UserInfo::anonymous()), "{header:?}");
-        let got = authenticator(false).authenticate(None, header);
+        let got = authenticator(false).authenticate_now(None, header);
         assert_eq!(got, Err(Refusal::NoCredentials), "{header:?}");
     }
     // An empty token before something else: no credentials, with upstream's warning.
@@ -135,14 +148,14 @@ fn the_client_certificate_comes_first() {
             Some(&b"Bearer wrong"[..]),
             Some(b"Bearer secret-token"),
         ] {
-            let got = authn.authenticate(Some(&admin), header).expect("admin");
+            let got = authn.authenticate_now(Some(&admin), header).expect("admin");
             assert_eq!(got.user, admin);
             assert!(!got.by_token);
         }
     }
     // A connection whose certificate named no one is anonymous: the token decides.
     let got = authenticator(false)
-        .authenticate(Some(&UserInfo::anonymous()), Some(b"Bearer secret-token"))
+        .authenticate_now(Some(&UserInfo::anonymous()), Some(b"Bearer secret-token"))
         .expect("alice");
     assert_eq!(got.user.name, "alice");
 }

@@ -1,9 +1,13 @@
 //! Secure serving (kube-apiserver's --secure-port): HTTPS with rustls, the server's own PKI
 //! when no certificate is given, and authentication of the requests that come over it.
 
+pub mod access_review;
 pub mod authn;
+pub mod authz;
 pub mod certs;
+pub mod impersonation;
 pub mod review;
+pub mod service_accounts;
 pub mod tls;
 pub mod tokenfile;
 

@@ -34,35 +34,40 @@ pub fn router() -> Router {
 pub fn with_reviews(resources: &[Arc<ResourceInfo>]) -> Vec<Arc<ResourceInfo>> {
     let mut all = resources.to_vec();
     all.push(resource_info());
+    all.extend(super::access_review::resource_infos());
     all
 }
 
 /// The review as discovery lists it: cluster-scoped, create only.
 pub fn resource_info() -> Arc<ResourceInfo> {
     static INFO: OnceLock<Arc<ResourceInfo>> = OnceLock::new();
-    INFO.get_or_init(|| {
-        Arc::new(ResourceInfo {
-            group: GROUP.into(),
-            version: VERSION.into(),
-            kind: KIND.into(),
-            list_kind: format!("{KIND}List"),
-            plural: PLURAL.into(),
-            singular: "selfsubjectreview".into(),
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            namespaced: false,
-            verbs: vec!["create".into()],
-            status_subresource: false,
-            scale: None,
-            other_subresources: Vec::new(),
-            default_gc_policy: GcPolicy::Unsupported,
-            columns: Vec::new(),
-            field_selectors: Vec::new(),
-            has_generation: false,
-            storage_path: String::new(),
-        })
-    })
-    .clone()
+    INFO.get_or_init(|| Arc::new(create_only(GROUP, VERSION, KIND, false)))
+        .clone()
+}
+
+/// A review kind as discovery lists it: nothing stored, create its only verb.
+pub fn create_only(group: &str, version: &str, kind: &str, namespaced: bool) -> ResourceInfo {
+    let singular = kind.to_ascii_lowercase();
+    ResourceInfo {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        plural: format!("{singular}s"),
+        singular,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        namespaced,
+        verbs: vec!["create".into()],
+        status_subresource: false,
+        scale: None,
+        other_subresources: Vec::new(),
+        default_gc_policy: GcPolicy::Unsupported,
+        columns: Vec::new(),
+        field_selectors: Vec::new(),
+        has_generation: false,
+        storage_path: String::new(),
+    }
 }
 
 async fn create(

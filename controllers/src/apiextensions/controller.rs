@@ -56,7 +56,7 @@ impl DefinitionController {
             definitions,
             installer,
             informer,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("crd_naming_condition_controller"),
             serving: tokio::sync::watch::Sender::new(false),
         }))
     }

@@ -55,7 +55,7 @@ impl CronJobController {
             recorder: EventRecorder::new(registry.clone(), COMPONENT),
             cronjobs,
             jobs,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("cronjob"),
             config,
         }))
     }

@@ -60,7 +60,7 @@ impl DaemonSetController {
             recorder,
             expectations: Expectations::new(),
             failed_backoff: FailedPodsBackoff::new(initial, max),
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("daemonset"),
             ds_store,
             pod_store,
             revision_store,

@@ -45,7 +45,7 @@ impl DeploymentController {
             rs_informer: informers.informer_for(&replica_sets),
             pod_informer: informers.informer("", "v1", "pods")?,
             recorder: EventRecorder::new(informers.registry().clone(), "deployment-controller"),
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("deployment"),
             deployments,
             replica_sets,
             config,

@@ -81,7 +81,7 @@ impl DisruptionController {
                 replication_controllers: informers.informer("", "v1", "replicationcontrollers")?,
                 stateful_sets: informers.informer("apps", "v1", "statefulsets")?,
             },
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("disruption"),
             recorder: EventRecorder::new(informers.registry().clone(), "controllermanager"),
             config,
         }))

@@ -65,7 +65,7 @@ impl EndpointsController {
             pods: informers.informer("", "v1", "pods")?,
             endpoints: informers.informer_for(&store),
             store,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("endpoint"),
             config,
         }))
     }

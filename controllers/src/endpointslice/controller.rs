@@ -74,7 +74,7 @@ impl EndpointSliceController {
             pods: informers.informer("", "v1", "pods")?,
             slices: informers.informer_for(&slices_store),
             slices_store,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("endpoint_slice"),
             written: Mutex::default(),
             config,
         }))

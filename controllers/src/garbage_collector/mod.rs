@@ -106,15 +106,15 @@ impl GarbageCollector {
     /// A collector whose monitors subscribe to `informers`' shared informers.
     pub fn new(informers: Arc<InformerFactory>, config: GcConfig) -> Arc<Self> {
         let registry = informers.registry().clone();
-        let queue = || {
-            RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-                config.retry_base,
-                config.retry_max,
-            ))
+        let queue = |name| {
+            RateLimitingQueue::new(
+                name,
+                ItemExponentialFailureRateLimiter::new(config.retry_base, config.retry_max),
+            )
         };
         let (builder, graph_changes) = GraphBuilder::new(
-            queue(),
-            queue(),
+            queue("garbage_collector_attempt_to_delete"),
+            queue("garbage_collector_attempt_to_orphan"),
             AbsentOwnerCache::new(config.absent_owner_cache_size),
             EventRecorder::new(registry.clone(), "garbage-collector-controller"),
         );

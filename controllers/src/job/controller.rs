@@ -79,7 +79,7 @@ impl JobController {
             recorder,
             jobs,
             pods,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("job"),
             expectations: Expectations::new(),
             finalizer_expectations: Mutex::new(HashMap::new()),
             backoff: BackoffStore::default(),

@@ -58,7 +58,7 @@ impl NamespaceController {
         };
         Ok(Arc::new(Self {
             informer,
-            queue: RateLimitingQueue::new(limiter),
+            queue: RateLimitingQueue::new("namespace", limiter),
             deleter: NamespacedResourcesDeleter::new(registry, namespaces, content),
             config,
         }))

@@ -64,7 +64,7 @@ impl NodeLifecycleController {
             recorder: EventRecorder::new(informers.registry().clone(), "node-controller"),
             nodes,
             config,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("node_lifecycle_controller"),
         }))
     }
 

@@ -54,7 +54,7 @@ impl TaintEvictionController {
                 "node-controller",
             )),
             pods,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("noexec_taint_pod"),
         }))
     }
 

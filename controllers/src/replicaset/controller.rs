@@ -86,7 +86,7 @@ impl ReplicaSetController {
             pod_control: PodControl::new(pod_store.clone(), recorder),
             pod_store,
             expectations: Expectations::new(),
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("replicaset"),
         }))
     }
 

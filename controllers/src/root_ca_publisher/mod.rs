@@ -56,7 +56,7 @@ impl RootCaPublisher {
             config_maps: informers.informer_for(&store),
             store,
             bundle,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("root_ca_cert_publisher"),
         }))
     }
 

@@ -45,7 +45,7 @@ impl ServiceAccountController {
             namespaces: informers.informer("", "v1", "namespaces")?,
             accounts: informers.informer_for(&store),
             store,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("serviceaccount"),
         }))
     }
 

@@ -51,7 +51,7 @@ impl StatefulSetController {
                 claims,
                 recorder,
             },
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("statefulset"),
             sets,
             config,
         }))

@@ -78,7 +78,7 @@ impl TtlAfterFinishedController {
         Ok(Arc::new(Self {
             informer: informers.informer_for(&jobs),
             jobs,
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("ttl_jobs_to_delete"),
             config,
         }))
     }

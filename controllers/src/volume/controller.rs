@@ -60,7 +60,7 @@ impl PersistentVolumeController {
             claim_store,
             volume_store,
             recorder: EventRecorder::new(registry.clone(), "persistentvolume-controller"),
-            queue: RateLimitingQueue::with_default_rate_limiter(),
+            queue: RateLimitingQueue::with_default_rate_limiter("volumes"),
         }))
     }
 

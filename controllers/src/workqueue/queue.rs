@@ -5,9 +5,11 @@
 use std::collections::{HashSet, VecDeque};
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::sync::Notify;
+
+use super::metrics::{self, InFlight, QueueMetrics};
 
 struct State<T> {
     queue: VecDeque<T>,
@@ -16,6 +18,8 @@ struct State<T> {
     /// Items handed out and not yet `done`.
     processing: HashSet<T>,
     shutting_down: bool,
+    /// None for an unnamed queue.
+    metrics: Option<QueueMetrics<T>>,
 }
 
 struct Inner<T> {
@@ -43,18 +47,31 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Default for Queue<T> {
 }
 
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
+    /// A queue without metrics.
     pub fn new() -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                state: Mutex::new(State {
-                    queue: VecDeque::new(),
-                    dirty: HashSet::new(),
-                    processing: HashSet::new(),
-                    shutting_down: false,
-                }),
-                ready: Notify::new(),
+        Self::named("")
+    }
+
+    /// A queue whose metrics carry `name` (upstream's queue config Name); an empty name
+    /// records none.
+    pub fn named(name: &str) -> Self {
+        let metrics = QueueMetrics::new(name);
+        let named = metrics.is_some();
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                dirty: HashSet::new(),
+                processing: HashSet::new(),
+                shutting_down: false,
+                metrics,
             }),
+            ready: Notify::new(),
+        });
+        if named {
+            let weak: Weak<dyn InFlight> = Arc::downgrade(&inner) as _;
+            metrics::track(weak);
         }
+        Self { inner }
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -66,6 +83,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
         let mut state = self.lock();
         if state.shutting_down || state.dirty.contains(&item) {
             return;
+        }
+        if let Some(m) = state.metrics.as_mut() {
+            m.add(&item);
         }
         state.dirty.insert(item.clone());
         if state.processing.contains(&item) {
@@ -97,6 +117,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
                     return None;
                 }
                 if let Some(item) = state.queue.pop_front() {
+                    if let Some(m) = state.metrics.as_mut() {
+                        m.get(&item);
+                    }
                     state.dirty.remove(&item);
                     state.processing.insert(item.clone());
                     return Some(item);
@@ -109,6 +132,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
     /// Ends the processing of `item`; if it was added meanwhile it is queued again.
     pub fn done(&self, item: &T) {
         let mut state = self.lock();
+        if let Some(m) = state.metrics.as_mut() {
+            m.done(item);
+        }
         state.processing.remove(item);
         if state.dirty.contains(item) && !state.shutting_down {
             state.queue.push_back(item.clone());
@@ -120,12 +146,49 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> Queue<T> {
     /// ignored. Unlike upstream, queued items are not drained: controllers stop when they lose
     /// leadership, and acting on more items after that would race the new leader.
     pub fn shut_down(&self) {
-        self.lock().shutting_down = true;
+        let mut state = self.lock();
+        if !state.shutting_down {
+            state.shutting_down = true;
+            let pending = state.dirty.len();
+            if let Some(m) = state.metrics.as_mut() {
+                m.abandon(pending);
+            }
+        }
+        drop(state);
         self.inner.ready.notify_waiters();
+    }
+
+    /// Counts a retry (a delayed or rate-limited add) in `workqueue_retries_total`.
+    pub(super) fn count_retry(&self) {
+        if let Some(m) = self.lock().metrics.as_ref() {
+            m.retry();
+        }
     }
 
     pub fn is_shutting_down(&self) -> bool {
         self.lock().shutting_down
+    }
+}
+
+impl<T: Send> InFlight for Inner<T> {
+    fn update_in_flight(&self) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = state.metrics.as_ref() {
+            m.update_in_flight();
+        }
+    }
+}
+
+impl<T> Drop for Inner<T> {
+    /// A queue dropped without shutting down takes its pending items out of the depth.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if !state.shutting_down {
+            let pending = state.dirty.len();
+            if let Some(m) = state.metrics.as_mut() {
+                m.abandon(pending);
+            }
+        }
     }
 }
 

@@ -27,8 +27,10 @@ impl<T> Clone for RateLimitingQueue<T> {
 }
 
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
-    pub fn new(limiter: impl RateLimiter<T> + 'static) -> Self {
-        let queue = Queue::new();
+    /// `name` labels the queue's `workqueue_*` metrics, as upstream's queue config Name
+    /// (each controller's, as upstream names it); an empty name records none.
+    pub fn new(name: &str, limiter: impl RateLimiter<T> + 'static) -> Self {
+        let queue = Queue::named(name);
         Self {
             delayer: Arc::new(Delayer::new(queue.clone())),
             queue,
@@ -37,8 +39,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     }
 
     /// With upstream's default limiter (see [`default_controller_rate_limiter`]).
-    pub fn with_default_rate_limiter() -> Self {
-        Self::new(default_controller_rate_limiter())
+    pub fn with_default_rate_limiter(name: &str) -> Self {
+        Self::new(name, default_controller_rate_limiter())
     }
 
     pub fn add(&self, item: T) {
@@ -65,6 +67,10 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> RateLimitingQueue<T> {
     /// Adds `item` once `delay` has passed (at once for zero). An item already waiting keeps
     /// the earlier time.
     pub fn add_after(&self, item: T, delay: Duration) {
+        // Every delayed add counts as a retry, as in upstream's delaying queue.
+        if !self.queue.is_shutting_down() {
+            self.queue.count_retry();
+        }
         self.delayer.add_after(item, delay);
     }
 
@@ -113,7 +119,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn add_after_waits_and_keeps_the_earliest_time() {
-        let q = RateLimitingQueue::with_default_rate_limiter();
+        let q = RateLimitingQueue::with_default_rate_limiter("");
         q.add_after("a", MS(100));
         q.add_after("b", MS(50));
         q.add_after("a", MS(30));
@@ -135,10 +141,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn rate_limited_adds_back_off_until_forgotten() {
-        let q = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-            MS(10),
-            Duration::from_secs(1),
-        ));
+        let q = RateLimitingQueue::new(
+            "",
+            ItemExponentialFailureRateLimiter::new(MS(10), Duration::from_secs(1)),
+        );
         let mut waits = Vec::new();
         for _ in 0..3 {
             let start = tokio::time::Instant::now();
@@ -160,7 +166,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_drops_waiting_items_and_unblocks_get() {
-        let q = RateLimitingQueue::<u32>::with_default_rate_limiter();
+        let q = RateLimitingQueue::<u32>::with_default_rate_limiter("");
         q.add_after(1, MS(10));
         let worker = tokio::spawn({
             let q = q.clone();

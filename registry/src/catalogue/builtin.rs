@@ -125,6 +125,7 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["sa"]),
             columns: printers::serviceaccount_columns(),
+            other_subresources: strings(&["token"]),
             ..resource("", "ServiceAccount", "serviceaccounts", NAMESPACED)
         },
         ResourceInfo {

@@ -5,6 +5,7 @@ use serde_json::json;
 use storage::StorageError;
 use tracing::debug;
 
+use super::hooks::GuardedWrite;
 use super::managed::{Endpoint, Tracking};
 use super::update::{How, Subresource};
 use super::{stamp, Store};
@@ -77,6 +78,13 @@ impl Store {
         let mut causes = self.validate_meta(&obj);
         causes.extend(self.strategy.validate(&obj));
         self.invalid_if_any(&name, causes)?;
+        self.guard_write(&GuardedWrite {
+            namespace,
+            path_name: "",
+            new: &obj,
+            old: None,
+            user: opts.user.as_ref(),
+        })?;
         crate::warning::finalizers(object::finalizers(&obj).iter().map(String::as_str));
         if let Some(ns) = namespace {
             self.admission.admit_create(&self.info, ns, &name).await?;

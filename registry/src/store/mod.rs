@@ -16,7 +16,7 @@ pub mod subresources;
 pub mod update;
 pub mod watch;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,7 +30,7 @@ use crate::fields::FieldSchemas;
 use crate::object::{self, Object};
 use crate::strategy::{Conversion, Strategy};
 
-use self::hooks::{Finish, StoreHooks};
+use self::hooks::{Finish, GuardedWrite, StoreHooks, WriteGuard};
 
 pub use self::apply::parse_config as parse_apply_config;
 pub use self::delete::{DeleteOutcome, DeletePlan};
@@ -49,6 +49,8 @@ pub struct Store {
     ttl: Option<Duration>,
     /// What the resource does around writes (Services' allocations).
     hooks: Option<Arc<dyn StoreHooks>>,
+    /// Who may write what (RBAC's escalation checks), set once the judge exists.
+    guard: RwLock<Option<Arc<dyn WriteGuard>>>,
 }
 
 impl Store {
@@ -69,6 +71,21 @@ impl Store {
             admission,
             fields: Arc::default(),
             hooks: None,
+            guard: RwLock::new(None),
+        }
+    }
+
+    /// Judges every later create and update of the main object with `guard` (None: none).
+    pub fn set_guard(&self, guard: Option<Arc<dyn WriteGuard>>) {
+        *self.guard.write().unwrap_or_else(|p| p.into_inner()) = guard;
+    }
+
+    /// The guard's judgement of a write; without a guard every write passes.
+    fn guard_write(&self, write: &GuardedWrite<'_>) -> Result<()> {
+        let guard = self.guard.read().unwrap_or_else(|p| p.into_inner()).clone();
+        match guard {
+            Some(guard) => guard.admit(write),
+            None => Ok(()),
         }
     }
 

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
-use super::hooks::StoreHooks;
+use super::hooks::{GuardedWrite, StoreHooks};
 use super::managed::{Endpoint, Tracking};
 use super::{stamp, Store};
 use crate::error::{Cause, RegistryError, Result};
@@ -104,7 +104,7 @@ impl Store {
         produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
         match &self.hooks {
-            Some(hooks) if how.sub == Subresource::Main => {
+            Some(hooks) if how.sub == Subresource::Main && hooks.hooks_updates() => {
                 self.write_hooked(hooks.as_ref(), namespace, name, how, opts, produce)
                     .await
             }
@@ -299,6 +299,13 @@ impl Store {
             let mut causes = self.validate_meta(&new);
             causes.extend(self.strategy.validate(&new));
             self.invalid_if_any(name, causes)?;
+            self.guard_write(&GuardedWrite {
+                namespace,
+                path_name: name,
+                new: &new,
+                old: None,
+                user: opts.user.as_ref(),
+            })?;
             return Ok(Next::Create(new));
         };
         if !requested_rv.is_empty() && requested_rv != object::resource_version(&old) {
@@ -369,6 +376,15 @@ impl Store {
             _ => self.strategy.validate_update(&new, &old),
         });
         self.invalid_if_any(name, causes)?;
+        if sub == Subresource::Main {
+            self.guard_write(&GuardedWrite {
+                namespace,
+                path_name: name,
+                new: &new,
+                old: Some(&old),
+                user: opts.user.as_ref(),
+            })?;
+        }
         crate::warning::finalizers(
             new_finalizers
                 .iter()

@@ -7,6 +7,7 @@ mod defaults;
 mod events;
 mod namespace;
 mod pod;
+mod rbac;
 mod storage_class;
 mod workloads;
 
@@ -178,6 +179,16 @@ pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Str
         ("policy", "PodDisruptionBudget") => Box::new(workloads::PodDisruptionBudgetStrategy),
         ("", "Event") | ("events.k8s.io", "Event") => {
             Box::new(EventStrategy::new(info, config.event_ttl))
+        }
+        ("rbac.authorization.k8s.io", "Role") => Box::new(rbac::RoleStrategy::role()),
+        ("rbac.authorization.k8s.io", "ClusterRole") => {
+            Box::new(rbac::RoleStrategy::cluster_role())
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding") => {
+            Box::new(rbac::BindingStrategy::role_binding())
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            Box::new(rbac::BindingStrategy::cluster_role_binding())
         }
         ("coordination.k8s.io", "Lease") | ("", "Endpoints") | ("", "LimitRange") => {
             Box::new(defaults::CreateOnUpdateStrategy)

@@ -20,7 +20,8 @@ pub fn string_map(value: Option<&Value>) -> String {
     format!("map[string]string{{{}}}", body.join(", "))
 }
 
-fn string_slice(value: Option<&Value>) -> String {
+/// A `[]string`; null or absent is Go's nil slice.
+pub fn string_slice(value: Option<&Value>) -> String {
     let Some(Value::Array(items)) = value else {
         return "[]string(nil)".to_string();
     };

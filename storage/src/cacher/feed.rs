@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::{watch, Notify};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::state::CacheState;
-use crate::backend::{KeyRange, RangeRequest, WatchMessage};
+use crate::backend::{KeyRange, RangeRequest, RawEvent, RawEventKind, WatchMessage};
 use crate::{KeyValue, KvStore, Result, StorageError};
 
 /// Page size of the initial list, so a large resource never needs one huge response.
@@ -87,6 +87,40 @@ impl Feed {
         kv
     }
 
+    /// The change with plaintext values. One whose new value does not decrypt becomes the
+    /// object's removal from the cache, as if it had never listed.
+    fn decoded(&self, mut event: RawEvent) -> RawEvent {
+        let mut prev_lost = false;
+        if let Some(prev) = event.prev.as_mut() {
+            match self
+                .store
+                .decode_value(&prev.key, std::mem::take(&mut prev.value))
+            {
+                Ok((value, _)) => prev.value = value,
+                Err(e) => {
+                    error!(prefix = %self.full_prefix, error = %e, "watch cache cannot read a previous value");
+                    prev_lost = true;
+                }
+            }
+        }
+        if prev_lost {
+            event.prev = None;
+        }
+        if event.kind == RawEventKind::Put {
+            match self
+                .store
+                .decode_value(&event.kv.key, std::mem::take(&mut event.kv.value))
+            {
+                Ok((value, _)) => event.kv.value = value,
+                Err(e) => {
+                    error!(prefix = %self.full_prefix, error = %e, "watch cache dropped an object");
+                    event.kind = RawEventKind::Delete;
+                }
+            }
+        }
+        event
+    }
+
     async fn relist(&self) -> Result<i64> {
         let backend = self.store.backend();
         let mut objects = BTreeMap::new();
@@ -104,7 +138,15 @@ impl Feed {
             revision = resp.revision;
             let last = resp.kvs.last().map(|kv| kv.key.clone());
             for kv in resp.kvs {
-                let kv = self.relative(kv);
+                // An object that does not decrypt stays out of the cache; reads of it from
+                // storage fail with the reason.
+                let kv = match self.store.decode(kv) {
+                    Ok((kv, _)) => self.relative(kv),
+                    Err(e) => {
+                        error!(prefix = %self.full_prefix, error = %e, "watch cache left out an object");
+                        continue;
+                    }
+                };
                 objects.insert(kv.key.clone(), kv);
             }
             match last {
@@ -141,6 +183,9 @@ impl Feed {
                     None => return Err(StorageError::Unavailable("watch stream ended".into())),
                     Some(Err(e)) => return Err(e),
                     Some(Ok(WatchMessage::Events(events))) => {
+                        // Decrypted before the cache is locked, so readers never wait on it.
+                        let events: Vec<RawEvent> =
+                            events.into_iter().map(|e| self.decoded(e)).collect();
                         self.write_state(|s| {
                             for mut event in events {
                                 event.kv = self.relative(event.kv);

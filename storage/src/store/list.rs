@@ -88,6 +88,7 @@ pub async fn get_list(store: &KvStore, key: &str, opts: ListOptions) -> Result<L
                 break;
             }
             last_key = Some(kv.key.clone());
+            let (kv, _) = store.decode(kv)?;
             if matches(&opts.predicate, &kv) {
                 result.items.push(store.strip(kv));
             }

@@ -4,6 +4,7 @@
 pub mod continue_token;
 pub(crate) mod events;
 mod list;
+mod transform;
 mod watch;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use bytes::Bytes;
 
 use crate::backend::{DynBackend, KeyRange, RangeRequest, TxnOutcome};
 use crate::interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};
+use crate::metrics::TimedBackend;
 use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result, StorageError};
 use crate::{WatchOptions, WatchStream};
 
@@ -43,18 +45,22 @@ pub fn json_metadata_uid() -> UidExtractor {
 /// backend); the registry reaches it through the watch cache ([`crate::Cacher`]).
 #[derive(Clone)]
 pub struct KvStore {
-    backend: DynBackend,
+    backend: TimedBackend,
     prefix: String,
     uid_of: UidExtractor,
+    /// Which values are encrypted at rest, and how; None: all stored as they are.
+    encryption: Option<Arc<crate::encryption::Routes>>,
 }
 
 impl KvStore {
     /// `prefix` is prepended to every key (`--etcd-prefix`, default `/registry`).
     pub fn new(backend: DynBackend, prefix: &str) -> Self {
+        let prefix = prefix.trim_end_matches('/').to_string();
         Self {
-            backend,
-            prefix: prefix.trim_end_matches('/').to_string(),
+            backend: TimedBackend::new(backend, &prefix),
+            prefix,
             uid_of: json_metadata_uid(),
+            encryption: None,
         }
     }
 
@@ -64,7 +70,7 @@ impl KvStore {
     }
 
     pub fn backend(&self) -> &DynBackend {
-        &self.backend
+        self.backend.inner()
     }
 
     pub fn prefix(&self) -> &str {
@@ -107,7 +113,8 @@ impl KvStore {
         self.backend.compact(revision).await
     }
 
-    async fn read_latest(&self, full_key: &str) -> Result<Option<KeyValue>> {
+    /// The latest value, decoded, and whether it is stale (see [`KvStore::decode`]).
+    async fn read_latest(&self, full_key: &str) -> Result<(Option<KeyValue>, bool)> {
         let resp = self
             .backend
             .range(RangeRequest {
@@ -115,7 +122,7 @@ impl KvStore {
                 ..Default::default()
             })
             .await?;
-        Ok(resp.kvs.into_iter().next())
+        self.decode_opt(resp.kvs.into_iter().next())
     }
 
     fn check_preconditions(
@@ -160,8 +167,9 @@ impl Interface for KvStore {
         ttl: Option<Duration>,
     ) -> Result<KeyValue> {
         let full = self.full_key(key);
-        match self.backend.put_if(&full, value, 0, ttl).await? {
-            TxnOutcome::Applied { kv: Some(kv), .. } => Ok(self.strip(kv)),
+        let stored = self.encode(&full, value.clone())?;
+        match self.backend.put_if(&full, stored, 0, ttl).await? {
+            TxnOutcome::Applied { kv: Some(kv), .. } => Ok(self.strip(KeyValue { value, ..kv })),
             TxnOutcome::Applied { kv: None, .. } => {
                 Err(StorageError::Internal("create returned no value".into()))
             }
@@ -193,11 +201,12 @@ impl Interface for KvStore {
                 });
             }
         }
-        resp.kvs
+        let kv = resp
+            .kvs
             .into_iter()
             .next()
-            .map(|kv| self.strip(kv))
-            .ok_or_else(|| StorageError::not_found(key))
+            .ok_or_else(|| StorageError::not_found(key))?;
+        Ok(self.strip(self.decode(kv)?.0))
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
@@ -212,11 +221,16 @@ impl Interface for KvStore {
     ) -> Result<KeyValue> {
         let full = self.full_key(key);
         let mut from_cache = opts.cached.is_some();
-        let mut current = match opts.cached {
-            Some(cached) => Some(KeyValue {
-                key: full.clone(),
-                ..cached
-            }),
+        // A value read through an older provider or key is written again even unchanged, so
+        // re-writing objects moves them to the current key (upstream's stale reads).
+        let (mut current, mut stale) = match opts.cached {
+            Some(cached) => (
+                Some(KeyValue {
+                    key: full.clone(),
+                    ..cached
+                }),
+                false,
+            ),
             None => self.read_latest(&full).await?,
         };
         loop {
@@ -232,7 +246,7 @@ impl Interface for KvStore {
                 Ok(Update::Write(value)) => value,
                 // A decision taken on cached state may not hold for the stored one.
                 Err(_) | Ok(Update::Keep) if from_cache => {
-                    current = self.read_latest(&full).await?;
+                    (current, stale) = self.read_latest(&full).await?;
                     from_cache = false;
                     continue;
                 }
@@ -248,14 +262,15 @@ impl Interface for KvStore {
                     };
                     match self.backend.delete_if(&full, kv.mod_revision).await? {
                         TxnOutcome::Applied { prev, .. } => {
-                            return Ok(self.strip(prev.unwrap_or(kv)))
+                            let prev = self.decode_opt(prev)?.0;
+                            return Ok(self.strip(prev.unwrap_or(kv)));
                         }
                         TxnOutcome::Failed { current: fresh } => {
                             tracing::trace!(
                                 key,
                                 "guaranteed delete lost a compare-and-swap; retrying"
                             );
-                            current = fresh;
+                            (current, stale) = self.decode_opt(fresh)?;
                             from_cache = false;
                             continue;
                         }
@@ -264,9 +279,9 @@ impl Interface for KvStore {
             };
             // An unchanged value is not written, its ttl not renewed either (as upstream).
             if let Some(kv) = &current {
-                if kv.value == value {
+                if kv.value == value && !stale {
                     if from_cache {
-                        current = self.read_latest(&full).await?;
+                        (current, stale) = self.read_latest(&full).await?;
                         from_cache = false;
                         continue;
                     }
@@ -274,18 +289,21 @@ impl Interface for KvStore {
                 }
             }
             let expected = current.as_ref().map_or(0, |kv| kv.mod_revision);
+            let stored = self.encode(&full, value.clone())?;
             match self
                 .backend
-                .put_if(&full, value, expected, opts.ttl)
+                .put_if(&full, stored, expected, opts.ttl)
                 .await?
             {
-                TxnOutcome::Applied { kv: Some(kv), .. } => return Ok(self.strip(kv)),
+                TxnOutcome::Applied { kv: Some(kv), .. } => {
+                    return Ok(self.strip(KeyValue { value, ..kv }))
+                }
                 TxnOutcome::Applied { kv: None, .. } => {
                     return Err(StorageError::Internal("update returned no value".into()))
                 }
                 TxnOutcome::Failed { current: fresh } => {
                     tracing::trace!(key, "guaranteed update lost a compare-and-swap; retrying");
-                    current = fresh;
+                    (current, stale) = self.decode_opt(fresh)?;
                     from_cache = false;
                 }
             }
@@ -299,7 +317,7 @@ impl Interface for KvStore {
         validate: Option<&ValidateDeletion<'_>>,
     ) -> Result<KeyValue> {
         let full = self.full_key(key);
-        let current = self.read_latest(&full).await?;
+        let (current, _) = self.read_latest(&full).await?;
         self.delete_from(key, &full, preconditions, validate, current)
             .await
     }
@@ -361,8 +379,11 @@ impl KvStore {
                 validate(&kv)?;
             }
             match self.backend.delete_if(full, kv.mod_revision).await? {
-                TxnOutcome::Applied { prev, .. } => return Ok(self.strip(prev.unwrap_or(kv))),
-                TxnOutcome::Failed { current: fresh } => current = fresh,
+                TxnOutcome::Applied { prev, .. } => {
+                    let prev = self.decode_opt(prev)?.0;
+                    return Ok(self.strip(prev.unwrap_or(kv)));
+                }
+                TxnOutcome::Failed { current: fresh } => current = self.decode_opt(fresh)?.0,
             }
         }
     }

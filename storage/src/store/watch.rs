@@ -31,12 +31,12 @@ pub async fn watch(store: &KvStore, key: &str, opts: WatchOptions) -> Result<Wat
             });
         }
         from = resp.revision;
-        initial.extend(
-            resp.kvs
-                .into_iter()
-                .filter(|kv| matches(&opts.predicate, kv))
-                .map(|kv| Ok(added(&store.strip(kv)))),
-        );
+        for kv in resp.kvs {
+            let (kv, _) = store.decode(kv)?;
+            if matches(&opts.predicate, &kv) {
+                initial.push(Ok(added(&store.strip(kv))));
+            }
+        }
         if opts.send_initial_events == Some(true) {
             let mut end = WatchEvent::bookmark(from);
             end.initial_events_end = true;
@@ -47,16 +47,21 @@ pub async fn watch(store: &KvStore, key: &str, opts: WatchOptions) -> Result<Wat
     let prefix = store.prefix.clone();
     let predicate = opts.predicate.clone();
     let bookmarks = opts.bookmarks;
+    let decoder = store.clone();
     let changes = backend_watch.messages.flat_map(move |msg| {
         let out: Vec<Result<WatchEvent>> = match msg {
             Err(e) => vec![Err(e)],
             Ok(WatchMessage::Progress(rev)) if bookmarks => vec![Ok(WatchEvent::bookmark(rev))],
             Ok(WatchMessage::Progress(_)) => vec![],
+            // A value that does not decrypt ends the watch with an error, as upstream's.
             Ok(WatchMessage::Events(events)) => events
-                .iter()
-                .filter_map(|e| {
-                    let key = e.kv.key.strip_prefix(&prefix).unwrap_or(&e.kv.key);
-                    to_watch_event(e, key, &predicate).map(Ok)
+                .into_iter()
+                .filter_map(|e| match decoder.decode_event(e) {
+                    Ok(e) => {
+                        let key = e.kv.key.strip_prefix(&prefix).unwrap_or(&e.kv.key);
+                        to_watch_event(&e, key, &predicate).map(Ok)
+                    }
+                    Err(err) => Some(Err(err)),
                 })
                 .collect(),
         };

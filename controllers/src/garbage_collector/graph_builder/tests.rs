@@ -9,10 +9,13 @@ use crate::workqueue::ItemExponentialFailureRateLimiter;
 
 fn builder() -> GraphBuilder {
     let queue = || {
-        RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-            Duration::from_millis(1),
-            Duration::from_millis(10),
-        ))
+        RateLimitingQueue::new(
+            "",
+            ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(1),
+                Duration::from_millis(10),
+            ),
+        )
     };
     // The receiver is not needed: tests apply events directly.
     let (builder, _rx) = GraphBuilder::new(
