@@ -33,6 +33,7 @@ test_support::both_backends!(
     watch_predicate_transitions,
     watch_initial_events,
     count_and_revision,
+    full_lists_beyond_four_mebibytes,
 );
 
 async fn create_get_update_delete(h: &Harness) {
@@ -801,6 +802,25 @@ async fn count_and_revision(h: &Harness) {
     assert_eq!(h.store.count("/n/ns").await.expect("count"), 7);
     assert_eq!(h.store.count("/none").await.expect("count"), 0);
     assert_eq!(h.store.current_revision().await.expect("revision"), r0 + 7);
+}
+
+/// A full list is one etcd range: its response must not be held to gRPC's default 4 MiB
+/// message limit (a collection of a few thousand objects is larger).
+async fn full_lists_beyond_four_mebibytes(h: &Harness) {
+    let value = "x".repeat(512 * 1024);
+    for i in 0..12 {
+        h.store
+            .create(
+                &format!("/big/ns/o{i:02}"),
+                Bytes::from(format!(r#"{{"data":"{value}"}}"#)),
+            )
+            .await
+            .expect("create");
+    }
+    let all = h.store.get_list("/big", list(0, None)).await.expect("list");
+    assert_eq!(all.items.len(), 12);
+    let bytes: usize = all.items.iter().map(|item| item.value.len()).sum();
+    assert!(bytes > 6 * 1024 * 1024, "{bytes} bytes listed");
 }
 
 async fn delete_from_a_stale_cache(h: &Harness) {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp,
+    TxnOpResponse, WatchClient, WatchOptions,
 };
 use futures::StreamExt;
 use tokio::sync::Mutex;
@@ -40,8 +40,16 @@ impl EtcdConfig {
     }
 }
 
+/// The largest response read from etcd. gRPC's default of 4 MiB would fail any full list of
+/// a large collection; upstream's etcd client accepts up to 2 GiB (clientv3's default
+/// MaxCallRecvMsgSize), and so do we.
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
 pub struct EtcdBackend {
     client: Client,
+    /// The client's KV and watch services, reading responses up to [`MAX_RESPONSE_BYTES`].
+    kv: KvClient,
+    watch: WatchClient,
     leases: LeaseManager,
 }
 
@@ -59,6 +67,12 @@ impl EtcdBackend {
             .map_err(map_error)?;
         Ok(Self {
             leases: LeaseManager::new(client.clone()),
+            kv: client
+                .kv_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES),
+            watch: client
+                .watch_client()
+                .max_decoding_message_size(MAX_RESPONSE_BYTES),
             client,
         })
     }
@@ -75,7 +89,7 @@ impl EtcdBackend {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([op])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.client.kv_client().txn(txn).await.map_err(map_error)?;
+        let resp = self.kv.clone().txn(txn).await.map_err(map_error)?;
         if !resp.succeeded() {
             return Ok(Err(TxnOutcome::Failed {
                 current: current_from(resp.op_responses()),
@@ -191,8 +205,8 @@ impl Backend for EtcdBackend {
             opts = opts.with_count_only();
         }
         let resp = self
-            .client
-            .kv_client()
+            .kv
+            .clone()
             .get(key, Some(opts))
             .await
             .map_err(|e| with_requested(map_error(e), req.revision))?;
@@ -264,8 +278,8 @@ impl Backend for EtcdBackend {
             opts = opts.with_start_revision(start_revision);
         }
         let stream = self
-            .client
-            .watch_client()
+            .watch
+            .clone()
             .watch(range.start.clone(), Some(opts))
             .await
             .map_err(map_error)?;
@@ -290,7 +304,7 @@ impl Backend for EtcdBackend {
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        match self.client.kv_client().compact(revision, None).await {
+        match self.kv.clone().compact(revision, None).await {
             Ok(_) => Ok(()),
             Err(e) => Err(with_requested(map_error(e), revision)),
         }
@@ -300,8 +314,8 @@ impl Backend for EtcdBackend {
         // A count-only read of one key is the cheapest request whose header carries the
         // store's revision.
         let resp = self
-            .client
-            .kv_client()
+            .kv
+            .clone()
             .get("/", Some(GetOptions::new().with_count_only()))
             .await
             .map_err(map_error)?;

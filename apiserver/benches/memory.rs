@@ -1,0 +1,543 @@
+//! What the server's memory is made of, on both backends: the release binary started as a new
+//! user would (a fresh data dir, or a fresh etcd), then measured from /proc/<pid>/status.
+//!
+//! For each backend, object kind (ConfigMaps with a ~1 KiB data value; pods in namespace
+//! default with a ~2 KiB annotation, ~4 KiB encoded with what defaulting and admission add)
+//! and object count, a fresh server:
+//! - idle RSS a few seconds after it is ready;
+//! - RSS after creating the objects (8 keep-alive connections creating at once), settled for
+//!   3 s, and per 1,000 objects above idle; the objects' encoded size (the bytes of a full JSON
+//!   list of them);
+//! - 10 concurrent full lists, plain and `?resourceVersion=0`: peak RSS (sampled every 10 ms),
+//!   VmHWM, RSS 3 s after they end, and their median latency;
+//! - the goals of issue 16 beside each figure, "met" or "missed" (a report, not a test).
+//!
+//! The server runs with `--nodes 0 --scheduler=false` so that pods stay as created (no binding,
+//! no status writes, no events); the other controllers (garbage collector, service accounts)
+//! run, since what they hold is part of the figure. Only the server's memory is measured,
+//! not etcd's. MB here is 10^6 bytes.
+//!
+//! `cargo bench -p apiserver --bench memory`; `MEMORY_BENCH_OBJECTS=n` for one count n
+//! (default 10,000, and 100,000 too with `MEMORY_BENCH_LARGE=1`);
+//! `MEMORY_BENCH_BACKENDS=embedded` or `=etcd` for one backend; the server binary from
+//! `APISERVER_BIN`, default the one cargo built. A list that fails is reported with its
+//! answer, and the run goes on. Mind the machine's memory with `MEMORY_BENCH_LARGE=1`: ten
+//! concurrent lists of 10,000 pods peaked near 2 GB in the first runs, and the peak grew with
+//! the collection.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use test_support::EtcdServer;
+
+const NAMESPACE: &str = "default";
+const CREATORS: usize = 8;
+const LISTS: usize = 10;
+const IDLE_AFTER: Duration = Duration::from_secs(5);
+const SETTLE: Duration = Duration::from_secs(3);
+const MB: f64 = 1e6;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A keep-alive HTTP/1.1 connection to the loopback plain port.
+struct Conn(BufReader<TcpStream>);
+
+/// An answer: its status, its body's length, and the body when asked for.
+struct Answer {
+    status: u16,
+    length: u64,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Conn {
+    fn open(port: u16) -> Self {
+        let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
+        tcp.set_nodelay(true).expect("nodelay");
+        Self(BufReader::with_capacity(1 << 16, tcp))
+    }
+
+    fn send(&mut self, method: &str, path: &str, body: &str) -> Answer {
+        self.exchange(method, path, body, true)
+    }
+
+    /// One request; the body is kept only when `keep` (a list's is counted, then dropped).
+    fn exchange(&mut self, method: &str, path: &str, body: &str, keep: bool) -> Answer {
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.0
+            .get_mut()
+            .write_all(request.as_bytes())
+            .expect("write the request");
+        let mut line = String::new();
+        self.0.read_line(&mut line).expect("read the status line");
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let (mut length, mut chunked) = (None, false);
+        loop {
+            line.clear();
+            self.0.read_line(&mut line).expect("read a header");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = Some(
+                        value
+                            .trim()
+                            .parse::<u64>()
+                            .expect("a numeric content-length"),
+                    );
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value.trim().eq_ignore_ascii_case("chunked");
+                }
+            }
+        }
+        // An error's body is kept: it says why.
+        let keep = keep || !(200..300).contains(&status);
+        let mut answer = Answer {
+            status,
+            length: 0,
+            body: Vec::new(),
+        };
+        if chunked {
+            loop {
+                line.clear();
+                self.0.read_line(&mut line).expect("read a chunk size");
+                let size = line.trim_end().split(';').next().unwrap_or_default();
+                let size = u64::from_str_radix(size.trim(), 16).expect("a hex chunk size");
+                if size == 0 {
+                    // Trailers, up to the empty line.
+                    loop {
+                        line.clear();
+                        self.0.read_line(&mut line).expect("read a trailer");
+                        if line.trim_end().is_empty() {
+                            break;
+                        }
+                    }
+                    break;
+                }
+                self.body(size, keep, &mut answer);
+                line.clear();
+                self.0.read_line(&mut line).expect("read a chunk's end");
+            }
+        } else {
+            self.body(length.unwrap_or(0), keep, &mut answer);
+        }
+        answer
+    }
+
+    fn body(&mut self, size: u64, keep: bool, answer: &mut Answer) {
+        let mut part = (&mut self.0).take(size);
+        let read = if keep {
+            part.read_to_end(&mut answer.body).expect("read the body") as u64
+        } else {
+            std::io::copy(&mut part, &mut std::io::sink()).expect("read the body")
+        };
+        assert_eq!(read, size, "the body ended early");
+        answer.length += read;
+    }
+}
+
+/// A field of /proc/<pid>/status, in bytes.
+fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+fn rss(pid: u32) -> u64 {
+    status_bytes(pid, "VmRSS:")
+}
+
+struct Stop(Child);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running server, its data dir and (on etcd) its etcd, all gone on drop.
+struct Server {
+    process: Stop,
+    port: u16,
+    _dir: tempfile::TempDir,
+    _etcd: Option<EtcdServer>,
+}
+
+impl Server {
+    fn start(bin: &str, backend: Backend) -> Self {
+        let etcd = match backend {
+            Backend::Embedded => None,
+            Backend::Etcd => Some(EtcdServer::start_blocking()),
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let secure_port = std::iter::repeat_with(free_port)
+            .find(|p| *p != port)
+            .expect("a second free port");
+        let mut command = Command::new(bin);
+        command
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--port", &port.to_string()])
+            .args(["--secure-port", &secure_port.to_string()])
+            .args(["--nodes", "0", "--scheduler=false"])
+            // Ten lists of 100,000 pods at once on two cores may take longer than the
+            // default 60 s; the figure wanted is their memory, not a 504.
+            .args(["--request-timeout", "10m"])
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null());
+        if let Some(etcd) = &etcd {
+            command.arg(format!("--etcd-servers={}", etcd.endpoint()));
+        }
+        let process = Stop(command.spawn().expect("start the server"));
+        let ready = Instant::now();
+        loop {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                drop(stream);
+                if Conn::open(port).send("GET", "/readyz", "").status == 200 {
+                    break;
+                }
+            }
+            assert!(
+                ready.elapsed() < Duration::from_secs(60),
+                "the server was not ready within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self {
+            process,
+            port,
+            _dir: dir,
+            _etcd: etcd,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.process.0.id()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Backend {
+    Embedded,
+    Etcd,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Embedded => "embedded",
+            Backend::Etcd => "etcd",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    ConfigMaps,
+    Pods,
+}
+
+impl Kind {
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::ConfigMaps => "ConfigMaps of ~1 KiB",
+            Kind::Pods => "pods of ~4 KiB",
+        }
+    }
+
+    fn collection(self) -> String {
+        match self {
+            Kind::ConfigMaps => format!("/api/v1/namespaces/{NAMESPACE}/configmaps"),
+            Kind::Pods => format!("/api/v1/namespaces/{NAMESPACE}/pods"),
+        }
+    }
+
+    fn body(self, i: usize, padding: &str) -> String {
+        match self {
+            Kind::ConfigMaps => format!(
+                r#"{{"metadata":{{"name":"bench-{i:06}"}},"data":{{"value":"{padding}"}}}}"#
+            ),
+            Kind::Pods => format!(
+                r#"{{"metadata":{{"name":"bench-{i:06}","labels":{{"app":"bench"}},"annotations":{{"bench/padding":"{padding}"}}}},"spec":{{"containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+            ),
+        }
+    }
+
+    fn padding(self) -> String {
+        match self {
+            Kind::ConfigMaps => "x".repeat(1024),
+            Kind::Pods => "x".repeat(2 * 1024),
+        }
+    }
+}
+
+/// Admission waits for a pod's service account: the controller creates `default` after start.
+fn wait_for_service_account(port: u16) {
+    let path = format!("/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default");
+    let since = Instant::now();
+    let mut conn = Conn::open(port);
+    while conn.send("GET", &path, "").status != 200 {
+        assert!(
+            since.elapsed() < Duration::from_secs(60),
+            "the default service account did not appear within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Creates `n` objects over `CREATORS` connections; the time it took.
+fn create(port: u16, kind: Kind, n: usize) -> Duration {
+    let path = kind.collection();
+    let padding = kind.padding();
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for first in 0..CREATORS {
+            let (path, padding) = (&path, &padding);
+            scope.spawn(move || {
+                let mut conn = Conn::open(port);
+                for i in (first..n).step_by(CREATORS) {
+                    let body = kind.body(i, padding);
+                    let mut tries = 0;
+                    loop {
+                        let answer = conn.send("POST", path, &body);
+                        match answer.status {
+                            201 => break,
+                            // Overload: back off and try again, as a client would.
+                            429 | 503 | 504 if tries < 20 => {
+                                tries += 1;
+                                std::thread::sleep(Duration::from_millis(100));
+                            }
+                            status => panic!("create {path} #{i}: {status} {}", answer.text()),
+                        }
+                    }
+                }
+            });
+        }
+    });
+    started.elapsed()
+}
+
+/// What `LISTS` concurrent full lists did to the server.
+struct Lists {
+    before: u64,
+    peak: u64,
+    hwm: u64,
+    settled: u64,
+    median: Duration,
+    bytes: u64,
+    /// The answers that were not 200, with their bodies.
+    failures: Vec<String>,
+}
+
+fn lists(server: &Server, path: &str) -> Lists {
+    let pid = server.pid();
+    let before = rss(pid);
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    // Connections open first, so that the lists start together.
+    let barrier = Barrier::new(LISTS);
+    let results: Vec<Result<(Duration, u64), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..LISTS)
+            .map(|_| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let mut conn = Conn::open(server.port);
+                    barrier.wait();
+                    let started = Instant::now();
+                    let answer = conn.exchange("GET", path, "", false);
+                    match answer.status {
+                        200 => Ok((started.elapsed(), answer.length)),
+                        status => Err(format!("{status} {}", answer.text().trim_end())),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a list thread"))
+            .collect()
+    });
+    done.store(true, Ordering::Relaxed);
+    sampler.join().expect("the sampler thread");
+    let peak = peak.load(Ordering::Relaxed).max(rss(pid));
+    let hwm = status_bytes(pid, "VmHWM:");
+    std::thread::sleep(SETTLE);
+    let settled = rss(pid);
+    let succeeded: Vec<(Duration, u64)> = results.iter().filter_map(|r| r.clone().ok()).collect();
+    let mut latencies: Vec<Duration> = succeeded.iter().map(|r| r.0).collect();
+    latencies.sort();
+    Lists {
+        before,
+        peak,
+        hwm,
+        settled,
+        median: latencies
+            .get(latencies.len() / 2)
+            .copied()
+            .unwrap_or_default(),
+        bytes: succeeded.iter().map(|r| r.1).max().unwrap_or(0),
+        failures: results.into_iter().filter_map(Result::err).collect(),
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "missed"
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / MB
+}
+
+fn run(bin: &str, backend: Backend, kind: Kind, n: usize) {
+    let server = Server::start(bin, backend);
+    let pid = server.pid();
+    if matches!(kind, Kind::Pods) {
+        wait_for_service_account(server.port);
+    }
+    std::thread::sleep(IDLE_AFTER);
+    let idle = rss(pid);
+    let took = create(server.port, kind, n);
+    std::thread::sleep(SETTLE);
+    let created = rss(pid);
+    let collection = kind.collection();
+    let plain = lists(&server, &collection);
+    let cached = lists(&server, &format!("{collection}?resourceVersion=0"));
+    // A list that failed counts nothing; either full list gives the size.
+    let encoded = plain.bytes.max(cached.bytes);
+
+    println!();
+    println!(
+        "{}: {n} {} (created over {CREATORS} connections in {:.1} s, {:.0}/s)",
+        backend.name(),
+        kind.describe(),
+        took.as_secs_f64(),
+        n as f64 / took.as_secs_f64()
+    );
+    println!(
+        "  idle RSS ({} s after ready)      {:>9.1} MB   goal <= 30 MB: {}",
+        IDLE_AFTER.as_secs(),
+        mb(idle),
+        verdict(idle as f64 <= 30.0 * MB)
+    );
+    println!(
+        "  encoded size (full JSON list)   {:>9.1} MB   ({:.0} bytes/object)",
+        mb(encoded),
+        encoded as f64 / n as f64
+    );
+    let limit = 2.0 * encoded as f64 + 30.0 * MB;
+    println!(
+        "  RSS after create (settled {} s)  {:>9.1} MB   goal <= 2x encoded + 30 MB = {:.1} MB: {}",
+        SETTLE.as_secs(),
+        mb(created),
+        limit / MB,
+        verdict(created as f64 <= limit)
+    );
+    println!(
+        "  RSS per 1,000 objects           {:>9.2} MB   (above idle)",
+        (created as f64 - idle as f64) / MB / n as f64 * 1000.0
+    );
+    for (what, l) in [("plain GET", &plain), ("?resourceVersion=0", &cached)] {
+        let rise = l.peak as f64 - l.before as f64;
+        let growth = l.settled as f64 / l.before as f64 - 1.0;
+        println!("  {LISTS} concurrent full lists, {what}:");
+        if let Some(first) = l.failures.first() {
+            let shown: String = first.chars().take(400).collect();
+            println!(
+                "    {} of {LISTS} FAILED; the first: {shown}",
+                l.failures.len()
+            );
+            if l.failures.len() == LISTS {
+                continue;
+            }
+        }
+        println!("    {:.1} MB each", mb(l.bytes));
+        println!(
+            "    median latency {:.2} s; RSS before {:.1} MB",
+            l.median.as_secs_f64(),
+            mb(l.before)
+        );
+        println!(
+            "    peak RSS {:.1} MB (+{:.1} MB; VmHWM {:.1} MB)   goal rise <= 50 MB: {}",
+            mb(l.peak),
+            rise / MB,
+            mb(l.hwm),
+            verdict(rise <= 50.0 * MB)
+        );
+        println!(
+            "    settled RSS {:.1} MB ({:+.1}%)   goal <= +5%: {}",
+            mb(l.settled),
+            growth * 100.0,
+            verdict(growth <= 0.05)
+        );
+    }
+}
+
+fn main() {
+    let bin = std::env::var("APISERVER_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
+    let counts: Vec<usize> = match std::env::var("MEMORY_BENCH_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(n) => vec![n],
+        None if std::env::var("MEMORY_BENCH_LARGE").is_ok_and(|v| v == "1") => {
+            vec![10_000, 100_000]
+        }
+        None => vec![10_000],
+    };
+    let backends: Vec<Backend> = match std::env::var("MEMORY_BENCH_BACKENDS").as_deref() {
+        Ok("embedded") => vec![Backend::Embedded],
+        Ok("etcd") => vec![Backend::Etcd],
+        _ => vec![Backend::Embedded, Backend::Etcd],
+    };
+    println!("memory: a fresh server per row; RSS of the apiserver process only");
+    for backend in backends {
+        for kind in [Kind::ConfigMaps, Kind::Pods] {
+            for &n in &counts {
+                run(&bin, backend, kind, n);
+            }
+        }
+    }
+}
