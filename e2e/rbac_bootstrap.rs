@@ -5,10 +5,13 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
+
+/// How long a condition may take to hold.
+const WAIT: Duration = Duration::from_secs(30);
 
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 
@@ -47,14 +50,6 @@ fn grants(rules: &[Value], verb: &str, resource: &str) -> bool {
     rules
         .iter()
         .any(|r| has(r, "apiGroups", "") && has(r, "resources", resource) && has(r, "verbs", verb))
-}
-
-fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn bootstrap_policy(mut s: Server) {
@@ -104,14 +99,14 @@ fn bootstrap_policy(mut s: Server) {
         .any(|r| r == "extension-apiserver-authentication-reader"));
 
     // view gathers its carrier's rules; edit and admin gather view's.
-    wait_until("view to aggregate pods get/list/watch", || {
+    test_support::wait_until("view to aggregate pods get/list/watch", WAIT, || {
         let view = rules(&s, "view");
         ["get", "list", "watch"]
             .iter()
             .all(|v| grants(&view, v, "pods"))
     });
     assert!(!grants(&rules(&s, "view"), "create", "pods"));
-    wait_until("admin to aggregate view's and edit's rules", || {
+    test_support::wait_until("admin to aggregate view's and edit's rules", WAIT, || {
         let admin = rules(&s, "admin");
         grants(&admin, "watch", "pods") && grants(&admin, "create", "pods")
     });

@@ -8,13 +8,16 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{json, Value};
 use support::secure;
 use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
+
+/// How long a condition may take to hold.
+const WAIT: Duration = Duration::from_secs(30);
 
 const NS: &str = "sa-e2e";
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -69,14 +72,6 @@ fn assert_unauthorized(s: &Server, token: &str, what: &str) {
     assert_eq!((code, body.as_str()), (401, UNAUTHORIZED), "{what}");
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn create_token(s: &Server, args: &[&str]) -> String {
     let mut all = vec!["create", "token", "default", "-n", NS];
     all.extend_from_slice(args);
@@ -94,7 +89,7 @@ fn payload(token: &str) -> Value {
 fn service_account_tokens(s: Server, keys: Keys) {
     s.kubectl(&["create", "namespace", NS]);
     // The ServiceAccount controller makes `default` in the new namespace.
-    wait_for("the default ServiceAccount", || {
+    test_support::wait_until("the default ServiceAccount", WAIT, || {
         s.kubectl_raw(&["get", "serviceaccount", "default", "-n", NS])
             .status
             .success()
@@ -255,7 +250,7 @@ fn service_account_tokens(s: Server, keys: Keys) {
         "--force",
         "--wait",
     ]);
-    wait_for("the pod-bound token to be refused", || {
+    test_support::wait_until("the pod-bound token to be refused", WAIT, || {
         get_with_token(&s, &bound, "/version").1 == 401
     });
     assert_unauthorized(&s, &bound, "the pod is gone");
@@ -381,7 +376,7 @@ fn generated_key_survives_restart() {
     let mut s = start_embedded_with(&[]);
     let key = s.data_dir().join("pki/sa.key");
     assert!(key.exists());
-    wait_for("the default ServiceAccount", || {
+    test_support::wait_until("the default ServiceAccount", WAIT, || {
         s.kubectl_raw(&["get", "serviceaccount", "default", "-n", "default"])
             .status
             .success()
@@ -394,7 +389,7 @@ fn generated_key_survives_restart() {
     let before = std::fs::read(&key).expect("key");
     s.crash_and_restart();
     assert_eq!(std::fs::read(&key).expect("key"), before);
-    wait_for("the restarted server to accept the token", || {
+    test_support::wait_until("the restarted server to accept the token", WAIT, || {
         get_with_token(&s, &token, "/version").1 == 200
     });
     assert_mode_600(&key);

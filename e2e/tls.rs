@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use support::secure::url;
 use support::{start, start_on_etcd, Kubectl, Server};
 
 fn curl(args: &[&str]) -> Output {
@@ -23,10 +24,6 @@ fn curl(args: &[&str]) -> Output {
 
 fn text(out: &Output) -> String {
     support::output_text(out)
-}
-
-fn url(s: &Server, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", s.secure_port)
 }
 
 fn pki(s: &Server, file: &str) -> String {

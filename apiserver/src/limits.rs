@@ -15,16 +15,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use futures::StreamExt;
-use registry::{Registry, RegistryError, Verb};
+use registry::{Registry, RegistryError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::request_info::{self, RequestInfo};
+use crate::api::attributes::{self, Requested};
+use crate::api::request_info::RequestInfo;
 use crate::api::response;
 use crate::metrics::{self, RequestKind, RequestLabels};
-
-/// Subresources served as long-running requests (upstream's BasicLongRunningRequestCheck).
-const LONG_RUNNING_SUBRESOURCES: [&str; 5] = ["attach", "exec", "proxy", "log", "portforward"];
 
 pub struct Limits {
     read_only: Gate,
@@ -107,8 +105,8 @@ pub struct Classified {
     pub timeout: Option<Duration>,
 }
 
-/// Classifies a request from its method and URI alone (before its body is read).
-pub fn classify(method: &Method, uri: &Uri) -> Classified {
+/// Classifies a request from its method, URI and reading alone (before its body is read).
+pub fn classify(method: &Method, uri: &Uri, requested: &Requested) -> Classified {
     let query = uri.query().unwrap_or_default();
     let param = |name: &str| {
         query.split('&').find_map(|pair| {
@@ -116,25 +114,17 @@ pub fn classify(method: &Method, uri: &Uri) -> Classified {
             (key == name).then_some(value)
         })
     };
-    let watch = matches!(param("watch"), Some("true" | "1"));
-    let info = match uri.path() {
-        p if p.starts_with("/api/") => request_info::parse(method, true, &p[5..], watch),
-        p if p.starts_with("/apis/") => request_info::parse(method, false, &p[6..], watch),
-        _ => None,
+    let info = match requested {
+        Requested::Resource(info) => Some(info.clone()),
+        Requested::NonResource { .. } => None,
     };
-    let long_running = info.as_ref().is_some_and(|i| {
-        i.verb == Some(Verb::Watch)
-            || i.subresource
-                .as_deref()
-                .is_some_and(|s| LONG_RUNNING_SUBRESOURCES.contains(&s))
-    });
     let kind = if metrics::read_only(method) {
         RequestKind::ReadOnly
     } else {
         RequestKind::Mutating
     };
     Classified {
-        long_running,
+        long_running: requested.long_running(),
         kind,
         info,
         dry_run: param("dryRun") == Some("All"),
@@ -142,9 +132,10 @@ pub fn classify(method: &Method, uri: &Uri) -> Classified {
     }
 }
 
-async fn filter(State(limits): State<Arc<Limits>>, request: Request, next: Next) -> Response {
+async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let class = classify(request.method(), request.uri());
+    let (method, uri) = (request.method().clone(), request.uri().clone());
+    let class = classify(&method, &uri, attributes::ensure(&mut request));
     let labels = class
         .info
         .as_ref()
@@ -250,9 +241,12 @@ pub fn timed_out() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use registry::Verb;
 
     fn class(method: Method, uri: &str) -> Classified {
-        classify(&method, &uri.parse().unwrap())
+        let uri: Uri = uri.parse().unwrap();
+        let requested = Requested::read(&method, uri.path(), uri.query());
+        classify(&method, &uri, &requested)
     }
 
     #[test]

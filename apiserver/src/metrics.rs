@@ -322,7 +322,7 @@ pub fn read_only(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD)
 }
 
-/// `/metrics`, served like `/healthz` (authorization comes with RBAC).
+/// `/metrics` (behind authorization, as upstream: system:monitoring may read it).
 pub fn router(registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/metrics", get(scrape))

@@ -24,6 +24,20 @@ pub enum Next {
     Retry,
 }
 
+impl Next {
+    /// Done when the sync succeeded; otherwise `on_error` reports the error (with the context
+    /// the caller has) and the key is retried.
+    pub fn after_sync<E>(result: Result<(), E>, on_error: impl FnOnce(E)) -> Next {
+        match result {
+            Ok(()) => Next::Done,
+            Err(e) => {
+                on_error(e);
+                Next::Retry
+            }
+        }
+    }
+}
+
 impl<E: std::fmt::Display> From<Result<Option<Duration>, E>> for Next {
     /// Ok(None) is done, Ok(Some(d)) looks again after `d`; an error is retried (the caller
     /// logs it with the context it has).

@@ -254,7 +254,7 @@ impl Authorizer for Chain {
                 errors.push(rules.evaluation_error);
             }
         }
-        all.evaluation_error = errors.join(", ");
+        all.evaluation_error = crate::error::aggregate(&errors);
         all
     }
 }

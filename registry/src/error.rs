@@ -198,18 +198,26 @@ pub enum RegistryError {
     },
 }
 
-/// The causes as upstream's aggregate prints them: `field: message`, bracketed when several,
-/// each message once (ErrorList.ToAggregate drops repeats; the details keep them).
+/// The causes as upstream's aggregate prints them: `field: message`, bracketed when several
+/// (ErrorList.ToAggregate drops repeats; the details keep them).
 fn summary(causes: &[Cause]) -> String {
-    let mut messages: Vec<String> = Vec::with_capacity(causes.len());
-    for message in causes.iter().map(Cause::full_message) {
-        if !messages.contains(&message) {
-            messages.push(message);
+    let messages: Vec<String> = causes.iter().map(Cause::full_message).collect();
+    aggregate(&messages)
+}
+
+/// Errors as upstream's utilerrors aggregate prints them: none is empty, one alone, several
+/// as `[a, b]` with each message once (and alone, unbracketed, when all were the same).
+pub fn aggregate(messages: &[String]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for m in messages {
+        if !seen.contains(&m.as_str()) {
+            seen.push(m);
         }
     }
-    match messages.len() {
-        1 => messages[0].clone(),
-        _ => format!("[{}]", messages.join(", ")),
+    match (messages.len(), seen.len()) {
+        (0, _) => String::new(),
+        (1, _) | (_, 1) => seen.join(", "),
+        _ => format!("[{}]", seen.join(", ")),
     }
 }
 

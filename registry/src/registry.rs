@@ -235,6 +235,18 @@ impl Registry {
             .cloned()
     }
 
+    /// The Store of a resource the server always serves (pods, nodes...): its absence is the
+    /// server's fault, an internal error.
+    pub(crate) fn required_store(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> crate::Result<Arc<Store>> {
+        self.store(group, version, plural)
+            .ok_or_else(|| crate::RegistryError::Internal(format!("no storage for {plural}")))
+    }
+
     /// Every Store, e.g. for controllers that act on all resources.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         self.stores.read().map(|s| s.clone()).unwrap_or_default()

@@ -13,6 +13,10 @@ use registry::auth::{Attributes, UserInfo};
 
 use super::request_info::{self, RequestInfo};
 
+/// Subresources whose responses stream for as long as the client wants (upstream's
+/// BasicLongRunningRequestCheck, with watches).
+const LONG_RUNNING_SUBRESOURCES: [&str; 5] = ["attach", "exec", "proxy", "log", "portforward"];
+
 /// A request as the filters see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Requested {
@@ -42,6 +46,21 @@ impl Requested {
                 verb: method.as_str().to_ascii_lowercase(),
                 path: decoded.into_owned(),
             },
+        }
+    }
+
+    /// A watch, or a subresource that streams: not held to the in-flight limits or the request
+    /// timeout, and audited with a ResponseStarted stage.
+    pub fn long_running(&self) -> bool {
+        match self {
+            Requested::Resource(info) => {
+                info.verb == Some(registry::Verb::Watch)
+                    || info
+                        .subresource
+                        .as_deref()
+                        .is_some_and(|s| LONG_RUNNING_SUBRESOURCES.contains(&s))
+            }
+            Requested::NonResource { .. } => false,
         }
     }
 
@@ -90,17 +109,21 @@ fn watch_param(query: &str) -> bool {
         .is_some_and(|(_, value)| matches!(decode(value).as_str(), "true" | "1"))
 }
 
-/// Puts the request's [`Requested`] into its extensions, unless an outer filter (audit) has
-/// already read it.
+/// The request's [`Requested`], read now and kept in its extensions unless an outer filter
+/// has read it already: each filter calls this, so whichever runs first reads the request
+/// and every later one, and the handlers, judge and serve that one reading.
+pub fn ensure(request: &mut Request) -> &Requested {
+    // Cheap handles (the URI shares its bytes), so the extensions can be borrowed mutably.
+    let (method, uri) = (request.method().clone(), request.uri().clone());
+    request
+        .extensions_mut()
+        .get_or_insert_with(|| Requested::read(&method, uri.path(), uri.query()))
+}
+
+/// Puts the request's [`Requested`] into its extensions (the router's own reading, for
+/// routers served without the filters that read it first).
 pub async fn with_request_info(mut request: Request, next: Next) -> Response {
-    if request.extensions().get::<Requested>().is_none() {
-        let requested = Requested::read(
-            request.method(),
-            request.uri().path(),
-            request.uri().query(),
-        );
-        request.extensions_mut().insert(requested);
-    }
+    ensure(&mut request);
     next.run(request).await
 }
 

@@ -31,7 +31,7 @@ use self::params::Params;
 use crate::discovery;
 
 /// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
-const MAX_BODY: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 3 * 1024 * 1024;
 
 #[derive(Clone)]
 pub struct Api {

@@ -22,7 +22,6 @@ use super::event::{self, Event, Format, ObjectReference, ResponseStatus, User};
 use super::log::Entry;
 use super::policy::{Level, RequestAuditConfig, Stage};
 use super::Auditor;
-use crate::api::attributes::Requested;
 use crate::secure::authn::Peer;
 
 /// upstream's Audit-ID header.
@@ -92,18 +91,7 @@ pub async fn audit(
         .filter(|v| !v.is_empty())
         .map(str::to_string)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let requested = match request.extensions().get::<Requested>() {
-        Some(requested) => requested.clone(),
-        None => {
-            let requested = Requested::read(
-                request.method(),
-                request.uri().path(),
-                request.uri().query(),
-            );
-            request.extensions_mut().insert(requested.clone());
-            requested
-        }
-    };
+    let requested = crate::api::attributes::ensure(&mut request).clone();
     let user = Arc::new(
         request
             .extensions()
@@ -118,7 +106,7 @@ pub async fn audit(
         echo_audit_id(&mut response, &audit_id);
         return response;
     }
-    let long_running = crate::limits::classify(request.method(), request.uri()).long_running;
+    let long_running = requested.long_running();
     let event = new_event(
         &request,
         &attributes,

@@ -5,7 +5,7 @@
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
@@ -57,9 +57,14 @@ impl std::fmt::Debug for Message {
 }
 
 impl Sink {
+    /// Queues `entry` for the writer. Called on the runtime's threads, so it never waits: a
+    /// full queue (the disk far behind) drops the event with an error, as upstream's batching
+    /// backend does, rather than stalling every request on the worker. A closed channel
+    /// means the server is stopping: late events are dropped.
     pub fn send(&self, entry: Entry) {
-        // A closed channel means the server is stopping: late events are dropped.
-        let _ = self.0.send(Message::Entry(Box::new(entry)));
+        if let Err(TrySendError::Full(_)) = self.0.try_send(Message::Entry(Box::new(entry))) {
+            tracing::error!("audit event dropped: the audit log's queue is full");
+        }
     }
 }
 

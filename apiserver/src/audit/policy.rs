@@ -369,11 +369,15 @@ impl RawPolicy {
                 }
             }
             for gr in &raw.resources {
-                if !gr.group.is_empty() && !is_dns_subdomain(&gr.group) {
+                let group_errors = match gr.group.as_str() {
+                    "" => Vec::new(),
+                    group => registry::validation::names::is_dns1123_subdomain(group),
+                };
+                if !group_errors.is_empty() {
                     errors.invalid(
                         &format!("{path}.resources.group"),
                         &gr.group,
-                        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                        &group_errors.join(","),
                     );
                 }
                 if !gr.resource_names.is_empty() && gr.resources.is_empty() {
@@ -435,18 +439,6 @@ fn stages(names: &[String], path: &str, errors: &mut Errors) -> Stages {
         }
     }
     valid.into_iter().collect()
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use registry::auth::{
 use registry::error::Details;
 use registry::{RegistryError, Status};
 
-use crate::api::attributes::Requested;
 use crate::api::response;
 
 /// One mode of `--authorization-mode`.
@@ -109,21 +108,14 @@ const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 /// Judges each request; only an allowed one reaches the handlers.
 pub async fn authorize(
     State(authorization): State<Authorization>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let Some(user) = request.extensions().get::<UserInfo>().cloned() else {
         return response::error(RegistryError::Internal("no user found for request".into()));
     };
-    let attributes = match request.extensions().get::<Requested>() {
-        Some(requested) => requested.attributes(Arc::new(user), request.uri().path()),
-        None => Requested::read(
-            request.method(),
-            request.uri().path(),
-            request.uri().query(),
-        )
-        .attributes(Arc::new(user), request.uri().path()),
-    };
+    let path = request.uri().path().to_string();
+    let attributes = crate::api::attributes::ensure(&mut request).attributes(Arc::new(user), &path);
     let verdict = authorization.authorizer.authorize(&attributes);
     let decision = if verdict.allowed() { "allow" } else { "forbid" };
     crate::audit::annotate(request.extensions(), DECISION_ANNOTATION, decision);

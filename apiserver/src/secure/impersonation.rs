@@ -11,6 +11,7 @@ use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::Response;
 use registry::auth::{Attributes, Authorizer, UserInfo, ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
+use registry::serviceaccount::claims::{self as service_account, USERNAME_PREFIX};
 use registry::validation::names::{is_dns1123_label, is_dns1123_subdomain};
 use registry::RegistryError;
 
@@ -21,8 +22,6 @@ pub const USER: &str = "impersonate-user";
 pub const GROUP: &str = "impersonate-group";
 pub const UID: &str = "impersonate-uid";
 pub const EXTRA_PREFIX: &str = "impersonate-extra-";
-
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
 /// One thing a request asks to act as (upstream's ObjectReference per header value).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +166,7 @@ fn extra_key(raw: &str) -> String {
 
 /// `system:serviceaccount:<namespace>:<name>` with a valid namespace and name.
 fn service_account(user: &str) -> Option<(String, String)> {
-    let rest = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
+    let rest = user.strip_prefix(USERNAME_PREFIX)?;
     let (namespace, name) = rest.split_once(':')?;
     if name.contains(':')
         || !is_dns1123_label(namespace).is_empty()
@@ -187,12 +186,9 @@ pub fn impersonated(targets: &[Target], groups_given: bool) -> UserInfo {
         match target {
             Target::User(name) => user.name = name.clone(),
             Target::ServiceAccount { namespace, name } => {
-                user.name = format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}");
+                user.name = service_account::username(namespace, name);
                 if !groups_given {
-                    user.groups = vec![
-                        "system:serviceaccounts".into(),
-                        format!("system:serviceaccounts:{namespace}"),
-                    ];
+                    user.groups = service_account::group_names(namespace);
                 }
             }
             Target::Group(group) => user.groups.push(group.clone()),

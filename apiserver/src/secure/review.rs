@@ -16,14 +16,12 @@ use serde_json::{json, Map, Value};
 
 use super::authn::UserInfo;
 use crate::api::response;
+use crate::api::MAX_BODY;
 
 pub const GROUP: &str = "authentication.k8s.io";
 pub const VERSION: &str = "v1";
 pub const KIND: &str = "SelfSubjectReview";
 pub const PLURAL: &str = "selfsubjectreviews";
-
-/// The largest request body read (upstream's limit for any request).
-const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// The route of the review (every method: the others are 405 as upstream answers them).
 pub fn router() -> Router {

@@ -68,13 +68,9 @@ impl ClusterRoleAggregationController {
             move |name| {
                 let this = this.clone();
                 async move {
-                    match this.sync(&name).await {
-                        Ok(()) => Next::Done,
-                        Err(e) => {
-                            warn!(clusterrole = %name, error = %e, "aggregating rules failed; retrying");
-                            Next::Retry
-                        }
-                    }
+                    Next::after_sync(this.sync(&name).await, |e| {
+                        warn!(clusterrole = %name, error = %e, "aggregating rules failed; retrying")
+                    })
                 }
             },
         )

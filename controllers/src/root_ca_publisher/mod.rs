@@ -89,13 +89,9 @@ impl RootCaPublisher {
             move |ns| {
                 let this = this.clone();
                 async move {
-                    match this.sync(&ns).await {
-                        Ok(()) => Next::Done,
-                        Err(e) => {
-                            warn!(namespace = %ns, error = %e, "publishing the root CA failed; retrying");
-                            Next::Retry
-                        }
-                    }
+                    Next::after_sync(this.sync(&ns).await, |e| {
+                        warn!(namespace = %ns, error = %e, "publishing the root CA failed; retrying")
+                    })
                 }
             },
         )

@@ -76,13 +76,9 @@ impl ServiceAccountController {
             move |ns| {
                 let this = this.clone();
                 async move {
-                    match this.sync(&ns).await {
-                        Ok(()) => Next::Done,
-                        Err(e) => {
-                            warn!(namespace = %ns, error = %e, "creating service accounts failed; retrying");
-                            Next::Retry
-                        }
-                    }
+                    Next::after_sync(this.sync(&ns).await, |e| {
+                        warn!(namespace = %ns, error = %e, "creating service accounts failed; retrying")
+                    })
                 }
             },
         )

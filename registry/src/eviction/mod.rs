@@ -101,16 +101,6 @@ impl Registry {
             other => other.map(|()| success()),
         }
     }
-
-    fn required_store(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Result<std::sync::Arc<Store>> {
-        self.store(group, version, plural)
-            .ok_or_else(|| RegistryError::Internal(format!("no storage for {plural}")))
-    }
 }
 
 /// The Eviction must name the pod of the URL and be a policy Eviction.

@@ -7,12 +7,13 @@ use std::ops::ControlFlow;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::covers;
-use super::index::{aggregate, Index, Kind, ResolveError, Visit};
+use super::index::{Index, Kind, ResolveError, Visit};
 use super::rules::{go_quote_list, PolicyRule};
 use super::GROUP;
 use crate::auth::{
     Attributes, Authorizer, NonResourceRule, ResourceRule, Rules, UserInfo, Verdict,
 };
+use crate::error::aggregate;
 use crate::error::RegistryError;
 use crate::registry::Registry;
 use crate::store::Store;

@@ -34,11 +34,17 @@ pub fn install_escalation_checks(
             );
             continue;
         };
-        store.set_guard(Some(Arc::new(EscalationCheck {
+        let installed = store.set_guard(Arc::new(EscalationCheck {
             kind,
             rbac: rbac.clone(),
             authorizer: authorizer.clone(),
-        })));
+        }));
+        if !installed {
+            warn!(
+                resource = kind.plural(),
+                "escalation checks were already installed; the first stay"
+            );
+        }
     }
 }
 

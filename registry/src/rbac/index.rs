@@ -373,27 +373,12 @@ impl Index {
     }
 }
 
-/// Errors as upstream's aggregate prints them: one alone, several as `[a, b]`, each message
-/// once.
-pub fn aggregate(messages: &[String]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for m in messages {
-        if !seen.contains(&m.as_str()) {
-            seen.push(m);
-        }
-    }
-    match (messages.len(), seen.len()) {
-        (0, _) => String::new(),
-        (1, _) | (_, 1) => seen.join(", "),
-        _ => format!("[{}]", seen.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::error::aggregate;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
         UserInfo {

@@ -130,34 +130,7 @@ pub(crate) fn url_covers(owner: &str, path: &str) -> bool {
     owner == path || (owner.ends_with('*') && path.starts_with(owner.trim_end_matches('*')))
 }
 
-/// A string as Go's `%q` prints it (strconv.Quote).
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    push_go_quoted(&mut out, &[s]);
-    out
-}
-
-/// Appends the concatenation of `parts` as Go's `%q` prints it, building nothing else.
-pub fn push_go_quoted(out: &mut String, parts: &[&str]) {
-    out.push('"');
-    for c in parts.iter().flat_map(|p| p.chars()) {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\x07' => out.push_str("\\a"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            '\x0b' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+pub(crate) use crate::validation::{quote as go_quote, quote_into as push_go_quoted};
 
 /// A list of strings as Go's `%q` prints a []string: `["a" "b"]`.
 pub fn go_quote_list(values: &[String]) -> String {

@@ -7,9 +7,7 @@ use serde::Deserialize;
 use super::rules::push_go_quoted;
 use crate::auth::UserInfo;
 use crate::object::{self, Object};
-
-/// The user name prefix of service accounts: `system:serviceaccount:<namespace>:<name>`.
-pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+use crate::serviceaccount::claims::{username as service_account_user, USERNAME_PREFIX};
 
 pub const USER: &str = "User";
 pub const GROUP: &str = "Group";
@@ -95,14 +93,9 @@ impl Subject {
     }
 }
 
-/// The user name of a service account.
-pub fn service_account_user(namespace: &str, name: &str) -> String {
-    format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}")
-}
-
 /// Whether `user` is `system:serviceaccount:<namespace>:<name>`, without building it.
 fn is_service_account(user: &str, namespace: &str, name: &str) -> bool {
-    user.strip_prefix(SERVICE_ACCOUNT_PREFIX)
+    user.strip_prefix(USERNAME_PREFIX)
         .and_then(|rest| rest.strip_prefix(namespace))
         .and_then(|rest| rest.strip_prefix(':'))
         == Some(name)

@@ -132,7 +132,7 @@ impl RbacAuthorizer {
         };
         let mut events = match started {
             Ok(events) => events,
-            Err(e) if e.code() == 410 => return WatchEnd::Expired,
+            Err(e) if u64::from(e.code()) == GONE => return WatchEnd::Expired,
             Err(e) => {
                 warn!(resource = kind.plural(), error = %e, "RBAC watch failed");
                 return WatchEnd::Closed;

@@ -100,7 +100,7 @@ impl Registry {
             return Err(RegistryError::invalid(&kind(), name, vec![cause]));
         }
         let account = self
-            .required_store_of("serviceaccounts")?
+            .required_store("", "v1", "serviceaccounts")?
             .get(Some(namespace), name, &ListOptions::default())
             .await?;
         if req.spec.audiences.is_empty() {
@@ -199,11 +199,6 @@ impl Registry {
         }))
     }
 
-    fn required_store_of(&self, plural: &str) -> Result<std::sync::Arc<crate::Store>> {
-        self.store("", "v1", plural)
-            .ok_or_else(|| RegistryError::Internal(format!("no storage for {plural}")))
-    }
-
     /// The object a token is to be bound to, which must exist with the uid asked for.
     async fn bound_object(
         &self,
@@ -223,7 +218,7 @@ impl Registry {
             .unwrap_or(&bound.api_version);
         let get = |plural: &'static str, ns: Option<&'static str>| async move {
             let ns = ns.map(|_| namespace);
-            self.required_store_of(plural)?
+            self.required_store("", "v1", plural)?
                 .get(ns, &bound.name, &ListOptions::default())
                 .await
         };
@@ -248,7 +243,7 @@ impl Registry {
                         ..Default::default()
                     };
                     match self
-                        .required_store_of("nodes")?
+                        .required_store("", "v1", "nodes")?
                         .get(None, node_name, &cached)
                         .await
                     {

@@ -16,7 +16,7 @@ pub mod subresources;
 pub mod update;
 pub mod watch;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -50,7 +50,7 @@ pub struct Store {
     /// What the resource does around writes (Services' allocations).
     hooks: Option<Arc<dyn StoreHooks>>,
     /// Who may write what (RBAC's escalation checks), set once the judge exists.
-    guard: RwLock<Option<Arc<dyn WriteGuard>>>,
+    guard: OnceLock<Arc<dyn WriteGuard>>,
 }
 
 impl Store {
@@ -71,19 +71,19 @@ impl Store {
             admission,
             fields: Arc::default(),
             hooks: None,
-            guard: RwLock::new(None),
+            guard: OnceLock::new(),
         }
     }
 
-    /// Judges every later create and update of the main object with `guard` (None: none).
-    pub fn set_guard(&self, guard: Option<Arc<dyn WriteGuard>>) {
-        *self.guard.write().unwrap_or_else(|p| p.into_inner()) = guard;
+    /// Judges every later create and update of the main object with `guard`. A Store has
+    /// one judge for its life: a second is refused (false) and the first stays.
+    pub fn set_guard(&self, guard: Arc<dyn WriteGuard>) -> bool {
+        self.guard.set(guard).is_ok()
     }
 
     /// The guard's judgement of a write; without a guard every write passes.
     fn guard_write(&self, write: &GuardedWrite<'_>) -> Result<()> {
-        let guard = self.guard.read().unwrap_or_else(|p| p.into_inner()).clone();
-        match guard {
+        match self.guard.get() {
             Some(guard) => guard.admit(write),
             None => Ok(()),
         }

@@ -23,8 +23,15 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 /// non-ASCII spaces, private-use and common format characters are escaped.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    quote_into(&mut out, &[s]);
+    out
+}
+
+/// Appends the concatenation of `parts` as [`quote`] prints it, building nothing else (for
+/// messages written on every request, such as authorization reasons).
+pub fn quote_into(out: &mut String, parts: &[&str]) {
     out.push('"');
-    for c in s.chars() {
+    for c in parts.iter().flat_map(|p| p.chars()) {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -44,7 +51,6 @@ pub fn quote(s: &str) -> String {
         }
     }
     out.push('"');
-    out
 }
 
 fn go_printable(c: char) -> bool {

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 
 use super::authz::Authorization;
 use crate::api::response;
+use crate::api::MAX_BODY;
 use types::{AccessSpec, AccessStatus, Review, RulesSpec, RulesStatus};
 pub use types::{GROUP, VERSION};
 
@@ -34,9 +35,6 @@ const SUBJECT: &str = "SubjectAccessReview";
 const LOCAL: &str = "LocalSubjectAccessReview";
 const SELF: &str = "SelfSubjectAccessReview";
 const RULES: &str = "SelfSubjectRulesReview";
-
-/// The largest request body read (upstream's limit for any request).
-const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// The reviews' routes (every method: the others are 405, as upstream answers them).
 pub fn router(authorization: Authorization) -> Router {

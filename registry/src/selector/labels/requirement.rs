@@ -1,7 +1,6 @@
 //! One requirement of a label selector: a key, an operator and values, validated with
 //! upstream's messages, matched and printed as upstream does.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::selector::SelectorError;
@@ -28,17 +27,12 @@ pub struct LabelRequirement {
     values: Vec<String>,
 }
 
-/// Upstream's aggregate of field errors: one message alone, several deduplicated in brackets.
+/// Upstream's aggregate of field errors: nothing when there are none.
 fn aggregate(messages: Vec<String>) -> Result<(), String> {
-    let mut seen = BTreeSet::new();
-    let unique: Vec<String> = messages
-        .into_iter()
-        .filter(|m| seen.insert(m.clone()))
-        .collect();
-    match unique.len() {
-        0 => Ok(()),
-        1 => Err(unique.concat()),
-        _ => Err(format!("[{}]", unique.join(", "))),
+    if messages.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::error::aggregate(&messages))
     }
 }
 
