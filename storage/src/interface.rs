@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
+use crate::{KeyValue, ListOptions, ListPages, ListResult, Preconditions, ReadRevision, Result};
 use crate::{WatchOptions, WatchStream};
 
 /// Decides what becomes of the key from its current value (None: absent, with
@@ -71,6 +71,17 @@ pub trait Interface: Send + Sync {
     async fn get(&self, key: &str, revision: ReadRevision) -> Result<KeyValue>;
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult>;
+
+    /// A whole list read page by page from one snapshot, for readers that stream it out;
+    /// for options [`Interface::lists_whole`] accepts (`opts.limit` is not applied, and a
+    /// continue token is refused).
+    async fn get_list_pages(&self, key: &str, opts: ListOptions) -> Result<ListPages>;
+
+    /// Whether a list with these options is answered whole (no page, no continue), so that
+    /// [`Interface::get_list_pages`] reads the same items as [`Interface::get_list`].
+    fn lists_whole(&self, opts: &ListOptions) -> bool {
+        opts.limit <= 0 && opts.continue_token.as_deref().is_none_or(str::is_empty)
+    }
 
     /// Read, decide, compare-and-swap; retried on conflict until it lands or the update
     /// function or a precondition refuses. Returns the pair written, kept or removed.

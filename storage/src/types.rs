@@ -98,6 +98,22 @@ pub struct ListResult {
     pub remaining: Option<i64>,
 }
 
+/// A complete list read from one snapshot and handed out a page at a time, so that a reader
+/// that writes each page out never holds the whole collection (upstream's streaming list
+/// encoders). Pages are never empty; `revision` is the snapshot's.
+pub struct ListPages {
+    pub revision: i64,
+    pub pages: futures::stream::BoxStream<'static, crate::Result<Vec<KeyValue>>>,
+}
+
+impl fmt::Debug for ListPages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListPages")
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct WatchOptions {
     /// Deliver changes after this revision. 0: start from the current state.

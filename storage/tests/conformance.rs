@@ -34,6 +34,7 @@ test_support::both_backends!(
     watch_initial_events,
     count_and_revision,
     full_lists_beyond_four_mebibytes,
+    whole_lists_in_pages_read_one_snapshot,
 );
 
 async fn create_get_update_delete(h: &Harness) {
@@ -920,5 +921,115 @@ async fn update_may_keep_or_delete(h: &Harness) {
     assert!(
         matches!(gone, Err(StorageError::NotFound { .. })),
         "{gone:?}"
+    );
+}
+
+/// All pages of a list read a page at a time: from the snapshot of the first range, whatever is
+/// written meanwhile, the same items as one list at that revision, filtered by the predicate.
+async fn whole_lists_in_pages_read_one_snapshot(h: &Harness) {
+    fill(h, "/pg/ns/o", 700).await;
+    let opts = |predicate: Option<Predicate>| ListOptions {
+        recursive: true,
+        predicate,
+        ..Default::default()
+    };
+    let mut paged = h
+        .store
+        .get_list_pages("/pg", opts(None))
+        .await
+        .expect("pages");
+    let first = paged
+        .pages
+        .next()
+        .await
+        .expect("a page")
+        .expect("first page");
+    assert!(first.len() < 700, "read in pages, got {}", first.len());
+    // Writes after the snapshot: a new key, a deleted one, an updated one.
+    fill(h, "/pg/ns/p", 3).await;
+    h.store
+        .delete("/pg/ns/o0600", &Preconditions::none(), None)
+        .await
+        .expect("delete");
+    h.store
+        .guaranteed_update("/pg/ns/o0650", UpdateOptions::default(), &mut |_| {
+            Ok(Update::Write(object("650", "u", "changed")))
+        })
+        .await
+        .expect("update");
+    let mut items = first;
+    while let Some(page) = paged.pages.next().await {
+        let page = page.expect("page");
+        assert!(!page.is_empty(), "pages are never empty");
+        items.extend(page);
+    }
+    let at = h
+        .store
+        .get_list(
+            "/pg",
+            ListOptions {
+                revision: ReadRevision::Exact(paged.revision),
+                ..list(0, None)
+            },
+        )
+        .await
+        .expect("list at the snapshot");
+    assert_eq!(items, at.items);
+    assert_eq!(items.len(), 700);
+    assert_eq!(data_of(&items[650].value), "v650");
+
+    // Only what matches, in pages that skip what does not.
+    let even: Predicate = Arc::new(|kv| {
+        data_of(&kv.value)
+            .trim_start_matches('v')
+            .parse::<u32>()
+            .is_ok_and(|n| n % 100 == 0)
+    });
+    let filtered = h
+        .store
+        .get_list_pages("/pg", opts(Some(even)))
+        .await
+        .expect("pages");
+    let pages: Vec<_> = filtered.pages.collect().await;
+    let keys: Vec<String> = pages
+        .into_iter()
+        .flat_map(|p| p.expect("page"))
+        .map(|kv| kv.key)
+        .collect();
+    // The latest state: o0600 is gone, p0000 (value v0) is new.
+    let want: Vec<String> = (0..6)
+        .map(|i| format!("/pg/ns/o{:04}", i * 100))
+        .chain(["/pg/ns/p0000".to_string()])
+        .collect();
+    assert_eq!(keys, want);
+
+    // A revision not reached yet, and a continue token, are refused up front.
+    let future = h
+        .store
+        .get_list_pages(
+            "/pg",
+            ListOptions {
+                revision: ReadRevision::NotOlderThan(at.revision + 1000),
+                ..opts(None)
+            },
+        )
+        .await;
+    assert!(
+        matches!(future, Err(StorageError::TooLargeResourceVersion { .. })),
+        "{future:?}"
+    );
+    let continued = h
+        .store
+        .get_list_pages(
+            "/pg",
+            ListOptions {
+                continue_token: Some("abc".into()),
+                ..opts(None)
+            },
+        )
+        .await;
+    assert!(
+        matches!(continued, Err(StorageError::Invalid(_))),
+        "{continued:?}"
     );
 }

@@ -8,6 +8,7 @@ mod delete;
 mod delete_collection;
 mod fields;
 pub mod hooks;
+mod list_stream;
 mod managed;
 mod meta;
 mod raw;
@@ -34,6 +35,7 @@ use self::hooks::{Finish, GuardedWrite, StoreHooks, WriteGuard};
 
 pub use self::apply::parse_config as parse_apply_config;
 pub use self::delete::{DeleteOutcome, DeletePlan};
+pub use self::list_stream::ListStream;
 pub use self::managed::DEFAULT_MANAGER;
 pub use self::watch::{WatchEvent, WatchEventType};
 
@@ -150,11 +152,14 @@ impl Store {
 
     /// A stored object in the shape this Store serves.
     pub(crate) fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
-        let mut obj = decode_at(value, revision)?;
-        if let Some(conversion) = &self.conversion {
-            conversion.to_served(&mut obj);
+        self.decoder().decode_bytes(value, revision)
+    }
+
+    /// Turns stored pairs into served objects away from the Store (in a stream, a reader).
+    pub fn decoder(&self) -> Decoder {
+        Decoder {
+            conversion: self.conversion.clone(),
         }
-        Ok(obj)
     }
 
     /// How every write of this Store goes to storage: with the kind's ttl, if it has one.
@@ -177,6 +182,27 @@ impl Store {
         conversion.to_served(&mut stored);
         *obj = stored;
         Ok(bytes)
+    }
+}
+
+/// A Store's way from stored bytes to the object served: the resourceVersion stamped, then
+/// the conversion to the served version, if any. Cheap to clone.
+#[derive(Clone)]
+pub struct Decoder {
+    conversion: Option<Arc<dyn Conversion>>,
+}
+
+impl Decoder {
+    pub fn decode(&self, kv: &KeyValue) -> Result<Object> {
+        self.decode_bytes(&kv.value, kv.mod_revision)
+    }
+
+    pub fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
+        let mut obj = decode_at(value, revision)?;
+        if let Some(conversion) = &self.conversion {
+            conversion.to_served(&mut obj);
+        }
+        Ok(obj)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use storage::{KeyValue, Predicate, ReadRevision};
 
+use super::list_stream::list_metadata;
 use super::Store;
 use crate::error::Result;
 use crate::object::{self, Object};
@@ -139,14 +140,7 @@ impl Store {
         for kv in &result.items {
             items.push(self.decode(kv)?);
         }
-        let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!(result.revision.to_string()));
-        if let Some(token) = result.continue_token {
-            meta.insert("continue".into(), json!(token));
-        }
-        if let Some(remaining) = result.remaining.filter(|r| *r > 0) {
-            meta.insert("remainingItemCount".into(), json!(remaining));
-        }
+        let meta = list_metadata(result.revision, result.continue_token, result.remaining);
         Ok(json!({
             "apiVersion": self.info.api_version(),
             "kind": self.info.list_kind,

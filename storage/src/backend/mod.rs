@@ -82,6 +82,9 @@ pub struct RangeRequest {
     pub min_mod_revision: i64,
     /// Leave values out.
     pub keys_only: bool,
+    /// With a limit: stop at it; `count` then covers the page only and `more` says whether
+    /// anything follows (a paged reader needs no total, and counting is a walk of the range).
+    pub skip_count: bool,
 }
 
 #[derive(Clone, Debug, Default)]

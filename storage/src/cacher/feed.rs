@@ -147,7 +147,7 @@ impl Feed {
                         continue;
                     }
                 };
-                objects.insert(kv.key.clone(), kv);
+                objects.insert(kv.key.clone(), Arc::new(kv));
             }
             match last {
                 Some(last) if resp.more => range = range.after(&last),

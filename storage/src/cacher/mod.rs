@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
@@ -20,7 +22,8 @@ use self::state::CacheState;
 use crate::backend::KeyRange;
 use crate::interface::{Interface, UpdateFn, UpdateOptions, ValidateDeletion};
 use crate::store::events::matches;
-use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result};
+use crate::store::PAGE_ITEMS;
+use crate::{KeyValue, ListOptions, ListPages, ListResult, Preconditions, ReadRevision, Result};
 use crate::{KvStore, StorageError, WatchOptions, WatchStream};
 
 /// How often a reader waiting for freshness asks the feed for progress again.
@@ -156,6 +159,21 @@ impl Cacher {
         }
     }
 
+    /// The objects under `key` as they are now, and the revision they are at: pointers taken
+    /// under the lock, so predicates and copies run after it is released.
+    fn snapshot(&self, key: &str, recursive: bool) -> (Vec<Arc<KeyValue>>, i64) {
+        let range = self.range(key, recursive);
+        let start = String::from_utf8_lossy(&range.start).into_owned();
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let items = state
+            .objects
+            .range(start..)
+            .take_while(|(k, _)| range.contains(k.as_bytes()))
+            .map(|(_, kv)| kv.clone())
+            .collect();
+        (items, state.revision)
+    }
+
     fn range(&self, key: &str, recursive: bool) -> KeyRange {
         if recursive {
             let mut prefix = key.to_string();
@@ -167,6 +185,40 @@ impl Cacher {
             KeyRange::key(key)
         }
     }
+}
+
+/// Whether the cache answers a list: one that accepts any recent state, not a later page.
+fn from_cache(opts: &ListOptions) -> bool {
+    opts.continue_token.as_deref().is_none_or(str::is_empty)
+        && match opts.revision {
+            ReadRevision::Any => true,
+            // A paged list at a given revision needs the store's snapshots.
+            ReadRevision::NotOlderThan(_) => opts.limit <= 0,
+            ReadRevision::Latest | ReadRevision::Exact(_) => false,
+        }
+}
+
+/// A snapshot handed out in pages of what matches; each page copies only its own pairs.
+fn pages(
+    snapshot: Vec<Arc<KeyValue>>,
+    predicate: Option<crate::Predicate>,
+) -> BoxStream<'static, Result<Vec<KeyValue>>> {
+    let mut items = snapshot.into_iter();
+    futures::stream::iter(std::iter::from_fn(move || loop {
+        let page: Vec<KeyValue> = items
+            .by_ref()
+            .take(PAGE_ITEMS)
+            .filter(|kv| matches(&predicate, kv))
+            .map(|kv| KeyValue::clone(&kv))
+            .collect();
+        if !page.is_empty() {
+            return Some(Ok(page));
+        }
+        if items.len() == 0 {
+            return None;
+        }
+    }))
+    .boxed()
 }
 
 #[async_trait]
@@ -194,19 +246,16 @@ impl Interface for Cacher {
         state
             .objects
             .get(key)
-            .cloned()
+            .map(|kv| KeyValue::clone(kv))
             .ok_or_else(|| StorageError::not_found(key))
     }
 
+    fn lists_whole(&self, opts: &ListOptions) -> bool {
+        from_cache(opts) || self.store.lists_whole(opts)
+    }
+
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
-        let from_cache = opts.continue_token.as_deref().is_none_or(str::is_empty)
-            && match opts.revision {
-                ReadRevision::Any => true,
-                // A paged list at a given revision needs the store's snapshots.
-                ReadRevision::NotOlderThan(_) => opts.limit <= 0,
-                ReadRevision::Latest | ReadRevision::Exact(_) => false,
-            };
-        if !from_cache {
+        if !from_cache(&opts) {
             return self.store.get_list(key, opts).await;
         }
         self.check_key(key)?;
@@ -215,23 +264,38 @@ impl Interface for Cacher {
             _ => 0,
         };
         self.wait_fresh(min).await?;
-        let range = self.range(key, opts.recursive);
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        let start = String::from_utf8_lossy(&range.start).into_owned();
+        let (snapshot, revision) = self.snapshot(key, opts.recursive);
         // As upstream, a list served from the cache is complete: limit does not apply.
-        let items = state
-            .objects
-            .range(start..)
-            .take_while(|(k, _)| range.contains(k.as_bytes()))
-            .map(|(_, kv)| kv)
+        let items = snapshot
+            .iter()
             .filter(|kv| matches(&opts.predicate, kv))
-            .cloned()
+            .map(|kv| KeyValue::clone(kv))
             .collect();
         Ok(ListResult {
             items,
-            revision: state.revision,
+            revision,
             continue_token: None,
             remaining: None,
+        })
+    }
+
+    async fn get_list_pages(&self, key: &str, opts: ListOptions) -> Result<ListPages> {
+        let min = match opts.revision {
+            ReadRevision::Any => 0,
+            ReadRevision::NotOlderThan(r) => r,
+            ReadRevision::Latest | ReadRevision::Exact(_) => {
+                return self.store.get_list_pages(key, opts).await
+            }
+        };
+        if !from_cache(&opts) {
+            return self.store.get_list_pages(key, opts).await;
+        }
+        self.check_key(key)?;
+        self.wait_fresh(min).await?;
+        let (snapshot, revision) = self.snapshot(key, opts.recursive);
+        Ok(ListPages {
+            revision,
+            pages: pages(snapshot, opts.predicate),
         })
     }
 

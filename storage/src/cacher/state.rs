@@ -34,8 +34,12 @@ pub enum CacheMessage {
     Reset,
 }
 
+/// The current objects by key. Shared pointers, so a list or an initial watch state is a
+/// snapshot of pointers taken under the lock, and its values are the cache's own bytes.
+pub type Objects = BTreeMap<String, Arc<KeyValue>>;
+
 pub struct CacheState {
-    pub objects: BTreeMap<String, KeyValue>,
+    pub objects: Objects,
     window: VecDeque<Arc<CachedEvent>>,
     /// Every change after this revision is in the window: watches may start here or later.
     pub window_start: i64,
@@ -70,7 +74,7 @@ impl CacheState {
     }
 
     /// Starts over from a full list at `revision`; existing watchers are told to relist.
-    pub fn reset(&mut self, objects: BTreeMap<String, KeyValue>, revision: i64) {
+    pub fn reset(&mut self, objects: Objects, revision: i64) {
         let had_data = self.ready || self.revision > 0;
         self.objects = objects;
         self.window.clear();
@@ -87,17 +91,22 @@ impl CacheState {
     }
 
     /// Applies one change (keys already relative to the storage prefix) and fans it out.
-    pub fn apply(&mut self, event: RawEvent) {
+    pub fn apply(&mut self, mut event: RawEvent) {
         // A resumed watch never repeats a revision, but several changes may share one.
         if event.kv.mod_revision < self.applied {
             return;
         }
-        match event.kind {
-            RawEventKind::Put => {
-                self.objects.insert(event.kv.key.clone(), event.kv.clone());
-            }
-            RawEventKind::Delete => {
-                self.objects.remove(&event.kv.key);
+        let replaced = match event.kind {
+            RawEventKind::Put => self
+                .objects
+                .insert(event.kv.key.clone(), Arc::new(event.kv.clone())),
+            RawEventKind::Delete => self.objects.remove(&event.kv.key),
+        };
+        // The window keeps the previous state as the cache's own bytes, not the backend's
+        // second copy of them.
+        if let (Some(old), Some(prev)) = (replaced, event.prev.as_mut()) {
+            if old.mod_revision == prev.mod_revision {
+                prev.value = old.value.clone();
             }
         }
         self.applied = event.kv.mod_revision;

@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 use super::state::{CacheMessage, CacheState, CachedEvent};
 use crate::backend::KeyRange;
 use crate::store::events::{added, matches, to_watch_event};
-use crate::{Result, StorageError, WatchEvent, WatchOptions, WatchStream};
+use crate::{KeyValue, Result, StorageError, WatchEvent, WatchOptions, WatchStream};
 
 struct Watcher {
     range: KeyRange,
@@ -76,21 +76,22 @@ pub fn start(
     range: KeyRange,
     opts: WatchOptions,
 ) -> Result<WatchStream> {
-    let mut first: Vec<Result<WatchEvent>> = Vec::new();
+    // The initial state is a snapshot of pointers, turned into events as the watcher reads
+    // them: a watch of 100,000 objects does not queue 100,000 events up front.
+    let mut initial: Vec<Arc<KeyValue>> = Vec::new();
+    let mut initial_end = None;
     let (backlog, rx, position, revision) = {
         let s = state.read().unwrap_or_else(|p| p.into_inner());
         if opts.initial_events() {
-            first.extend(
+            initial.extend(
                 s.objects
                     .range::<String, _>(key_bounds(&range))
-                    .map(|(_, kv)| kv)
-                    .filter(|kv| matches(&opts.predicate, kv))
-                    .map(|kv| Ok(added(kv))),
+                    .map(|(_, kv)| kv.clone()),
             );
             if opts.send_initial_events == Some(true) {
                 let mut end = WatchEvent::bookmark(s.revision);
                 end.initial_events_end = true;
-                first.push(Ok(end));
+                initial_end = Some(Ok(end));
             }
             (Vec::new(), s.tx.subscribe(), s.end_position(), s.revision)
         } else {
@@ -116,7 +117,18 @@ pub fn start(
         position,
         revision,
     };
-    first.extend(backlog.iter().filter_map(|c| watcher.observe(c)).map(Ok));
+    let backlog: Vec<Result<WatchEvent>> = backlog
+        .iter()
+        .filter_map(|c| watcher.observe(c))
+        .map(Ok)
+        .collect();
+    let predicate = watcher.opts.predicate.clone();
+    let first = initial
+        .into_iter()
+        .filter(move |kv| matches(&predicate, kv))
+        .map(|kv| Ok(added(&kv)))
+        .chain(initial_end)
+        .chain(backlog);
     let live = async_stream::try_stream! {
         let mut rx = rx;
         let mut last_bookmark = watcher.revision;

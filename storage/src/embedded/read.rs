@@ -68,6 +68,13 @@ pub fn range(db: &Database, req: RangeRequest) -> Result<RangeResponse> {
             continue;
         }
         let full = req.limit > 0 && out.kvs.len() >= req.limit;
+        if full && req.skip_count {
+            if (at == current && !entry.deleted) || resolve(&events, entry, at)?.is_some() {
+                out.more = true;
+                break;
+            }
+            continue;
+        }
         if req.count_only || full {
             // Past the page only existence matters; latest live entries need no read.
             let exists =

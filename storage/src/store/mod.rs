@@ -4,6 +4,9 @@
 pub mod continue_token;
 pub(crate) mod events;
 mod list;
+mod list_pages;
+
+pub(crate) use list_pages::PAGE_ITEMS;
 mod transform;
 mod watch;
 
@@ -16,7 +19,8 @@ use bytes::Bytes;
 use crate::backend::{DynBackend, KeyRange, RangeRequest, TxnOutcome};
 use crate::interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};
 use crate::metrics::TimedBackend;
-use crate::{KeyValue, ListOptions, ListResult, Preconditions, ReadRevision, Result, StorageError};
+use crate::StorageError;
+use crate::{KeyValue, ListOptions, ListPages, ListResult, Preconditions, ReadRevision, Result};
 use crate::{WatchOptions, WatchStream};
 
 /// Where a stored value keeps its UID, for UID preconditions.
@@ -211,6 +215,10 @@ impl Interface for KvStore {
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
         list::get_list(self, key, opts).await
+    }
+
+    async fn get_list_pages(&self, key: &str, opts: ListOptions) -> Result<ListPages> {
+        list_pages::get_list_pages(self, key, opts).await
     }
 
     async fn guaranteed_update(

@@ -1,0 +1,95 @@
+//! Lists handed out an item at a time: the objects are decoded as the reader asks for them,
+//! from pages the storage reads from one snapshot, so a reader that writes each item out (the
+//! HTTP list encoders) holds about a page, never the whole collection.
+
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use serde_json::{json, Map, Value};
+
+use super::Store;
+use crate::error::{RegistryError, Result};
+use crate::object::Object;
+use crate::options::ListOptions;
+
+/// A list (`<Kind>List`) whose items come as a stream. `metadata` is the list's metadata
+/// exactly as [`Store::list`] sets it.
+pub struct ListStream {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Map<String, Value>,
+    pub items: BoxStream<'static, Result<Object>>,
+}
+
+/// The list metadata of a read at `revision`.
+pub(super) fn list_metadata(
+    revision: i64,
+    continue_token: Option<String>,
+    remaining: Option<i64>,
+) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), json!(revision.to_string()));
+    if let Some(token) = continue_token {
+        meta.insert("continue".into(), json!(token));
+    }
+    if let Some(remaining) = remaining.filter(|r| *r > 0) {
+        meta.insert("remainingItemCount".into(), json!(remaining));
+    }
+    meta
+}
+
+impl Store {
+    /// What [`Store::list`] answers, as a stream: same items, same order, same metadata.
+    pub async fn list_stream(
+        &self,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListStream> {
+        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
+        let selection = self.selection(opts)?;
+        let storage_opts = storage::ListOptions {
+            revision: opts.read_revision()?,
+            limit: opts.limit.max(0),
+            continue_token: opts.continue_token.clone().filter(|c| !c.is_empty()),
+            predicate: self.predicate(selection),
+            recursive: true,
+        };
+        let prefix = self.list_prefix(namespace);
+        let decoder = self.decoder();
+        let (metadata, items) = if self.storage.lists_whole(&storage_opts) {
+            let pages = self
+                .storage
+                .get_list_pages(&prefix, storage_opts)
+                .await
+                .map_err(self.storage_err(""))?;
+            let resource = self.info.qualified_resource();
+            let items = pages
+                .pages
+                .map_err(move |e| RegistryError::from_storage(e, &resource, ""))
+                .map_ok(move |page| {
+                    let decoder = decoder.clone();
+                    futures::stream::iter(page.into_iter().map(move |kv| decoder.decode(&kv)))
+                })
+                .try_flatten()
+                .boxed();
+            (list_metadata(pages.revision, None, None), items)
+        } else {
+            // One page of a paged read: bounded by its limit.
+            let result = self
+                .storage
+                .get_list(&prefix, storage_opts)
+                .await
+                .map_err(self.storage_err(""))?;
+            let metadata = list_metadata(result.revision, result.continue_token, result.remaining);
+            let items =
+                futures::stream::iter(result.items.into_iter().map(move |kv| decoder.decode(&kv)))
+                    .boxed();
+            (metadata, items)
+        };
+        Ok(ListStream {
+            api_version: self.info.api_version(),
+            kind: self.info.list_kind.clone(),
+            metadata,
+            items,
+        })
+    }
+}
