@@ -195,11 +195,76 @@ async fn the_factory_shares_one_informer_per_resource(h: &Harness) {
     assert!(a.is_stopped());
 }
 
+/// The stored bytes of `ns/name` in the watch cache (a read any state serves comes from it).
+async fn cached_bytes(store: &registry::Store, ns: &str, name: &str) -> storage::KeyValue {
+    store
+        .storage()
+        .get(&store.key(Some(ns), name), storage::ReadRevision::Any)
+        .await
+        .expect("in the watch cache")
+}
+
+fn revision_of(obj: &serde_json::Value) -> i64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .expect("numeric resourceVersion")
+}
+
+/// Each object is held once: the informer's indexer keeps the watch cache's own allocation,
+/// whether the object came by the list or by the watch.
+async fn holds_the_watch_caches_bytes_not_a_copy(h: &Harness) {
+    h.namespace("app").await;
+    let store = h.configmaps();
+    let listed = create_configmap(&store, "app", "listed", "1").await;
+    // Once the watch cache has it, the informer's first list (served by the cache) does too.
+    store
+        .storage()
+        .get(
+            &store.key(Some("app"), "listed"),
+            storage::ReadRevision::NotOlderThan(revision_of(&listed)),
+        )
+        .await
+        .expect("cached");
+    let informer = SharedInformer::for_store(store.clone(), InformerConfig::default());
+    informer.start();
+    assert!(informer.wait_for_sync().await);
+    let held = informer.indexer().get_encoded("app/listed").expect("held");
+    let cached = cached_bytes(&store, "app", "listed").await;
+    assert_eq!(held.value.as_ptr(), cached.value.as_ptr());
+    assert_eq!(held.revision, cached.mod_revision);
+
+    let updated = update_configmap(&store, "app", "listed", "2").await;
+    let created = create_configmap(&store, "app", "watched", "1").await;
+    for (key, obj) in [("app/listed", &updated), ("app/watched", &created)] {
+        let rv = revision_of(obj);
+        eventually(
+            &format!("the informer to see {key} at {rv}"),
+            std::time::Duration::from_secs(10),
+            || {
+                informer
+                    .indexer()
+                    .get_encoded(key)
+                    .is_some_and(|e| e.revision == rv)
+            },
+        )
+        .await;
+        let held = informer.indexer().get_encoded(key).expect("held");
+        let (ns, name) = key.split_once('/').expect("namespaced key");
+        let cached = cached_bytes(&store, ns, name).await;
+        assert_eq!(held.value.as_ptr(), cached.value.as_ptr(), "{key}");
+        // Decoded on demand, it is what the store serves.
+        assert_eq!(*informer.indexer().get(key).expect("held"), *obj);
+    }
+    informer.stop().await;
+}
+
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
     the_factory_shares_one_informer_per_resource,
     delivers_the_list_then_changes_in_order,
     relists_after_compaction_and_reports_the_missed_deletion,
+    holds_the_watch_caches_bytes_not_a_copy,
 );
 
 /// etcd going away and coming back (with its data) costs the informer nothing.

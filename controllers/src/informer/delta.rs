@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use registry::store::Encoded;
 use serde_json::Value;
 
 use super::key::{object_key, KeyError};
@@ -19,31 +20,55 @@ pub enum DeltaType {
     Sync,
 }
 
+/// What an object key can be taken from: a decoded object, or the stored form whose key the
+/// registry read off the storage key.
+pub trait Keyed {
+    fn object_key(&self) -> Result<String, KeyError>;
+}
+
+impl Keyed for Arc<Value> {
+    fn object_key(&self) -> Result<String, KeyError> {
+        object_key(self)
+    }
+}
+
+impl Keyed for Encoded {
+    fn object_key(&self) -> Result<String, KeyError> {
+        if self.key.is_empty() {
+            return Err(KeyError);
+        }
+        Ok(self.key.clone())
+    }
+}
+
 /// Stands in for an object that vanished while the watch was not looking: the relist no longer
 /// has it, so the deletion was missed and `obj` (the last state known, if any) may be stale.
+/// Handlers see decoded objects; the DeltaFIFO queues the stored form ([`Encoded`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct DeletedFinalStateUnknown {
+pub struct DeletedFinalStateUnknown<O = Arc<Value>> {
     pub key: String,
-    pub obj: Option<Arc<Value>>,
+    pub obj: Option<O>,
 }
 
 /// The object of a delta: a real object, or the tombstone of a missed deletion.
 #[derive(Clone, Debug, PartialEq)]
-pub enum DeltaObject {
-    Object(Arc<Value>),
-    DeletedFinalStateUnknown(DeletedFinalStateUnknown),
+pub enum DeltaObject<O = Arc<Value>> {
+    Object(O),
+    DeletedFinalStateUnknown(DeletedFinalStateUnknown<O>),
 }
 
-impl DeltaObject {
+impl<O: Keyed> DeltaObject<O> {
     pub fn key(&self) -> Result<String, KeyError> {
         match self {
-            Self::Object(obj) => object_key(obj),
+            Self::Object(obj) => obj.object_key(),
             Self::DeletedFinalStateUnknown(t) => Ok(t.key.clone()),
         }
     }
+}
 
+impl<O> DeltaObject<O> {
     /// The object, or the last state a tombstone knew of.
-    pub fn object(&self) -> Option<&Arc<Value>> {
+    pub fn object(&self) -> Option<&O> {
         match self {
             Self::Object(obj) => Some(obj),
             Self::DeletedFinalStateUnknown(t) => t.obj.as_ref(),
@@ -67,8 +92,14 @@ impl From<Arc<Value>> for DeltaObject {
     }
 }
 
-impl From<DeletedFinalStateUnknown> for DeltaObject {
-    fn from(t: DeletedFinalStateUnknown) -> Self {
+impl From<Encoded> for DeltaObject<Encoded> {
+    fn from(v: Encoded) -> Self {
+        Self::Object(v)
+    }
+}
+
+impl<O> From<DeletedFinalStateUnknown<O>> for DeltaObject<O> {
+    fn from(t: DeletedFinalStateUnknown<O>) -> Self {
         Self::DeletedFinalStateUnknown(t)
     }
 }
@@ -76,8 +107,9 @@ impl From<DeletedFinalStateUnknown> for DeltaObject {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delta {
     pub kind: DeltaType,
-    /// The state after the change; for a deletion, the last state before it.
-    pub object: DeltaObject,
+    /// The state after the change; for a deletion, the last state before it. Stored bytes,
+    /// shared with the watch cache, while queued.
+    pub object: DeltaObject<Encoded>,
 }
 
 /// Everything that happened to one object since it was last popped, oldest first. Never

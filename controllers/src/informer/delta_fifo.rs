@@ -1,13 +1,13 @@
 //! DeltaFIFO: the queue between the reflector (producer) and the informer's processing loop
 //! (consumer). Changes accumulate per object key as Deltas, so a consumer sees everything that
 //! happened to an object since it last looked, and each key is queued once, in the order it
-//! first changed.
+//! first changed. Objects wait here as stored (the watch cache's bytes), not decoded.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::Value;
+use registry::store::Encoded;
 use thiserror::Error;
 use tokio::sync::{watch, Notify};
 use tracing::{debug, warn};
@@ -21,7 +21,7 @@ use super::key::KeyError;
 /// vanished and a resync knows what to re-deliver.
 pub trait KnownObjects: Send + Sync {
     fn list_keys(&self) -> Vec<String>;
-    fn get_by_key(&self, key: &str) -> Option<Arc<Value>>;
+    fn get_by_key(&self, key: &str) -> Option<Encoded>;
 }
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -78,7 +78,11 @@ impl State {
             .is_some_and(|d| d.kind == DeltaType::Deleted)
     }
 
-    fn queue_action(&mut self, kind: DeltaType, object: DeltaObject) -> Result<(), KeyError> {
+    fn queue_action(
+        &mut self,
+        kind: DeltaType,
+        object: DeltaObject<Encoded>,
+    ) -> Result<(), KeyError> {
         let key = object.key()?;
         // A resync delivering the last known state would resurrect an object whose deletion is
         // already queued.
@@ -159,7 +163,7 @@ impl DeltaFifo {
         self.changed.notify_waiters();
     }
 
-    fn act(&self, kind: DeltaType, object: DeltaObject) -> Result<(), FifoError> {
+    fn act(&self, kind: DeltaType, object: DeltaObject<Encoded>) -> Result<(), FifoError> {
         let mut state = self.lock();
         state.populated = true;
         state.queue_action(kind, object)?;
@@ -167,17 +171,17 @@ impl DeltaFifo {
         Ok(())
     }
 
-    pub fn add(&self, obj: impl Into<Arc<Value>>) -> Result<(), FifoError> {
-        self.act(DeltaType::Added, DeltaObject::Object(obj.into()))
+    pub fn add(&self, obj: Encoded) -> Result<(), FifoError> {
+        self.act(DeltaType::Added, DeltaObject::Object(obj))
     }
 
-    pub fn update(&self, obj: impl Into<Arc<Value>>) -> Result<(), FifoError> {
-        self.act(DeltaType::Updated, DeltaObject::Object(obj.into()))
+    pub fn update(&self, obj: Encoded) -> Result<(), FifoError> {
+        self.act(DeltaType::Updated, DeltaObject::Object(obj))
     }
 
     /// Queues a deletion, unless the object is neither known nor queued: then a relist has
     /// already reported it gone, and a second report would only confuse handlers.
-    pub fn delete(&self, obj: impl Into<DeltaObject>) -> Result<(), FifoError> {
+    pub fn delete(&self, obj: impl Into<DeltaObject<Encoded>>) -> Result<(), FifoError> {
         let object = obj.into();
         let key = object.key()?;
         let mut state = self.lock();
@@ -212,7 +216,7 @@ impl DeltaFifo {
     /// A full list at `resource_version`: every listed object gets a Replaced delta, and every
     /// object queued or known but not listed gets a Deleted delta with a tombstone, since its
     /// deletion was missed.
-    pub fn replace(&self, list: Vec<Arc<Value>>, resource_version: &str) -> Result<(), FifoError> {
+    pub fn replace(&self, list: Vec<Encoded>, resource_version: &str) -> Result<(), FifoError> {
         let mut state = self.lock();
         let mut listed = HashSet::with_capacity(list.len());
         for obj in list {
@@ -221,7 +225,7 @@ impl DeltaFifo {
             state.queue_action(DeltaType::Replaced, object)?;
         }
         let mut deletions = 0;
-        let vanished_queued: Vec<(String, Option<Arc<Value>>)> = state
+        let vanished_queued: Vec<(String, Option<Encoded>)> = state
             .items
             .iter()
             .filter(|(key, _)| !listed.contains(*key))

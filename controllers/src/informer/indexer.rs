@@ -1,14 +1,20 @@
 //! The informer's local cache (client-go's Indexer): objects by key, plus named indices that map
 //! an index value (a namespace, an owner's uid, ...) to the keys of the objects that have it.
+//!
+//! Objects are held as the watch cache holds them (its bytes, shared, not copied) and decoded
+//! when read. The values an object is indexed under are computed once, from the decode made
+//! when it is put in, and kept with it, so taking it out or replacing it decodes nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use bytes::Bytes;
+use registry::store::{Decoder, Encoded};
 use serde_json::Value;
 use thiserror::Error;
+use tracing::warn;
 
 use super::delta_fifo::KnownObjects;
-use super::key::{object_key, KeyError};
 
 /// The values an object is indexed under (several for, e.g., an index by owner).
 pub type IndexFunc = Arc<dyn Fn(&Value) -> Vec<String> + Send + Sync>;
@@ -31,58 +37,104 @@ pub enum IndexerError {
     NoSuchIndex(String),
     #[error("index {0:?} already exists")]
     IndexExists(String),
-    #[error(transparent)]
-    Key(#[from] KeyError),
+    #[error("object {key} does not decode: {message}")]
+    Decode { key: String, message: String },
 }
 
-/// index value -> keys of the objects indexed under it.
-type Index = HashMap<String, HashSet<String>>;
+/// index value -> keys of the objects indexed under it. Values and keys are shared with the
+/// items, so a namespace's name is held once however many objects it has.
+type Index = HashMap<Arc<str>, HashSet<Arc<str>>>;
+
+struct NamedIndex {
+    name: String,
+    func: IndexFunc,
+    index: Index,
+}
+
+/// One object: its stored form and where it is indexed.
+struct Item {
+    value: Bytes,
+    revision: i64,
+    /// (position in `State::indices`, value) for every value the object is indexed under.
+    indexed: Box<[(usize, Arc<str>)]>,
+}
 
 #[derive(Default)]
 struct State {
-    items: HashMap<String, Arc<Value>>,
-    funcs: HashMap<String, IndexFunc>,
-    indices: HashMap<String, Index>,
+    items: HashMap<Arc<str>, Item>,
+    indices: Vec<NamedIndex>,
+}
+
+/// Files `key` under `value`; returns the index's own copy of the value.
+fn file(index: &mut Index, value: String, key: &Arc<str>) -> Arc<str> {
+    let shared = match index.get_key_value(value.as_str()) {
+        Some((v, _)) => v.clone(),
+        None => Arc::from(value),
+    };
+    index.entry(shared.clone()).or_default().insert(key.clone());
+    shared
 }
 
 impl State {
-    fn index(&mut self, key: &str, obj: &Value) {
-        for (name, func) in &self.funcs {
-            let index = self.indices.entry(name.clone()).or_default();
-            for value in func(obj) {
-                index.entry(value).or_default().insert(key.to_string());
+    fn index(&mut self, key: &Arc<str>, obj: &Value) -> Box<[(usize, Arc<str>)]> {
+        let mut indexed = Vec::new();
+        for (at, named) in self.indices.iter_mut().enumerate() {
+            for value in (named.func)(obj) {
+                indexed.push((at, file(&mut named.index, value, key)));
             }
         }
+        indexed.into_boxed_slice()
     }
 
-    fn unindex(&mut self, key: &str, obj: &Value) {
-        for (name, func) in &self.funcs {
-            let Some(index) = self.indices.get_mut(name) else {
+    fn unindex(&mut self, key: &str, item: &Item) {
+        for (at, value) in &*item.indexed {
+            let Some(named) = self.indices.get_mut(*at) else {
                 continue;
             };
-            for value in func(obj) {
-                if let Some(keys) = index.get_mut(&value) {
-                    keys.remove(key);
-                    // Empty sets would pile up for every namespace or owner ever seen.
-                    if keys.is_empty() {
-                        index.remove(&value);
-                    }
+            if let Some(keys) = named.index.get_mut(value) {
+                keys.remove(key);
+                // Empty sets would pile up for every namespace or owner ever seen.
+                if keys.is_empty() {
+                    named.index.remove(value);
                 }
             }
         }
     }
 
-    fn put(&mut self, key: String, obj: Arc<Value>) {
-        if let Some(old) = self.items.insert(key.clone(), obj.clone()) {
-            self.unindex(&key, &old);
-        }
-        self.index(&key, &obj);
+    /// `obj` is `encoded` decoded: the indices read it.
+    fn put(&mut self, encoded: Encoded, obj: &Value) {
+        let key = match self.items.remove_entry(encoded.key.as_str()) {
+            Some((key, old)) => {
+                self.unindex(&key, &old);
+                key
+            }
+            None => Arc::from(encoded.key),
+        };
+        let indexed = self.index(&key, obj);
+        let item = Item {
+            value: encoded.value,
+            revision: encoded.revision,
+            indexed,
+        };
+        self.items.insert(key, item);
     }
 
-    fn remove(&mut self, key: &str) -> Option<Arc<Value>> {
-        let old = self.items.remove(key)?;
-        self.unindex(key, &old);
-        Some(old)
+    fn remove(&mut self, key: &str) -> Option<Encoded> {
+        let (key, old) = self.items.remove_entry(key)?;
+        self.unindex(&key, &old);
+        Some(Encoded {
+            key: key.to_string(),
+            value: old.value,
+            revision: old.revision,
+        })
+    }
+
+    fn named(&self, name: &str) -> Result<&Index, IndexerError> {
+        self.indices
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| &n.index)
+            .ok_or_else(|| IndexerError::NoSuchIndex(name.to_string()))
     }
 }
 
@@ -90,20 +142,30 @@ impl State {
 #[derive(Default)]
 pub struct Indexer {
     state: RwLock<State>,
+    /// How the stored objects become what the resource serves.
+    decoder: Decoder,
 }
 
 impl Indexer {
-    /// An indexer with no indices.
-    pub fn new() -> Self {
-        Self::default()
+    /// An indexer with no indices, decoding objects with `decoder`.
+    pub fn new(decoder: Decoder) -> Self {
+        Self {
+            state: RwLock::default(),
+            decoder,
+        }
     }
 
     /// An indexer with the namespace index, which most controllers want.
-    pub fn with_namespace_index() -> Self {
-        let indexer = Self::new();
+    pub fn with_namespace_index(decoder: Decoder) -> Self {
+        let indexer = Self::new(decoder);
         // A fresh indexer has no index of that name yet.
         let _ = indexer.add_index(NAMESPACE_INDEX, Arc::new(namespace_index));
         indexer
+    }
+
+    /// How the held objects are decoded.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -114,64 +176,125 @@ impl Indexer {
         self.state.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds an index, built at once over the objects already held.
-    pub fn add_index(&self, name: &str, func: IndexFunc) -> Result<(), IndexerError> {
-        let mut state = self.write();
-        if state.funcs.contains_key(name) {
-            return Err(IndexerError::IndexExists(name.to_string()));
-        }
-        let mut index = Index::new();
-        for (key, obj) in &state.items {
-            for value in func(obj) {
-                index.entry(value).or_default().insert(key.clone());
+    /// The object as served, or None (logged) if its bytes do not decode, which bytes that
+    /// decoded when put in cannot fail to do.
+    fn decode(&self, value: &Bytes, revision: i64) -> Option<Arc<Value>> {
+        match self.decoder.decode_bytes(value, revision) {
+            Ok(obj) => Some(Arc::new(obj)),
+            Err(error) => {
+                warn!(%error, "cached object does not decode");
+                None
             }
         }
-        state.funcs.insert(name.to_string(), func);
-        state.indices.insert(name.to_string(), index);
+    }
+
+    fn decode_all(&self, held: Vec<(Bytes, i64)>) -> Vec<Arc<Value>> {
+        held.iter()
+            .filter_map(|(value, revision)| self.decode(value, *revision))
+            .collect()
+    }
+
+    /// Adds an index, built at once over the objects already held (each decoded once).
+    pub fn add_index(&self, name: &str, func: IndexFunc) -> Result<(), IndexerError> {
+        let mut state = self.write();
+        if state.indices.iter().any(|n| n.name == name) {
+            return Err(IndexerError::IndexExists(name.to_string()));
+        }
+        let at = state.indices.len();
+        let mut index = Index::new();
+        for (key, item) in state.items.iter_mut() {
+            let Some(obj) = self.decode(&item.value, item.revision) else {
+                continue;
+            };
+            let filed = func(&obj)
+                .into_iter()
+                .map(|v| (at, file(&mut index, v, key)));
+            let mut indexed = std::mem::take(&mut item.indexed).into_vec();
+            indexed.extend(filed);
+            item.indexed = indexed.into_boxed_slice();
+        }
+        state.indices.push(NamedIndex {
+            name: name.to_string(),
+            func,
+            index,
+        });
         Ok(())
     }
 
-    /// Adds or replaces the object under its key.
-    pub fn add(&self, obj: Arc<Value>) -> Result<(), KeyError> {
-        let key = object_key(&obj)?;
-        self.write().put(key, obj);
-        Ok(())
+    /// Adds or replaces the object under its key, decoding it once for the indices; returns
+    /// that decode (what the informer hands its handlers).
+    pub fn add(&self, encoded: Encoded) -> Result<Arc<Value>, IndexerError> {
+        let obj = self
+            .decoder
+            .decode(&encoded)
+            .map_err(|e| IndexerError::Decode {
+                key: encoded.key.clone(),
+                message: e.to_string(),
+            })?;
+        let obj = Arc::new(obj);
+        self.write().put(encoded, &obj);
+        Ok(obj)
     }
 
     /// The same as [`Indexer::add`]: the key decides what is replaced.
-    pub fn update(&self, obj: Arc<Value>) -> Result<(), KeyError> {
-        self.add(obj)
+    pub fn update(&self, encoded: Encoded) -> Result<Arc<Value>, IndexerError> {
+        self.add(encoded)
     }
 
-    /// Removes the object under `key`, returning it.
-    pub fn delete(&self, key: &str) -> Option<Arc<Value>> {
+    /// Removes the object under `key`, returning its stored form.
+    pub fn delete(&self, key: &str) -> Option<Encoded> {
         self.write().remove(key)
     }
 
-    /// Swaps the whole content for `objs` (objects without a key are skipped).
-    pub fn replace(&self, objs: Vec<Arc<Value>>) {
+    /// Swaps the whole content for `objs`; an object that does not decode is left out.
+    pub fn replace(&self, objs: Vec<Encoded>) {
         let mut state = self.write();
         state.items.clear();
-        for index in state.indices.values_mut() {
-            index.clear();
+        for named in &mut state.indices {
+            named.index.clear();
         }
-        for obj in objs {
-            if let Ok(key) = object_key(&obj) {
-                state.put(key, obj);
+        for encoded in objs {
+            match self.decoder.decode(&encoded) {
+                Ok(obj) => state.put(encoded, &obj),
+                Err(error) => warn!(key = %encoded.key, %error, "object does not decode; left out"),
             }
         }
     }
 
+    /// The object under `key`, decoded.
     pub fn get(&self, key: &str) -> Option<Arc<Value>> {
-        self.read().items.get(key).cloned()
+        let (value, revision) = {
+            let state = self.read();
+            let item = state.items.get(key)?;
+            (item.value.clone(), item.revision)
+        };
+        self.decode(&value, revision)
     }
 
+    /// The object under `key` as stored: the watch cache's bytes.
+    pub fn get_encoded(&self, key: &str) -> Option<Encoded> {
+        let state = self.read();
+        let (key, item) = state.items.get_key_value(key)?;
+        Some(Encoded {
+            key: key.to_string(),
+            value: item.value.clone(),
+            revision: item.revision,
+        })
+    }
+
+    /// Every object, decoded (outside the lock: writers do not wait for the decoding).
     pub fn list(&self) -> Vec<Arc<Value>> {
-        self.read().items.values().cloned().collect()
+        let held: Vec<(Bytes, i64)> = self
+            .read()
+            .items
+            .values()
+            .map(|item| (item.value.clone(), item.revision))
+            .collect();
+        self.decode_all(held)
     }
 
     pub fn list_keys(&self) -> Vec<String> {
-        self.read().items.keys().cloned().collect()
+        self.read().items.keys().map(|k| k.to_string()).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -185,41 +308,32 @@ impl Indexer {
     /// The keys of the objects indexed under `value` in index `name`.
     pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<String>, IndexerError> {
         let state = self.read();
-        let index = state
-            .indices
-            .get(name)
-            .ok_or_else(|| IndexerError::NoSuchIndex(name.to_string()))?;
-        Ok(index
+        Ok(state
+            .named(name)?
             .get(value)
-            .map(|keys| keys.iter().cloned().collect())
+            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
             .unwrap_or_default())
     }
 
-    /// The objects indexed under `value` in index `name`.
+    /// The objects indexed under `value` in index `name`, decoded.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<Value>>, IndexerError> {
-        let state = self.read();
-        let index = state
-            .indices
-            .get(name)
-            .ok_or_else(|| IndexerError::NoSuchIndex(name.to_string()))?;
-        Ok(index
-            .get(value)
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| state.items.get(k).cloned())
-                    .collect()
-            })
-            .unwrap_or_default())
+        let held: Vec<(Bytes, i64)> = {
+            let state = self.read();
+            let Some(keys) = state.named(name)?.get(value) else {
+                return Ok(Vec::new());
+            };
+            keys.iter()
+                .filter_map(|k| state.items.get(k))
+                .map(|item| (item.value.clone(), item.revision))
+                .collect()
+        };
+        Ok(self.decode_all(held))
     }
 
     /// Every value index `name` currently has objects under.
     pub fn index_values(&self, name: &str) -> Result<Vec<String>, IndexerError> {
         let state = self.read();
-        let index = state
-            .indices
-            .get(name)
-            .ok_or_else(|| IndexerError::NoSuchIndex(name.to_string()))?;
-        Ok(index.keys().cloned().collect())
+        Ok(state.named(name)?.keys().map(|v| v.to_string()).collect())
     }
 }
 
@@ -228,110 +342,10 @@ impl KnownObjects for Indexer {
         Indexer::list_keys(self)
     }
 
-    fn get_by_key(&self, key: &str) -> Option<Arc<Value>> {
-        self.get(key)
+    fn get_by_key(&self, key: &str) -> Option<Encoded> {
+        self.get_encoded(key)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn obj(ns: &str, name: &str, owner: Option<&str>) -> Arc<Value> {
-        let mut o = json!({"metadata": {"namespace": ns, "name": name}});
-        if let Some(uid) = owner {
-            o["metadata"]["ownerReferences"] = json!([{"uid": uid}]);
-        }
-        Arc::new(o)
-    }
-
-    fn owner_index(obj: &Value) -> Vec<String> {
-        obj["metadata"]["ownerReferences"]
-            .as_array()
-            .map(|refs| {
-                refs.iter()
-                    .filter_map(|r| r["uid"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn sorted(mut v: Vec<String>) -> Vec<String> {
-        v.sort();
-        v
-    }
-
-    fn names(objs: Vec<Arc<Value>>) -> Vec<String> {
-        sorted(
-            objs.iter()
-                .map(|o| {
-                    o["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string()
-                })
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn indices_follow_adds_updates_and_deletes() {
-        let idx = Indexer::with_namespace_index();
-        idx.add_index("owner", Arc::new(owner_index))
-            .expect("new index");
-        idx.add(obj("a", "x", Some("u1"))).expect("key");
-        idx.add(obj("a", "y", Some("u1"))).expect("key");
-        idx.add(obj("b", "z", None)).expect("key");
-        assert_eq!(
-            names(idx.by_index(NAMESPACE_INDEX, "a").expect("index")),
-            ["x", "y"]
-        );
-        assert_eq!(
-            names(idx.by_index("owner", "u1").expect("index")),
-            ["x", "y"]
-        );
-
-        // An update moves the object from one index value to another.
-        idx.update(obj("a", "y", Some("u2"))).expect("key");
-        assert_eq!(names(idx.by_index("owner", "u1").expect("index")), ["x"]);
-        assert_eq!(idx.index_keys("owner", "u2").expect("index"), ["a/y"]);
-
-        idx.delete("a/x");
-        assert!(idx.by_index("owner", "u1").expect("index").is_empty());
-        // Values with no objects left disappear.
-        assert_eq!(sorted(idx.index_values("owner").expect("index")), ["u2"]);
-        assert_eq!(sorted(idx.list_keys()), ["a/y", "b/z"]);
-        assert!(matches!(
-            idx.by_index("nope", "a"),
-            Err(IndexerError::NoSuchIndex(_))
-        ));
-    }
-
-    #[test]
-    fn replace_rebuilds_indices_and_late_indices_see_existing_objects() {
-        let idx = Indexer::with_namespace_index();
-        idx.add(obj("a", "x", Some("u1"))).expect("key");
-        idx.replace(vec![obj("b", "y", Some("u1")), obj("b", "z", None)]);
-        assert!(idx.get("a/x").is_none());
-        assert!(idx
-            .by_index(NAMESPACE_INDEX, "a")
-            .expect("index")
-            .is_empty());
-        assert_eq!(
-            names(idx.by_index(NAMESPACE_INDEX, "b").expect("index")),
-            ["y", "z"]
-        );
-
-        idx.add_index("owner", Arc::new(owner_index))
-            .expect("new index");
-        assert_eq!(idx.index_keys("owner", "u1").expect("index"), ["b/y"]);
-        assert!(matches!(
-            idx.add_index("owner", Arc::new(owner_index)),
-            Err(IndexerError::IndexExists(_))
-        ));
-        assert_eq!(idx.len(), 2);
-        assert!(idx.add(Arc::new(json!({"metadata": {}}))).is_err());
-    }
-}
+mod tests;

@@ -15,7 +15,7 @@ mod lister_watcher;
 mod reflector;
 mod shared_informer;
 
-pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas};
+pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas, Keyed};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
 pub use dispatch::dispatch;
 pub use factory::{

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use registry::options::ListOptions;
-use registry::{WatchEvent, WatchEventType};
-use serde_json::Value;
+use registry::store::{EncodedEvent, EncodedEvents};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -167,7 +166,7 @@ impl Reflector {
 
     /// Lists and replaces the FIFO's content; the error is the failure's HTTP code.
     async fn list(&self, from: &ListFrom) -> Result<(), u16> {
-        let mut list = self
+        let list = self
             .lister_watcher
             .list(&from.options())
             .await
@@ -175,16 +174,9 @@ impl Reflector {
                 warn!(resource = %self.name(), error = %e, "list failed");
                 e.code()
             })?;
-        let rv = list["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let items: Vec<Arc<Value>> = match list.get_mut("items").map(Value::take) {
-            Some(Value::Array(items)) => items.into_iter().map(Arc::new).collect(),
-            _ => Vec::new(),
-        };
-        debug!(resource = %self.name(), resource_version = %rv, items = items.len(), "listed");
-        if let Err(e) = self.fifo.replace(items, &rv) {
+        let rv = list.revision.to_string();
+        debug!(resource = %self.name(), resource_version = %rv, items = list.items.len(), "listed");
+        if let Err(e) = self.fifo.replace(list.items, &rv) {
             warn!(resource = %self.name(), error = %e, "list has an object without a name");
             return Err(500);
         }
@@ -248,7 +240,7 @@ impl Reflector {
     async fn follow(
         &self,
         stop: &CancellationToken,
-        mut stream: registry::store::watch::WatchEvents,
+        mut stream: EncodedEvents,
         resync: &mut Option<Interval>,
     ) -> StreamEnd {
         let mut delivered = false;
@@ -263,28 +255,25 @@ impl Reflector {
                 }
                 event = stream.next() => event,
             };
-            let Some(WatchEvent { kind, object }) = event else {
+            let Some(event) = event else {
                 debug!(resource = %self.name(), "watch closed; resuming");
                 return StreamEnd::Closed { delivered };
             };
-            let rv = object["metadata"]["resourceVersion"]
-                .as_str()
-                .map(str::to_string);
-            let fed = match kind {
-                WatchEventType::Added => self.fifo.add(object),
-                WatchEventType::Modified => self.fifo.update(object),
-                WatchEventType::Deleted => self.fifo.delete(object),
-                WatchEventType::Bookmark => Ok(()),
-                WatchEventType::Error => {
-                    let code = object["code"].as_u64().unwrap_or_default();
-                    let message = object["message"].as_str().unwrap_or_default();
-                    if code == u64::from(GONE) {
+            let rv = event.revision();
+            let is_bookmark = matches!(event, EncodedEvent::Bookmark { .. });
+            let fed = match event {
+                EncodedEvent::Added(object) => self.fifo.add(object),
+                EncodedEvent::Modified(object) => self.fifo.update(object),
+                EncodedEvent::Deleted(object) => self.fifo.delete(object),
+                EncodedEvent::Bookmark { .. } => Ok(()),
+                EncodedEvent::Error(e) => {
+                    if e.code() == GONE {
                         // Resuming from the last resourceVersion tells whether a relist is
                         // needed: if that, too, is gone, the watch call says so.
-                        info!(resource = %self.name(), message, "watch expired; resuming");
+                        info!(resource = %self.name(), error = %e, "watch expired; resuming");
                         return StreamEnd::Closed { delivered };
                     }
-                    warn!(resource = %self.name(), code, message, "watch error; relisting");
+                    warn!(resource = %self.name(), error = %e, "watch error; relisting");
                     return StreamEnd::Failed;
                 }
             };
@@ -293,9 +282,9 @@ impl Reflector {
                 continue;
             }
             if let Some(rv) = rv {
-                self.set_resource_version(&rv);
+                self.set_resource_version(&rv.to_string());
             }
-            delivered |= kind != WatchEventType::Bookmark;
+            delivered |= !is_bookmark;
         }
     }
 }

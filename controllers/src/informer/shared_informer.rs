@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use registry::store::Encoded;
 use registry::Store;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -12,10 +13,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::delta::{DeltaObject, DeltaType, Deltas};
+use super::delta::{DeletedFinalStateUnknown, DeltaObject, DeltaType, Deltas};
 use super::delta_fifo::{DeltaFifo, KnownObjects, PopError, ProcessError};
 use super::indexer::Indexer;
-use super::key::object_key;
 use super::lister_watcher::ListerWatcher;
 use super::reflector::{Reflector, ReflectorConfig};
 
@@ -87,6 +87,9 @@ impl Core {
         self.listeners.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Applies one object's deltas to the indexer and tells the listeners. Each object is
+    /// decoded once per delta (the old state of an update once more), and not at all for a
+    /// relist's unchanged objects when no listener wants to hear of them.
     fn handle(&self, deltas: &Deltas) -> Result<(), ProcessError> {
         let mut listeners = self.listeners();
         for delta in deltas {
@@ -96,25 +99,32 @@ impl Core {
                         .key()
                         .map_err(|e| ProcessError::Failed(Box::new(e)))?;
                     self.indexer.delete(&key);
-                    fan_out(&mut listeners, Notification::Delete(object.clone()), false);
+                    let gone = self.decoded(key, object);
+                    fan_out(&mut listeners, Notification::Delete(gone), false);
                 }
-                (kind, DeltaObject::Object(obj)) => {
-                    let key = object_key(obj).map_err(|e| ProcessError::Failed(Box::new(e)))?;
-                    let old = self.indexer.get(&key);
-                    self.indexer
-                        .add(obj.clone())
+                (kind, DeltaObject::Object(encoded)) => {
+                    let old = self.indexer.get_encoded(&encoded.key);
+                    // A resync, or a relist that found the same revision: the indexer holds
+                    // this very state already.
+                    let unchanged = old.as_ref().is_some_and(|old| {
+                        kind == DeltaType::Sync
+                            || (kind == DeltaType::Replaced && old.revision == encoded.revision)
+                    });
+                    if unchanged && !listeners.iter().any(|l| l.resync) {
+                        continue;
+                    }
+                    let obj = self
+                        .indexer
+                        .add(encoded.clone())
                         .map_err(|e| ProcessError::Failed(Box::new(e)))?;
                     let Some(old) = old else {
-                        fan_out(&mut listeners, Notification::Add(obj.clone()), false);
+                        fan_out(&mut listeners, Notification::Add(obj), false);
                         continue;
                     };
-                    let unchanged = kind == DeltaType::Sync
-                        || (kind == DeltaType::Replaced
-                            && resource_version(&old) == resource_version(obj));
-                    let update = Notification::Update {
-                        old,
-                        new: obj.clone(),
+                    let Some(old) = self.decode(&old) else {
+                        continue;
                     };
+                    let update = Notification::Update { old, new: obj };
                     fan_out(&mut listeners, update, unchanged);
                 }
                 (kind, DeltaObject::DeletedFinalStateUnknown(t)) => {
@@ -124,10 +134,28 @@ impl Core {
         }
         Ok(())
     }
-}
 
-fn resource_version(obj: &Value) -> Option<&str> {
-    obj["metadata"]["resourceVersion"].as_str()
+    fn decode(&self, encoded: &Encoded) -> Option<Arc<Value>> {
+        match self.indexer.decoder().decode(encoded) {
+            Ok(obj) => Some(Arc::new(obj)),
+            Err(error) => {
+                warn!(key = encoded.key, %error, "object does not decode");
+                None
+            }
+        }
+    }
+
+    /// A deletion as handlers see it; an object that does not decode leaves a tombstone.
+    fn decoded(&self, key: String, object: &DeltaObject<Encoded>) -> DeltaObject {
+        let obj = match object {
+            DeltaObject::Object(encoded) => match self.decode(encoded) {
+                Some(obj) => return DeltaObject::Object(obj),
+                None => None,
+            },
+            DeltaObject::DeletedFinalStateUnknown(t) => t.obj.as_ref().and_then(|o| self.decode(o)),
+        };
+        DeltaObject::DeletedFinalStateUnknown(DeletedFinalStateUnknown { key, obj })
+    }
 }
 
 /// Sends to every listener that wants it, dropping those whose receiver is gone.
@@ -167,7 +195,7 @@ pub struct SharedInformer {
 impl SharedInformer {
     /// An informer over `lister_watcher`, with an indexer that has the namespace index.
     pub fn new(lister_watcher: Arc<dyn ListerWatcher>, config: InformerConfig) -> Self {
-        let indexer = Arc::new(Indexer::with_namespace_index());
+        let indexer = Arc::new(Indexer::with_namespace_index(lister_watcher.decoder()));
         let known: Arc<dyn KnownObjects> = indexer.clone();
         let fifo = Arc::new(DeltaFifo::new(Some(known)));
         let name = lister_watcher.describe();

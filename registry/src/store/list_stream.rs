@@ -44,16 +44,7 @@ impl Store {
         namespace: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListStream> {
-        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
-        let selection = self.selection(opts)?;
-        let storage_opts = storage::ListOptions {
-            revision: opts.read_revision()?,
-            limit: opts.limit.max(0),
-            continue_token: opts.continue_token.clone().filter(|c| !c.is_empty()),
-            predicate: self.predicate(selection),
-            recursive: true,
-        };
-        let prefix = self.list_prefix(namespace);
+        let (prefix, storage_opts) = self.list_request(namespace, opts)?;
         let decoder = self.decoder();
         let (metadata, items) = if self.storage.lists_whole(&storage_opts) {
             let pages = self
@@ -67,7 +58,10 @@ impl Store {
                 .map_err(move |e| RegistryError::from_storage(e, &resource, ""))
                 .map_ok(move |page| {
                     let decoder = decoder.clone();
-                    futures::stream::iter(page.into_iter().map(move |kv| decoder.decode(&kv)))
+                    futures::stream::iter(
+                        page.into_iter()
+                            .map(move |kv| decoder.decode_bytes(&kv.value, kv.mod_revision)),
+                    )
                 })
                 .try_flatten()
                 .boxed();
@@ -80,9 +74,13 @@ impl Store {
                 .await
                 .map_err(self.storage_err(""))?;
             let metadata = list_metadata(result.revision, result.continue_token, result.remaining);
-            let items =
-                futures::stream::iter(result.items.into_iter().map(move |kv| decoder.decode(&kv)))
-                    .boxed();
+            let items = futures::stream::iter(
+                result
+                    .items
+                    .into_iter()
+                    .map(move |kv| decoder.decode_bytes(&kv.value, kv.mod_revision)),
+            )
+            .boxed();
             (metadata, items)
         };
         Ok(ListStream {

@@ -6,6 +6,7 @@ pub mod binding;
 mod create;
 mod delete;
 mod delete_collection;
+pub mod encoded;
 mod fields;
 pub mod hooks;
 mod list_stream;
@@ -35,6 +36,7 @@ use self::hooks::{Finish, GuardedWrite, StoreHooks, WriteGuard};
 
 pub use self::apply::parse_config as parse_apply_config;
 pub use self::delete::{DeleteOutcome, DeletePlan};
+pub use self::encoded::{Decoder, Encoded, EncodedEvent, EncodedEvents, EncodedList};
 pub use self::list_stream::ListStream;
 pub use self::managed::DEFAULT_MANAGER;
 pub use self::watch::{WatchEvent, WatchEventType};
@@ -152,14 +154,7 @@ impl Store {
 
     /// A stored object in the shape this Store serves.
     pub(crate) fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
-        self.decoder().decode_bytes(value, revision)
-    }
-
-    /// Turns stored pairs into served objects away from the Store (in a stream, a reader).
-    pub fn decoder(&self) -> Decoder {
-        Decoder {
-            conversion: self.conversion.clone(),
-        }
+        encoded::served(value, revision, self.conversion.as_deref())
     }
 
     /// How every write of this Store goes to storage: with the kind's ttl, if it has one.
@@ -182,27 +177,6 @@ impl Store {
         conversion.to_served(&mut stored);
         *obj = stored;
         Ok(bytes)
-    }
-}
-
-/// A Store's way from stored bytes to the object served: the resourceVersion stamped, then
-/// the conversion to the served version, if any. Cheap to clone.
-#[derive(Clone)]
-pub struct Decoder {
-    conversion: Option<Arc<dyn Conversion>>,
-}
-
-impl Decoder {
-    pub fn decode(&self, kv: &KeyValue) -> Result<Object> {
-        self.decode_bytes(&kv.value, kv.mod_revision)
-    }
-
-    pub fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
-        let mut obj = decode_at(value, revision)?;
-        if let Some(conversion) = &self.conversion {
-            conversion.to_served(&mut obj);
-        }
-        Ok(obj)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use storage::{KeyValue, Predicate, ReadRevision};
+use storage::{KeyValue, ListResult, Predicate, ReadRevision};
 
 use super::list_stream::list_metadata;
 use super::Store;
@@ -120,22 +120,7 @@ impl Store {
 
     /// A list object (`<Kind>List`) of what matches, one page if `limit` is set.
     pub async fn list(&self, namespace: Option<&str>, opts: &ListOptions) -> Result<Object> {
-        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
-        let selection = self.selection(opts)?;
-        let result = self
-            .storage
-            .get_list(
-                &self.list_prefix(namespace),
-                storage::ListOptions {
-                    revision: opts.read_revision()?,
-                    limit: opts.limit.max(0),
-                    continue_token: opts.continue_token.clone().filter(|c| !c.is_empty()),
-                    predicate: self.predicate(selection),
-                    recursive: true,
-                },
-            )
-            .await
-            .map_err(self.storage_err(""))?;
+        let result = self.read_list(namespace, opts).await?;
         let mut items = Vec::with_capacity(result.items.len());
         for kv in &result.items {
             items.push(self.decode(kv)?);
@@ -147,6 +132,37 @@ impl Store {
             "metadata": meta,
             "items": items,
         }))
+    }
+
+    /// The stored pairs behind a list.
+    pub(super) async fn read_list(
+        &self,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListResult> {
+        let (prefix, storage_opts) = self.list_request(namespace, opts)?;
+        self.storage
+            .get_list(&prefix, storage_opts)
+            .await
+            .map_err(self.storage_err(""))
+    }
+
+    /// Where a list reads and with what options: its selectors become one predicate.
+    pub(super) fn list_request(
+        &self,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<(String, storage::ListOptions)> {
+        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
+        let selection = self.selection(opts)?;
+        let storage_opts = storage::ListOptions {
+            revision: opts.read_revision()?,
+            limit: opts.limit.max(0),
+            continue_token: opts.continue_token.clone().filter(|c| !c.is_empty()),
+            predicate: self.predicate(selection),
+            recursive: true,
+        };
+        Ok((self.list_prefix(namespace), storage_opts))
     }
 }
 

@@ -4,9 +4,10 @@
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use storage::{EventKind, WatchOptions};
+use storage::{EventKind, WatchOptions, WatchStream};
 
-use super::{decode_at, Store};
+use super::encoded::served;
+use super::Store;
 use crate::error::{RegistryError, Result};
 use crate::options::{parse_resource_version, ListOptions};
 
@@ -54,34 +55,7 @@ impl Store {
         name: Option<&str>,
         opts: &ListOptions,
     ) -> Result<WatchEvents> {
-        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
-        let selection = self.selection(opts)?;
-        let name = name.map(str::to_string).or_else(|| selection.single_name());
-        let (key, recursive) = match (&name, namespace, self.info.namespaced) {
-            (Some(n), Some(ns), true) => (self.key(Some(ns), n), false),
-            (Some(n), None, false) => (self.key(None, n), false),
-            _ => (self.list_prefix(namespace), true),
-        };
-        let revision = match opts.resource_version.as_deref() {
-            None | Some("") | Some("0") => 0,
-            Some(rv) => parse_resource_version(rv)?,
-        };
-        // Legacy semantics: no resourceVersion (or "0") starts with the current state.
-        let send_initial_events = opts.send_initial_events.or(Some(revision == 0));
-        let stream = self
-            .storage
-            .watch(
-                &key,
-                WatchOptions {
-                    revision,
-                    recursive,
-                    predicate: self.predicate(selection),
-                    bookmarks: opts.allow_watch_bookmarks,
-                    send_initial_events,
-                },
-            )
-            .await
-            .map_err(self.storage_err(name.as_deref().unwrap_or_default()))?;
+        let stream = self.open_watch(namespace, name, opts).await?;
         let api_version = self.info.api_version();
         let kind = self.info.kind.clone();
         let resource = self.info.qualified_resource();
@@ -110,13 +84,8 @@ impl Store {
                     EventKind::Modified => WatchEventType::Modified,
                     _ => WatchEventType::Deleted,
                 };
-                match decode_at(&e.value, e.revision) {
-                    Ok(mut object) => {
-                        if let Some(conversion) = &conversion {
-                            conversion.to_served(&mut object);
-                        }
-                        WatchEvent { kind, object }
-                    }
+                match served(&e.value, e.revision, conversion.as_deref()) {
+                    Ok(object) => WatchEvent { kind, object },
                     Err(err) => WatchEvent {
                         kind: WatchEventType::Error,
                         object: serde_json::to_value(err.status()).unwrap_or(Value::Null),
@@ -125,5 +94,42 @@ impl Store {
             }
         });
         Ok(events.boxed())
+    }
+
+    /// The storage watch behind a watch of `namespace` (or everywhere), or of the one
+    /// object `name`.
+    pub(super) async fn open_watch(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<WatchStream> {
+        let namespace = namespace.filter(|n| !n.is_empty() && self.info.namespaced);
+        let selection = self.selection(opts)?;
+        let name = name.map(str::to_string).or_else(|| selection.single_name());
+        let (key, recursive) = match (&name, namespace, self.info.namespaced) {
+            (Some(n), Some(ns), true) => (self.key(Some(ns), n), false),
+            (Some(n), None, false) => (self.key(None, n), false),
+            _ => (self.list_prefix(namespace), true),
+        };
+        let revision = match opts.resource_version.as_deref() {
+            None | Some("") | Some("0") => 0,
+            Some(rv) => parse_resource_version(rv)?,
+        };
+        // Legacy semantics: no resourceVersion (or "0") starts with the current state.
+        let send_initial_events = opts.send_initial_events.or(Some(revision == 0));
+        self.storage
+            .watch(
+                &key,
+                WatchOptions {
+                    revision,
+                    recursive,
+                    predicate: self.predicate(selection),
+                    bookmarks: opts.allow_watch_bookmarks,
+                    send_initial_events,
+                },
+            )
+            .await
+            .map_err(self.storage_err(name.as_deref().unwrap_or_default()))
     }
 }

@@ -1,13 +1,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use registry::store::Decoder;
+use serde_json::json;
 
 use super::*;
+use crate::informer::fake::encode;
 use crate::informer::indexer::Indexer;
 
-fn obj(name: &str, rv: &str) -> Arc<Value> {
-    Arc::new(json!({"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}}))
+fn obj(name: &str, rv: &str) -> Encoded {
+    encode(&json!({"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}}))
 }
 
 fn kinds(fifo: &DeltaFifo, key: &str) -> Vec<DeltaType> {
@@ -19,11 +21,7 @@ fn kinds(fifo: &DeltaFifo, key: &str) -> Vec<DeltaType> {
 }
 
 fn rv_of(d: &Delta) -> Option<String> {
-    d.object.object().and_then(|o| {
-        o["metadata"]["resourceVersion"]
-            .as_str()
-            .map(str::to_string)
-    })
+    d.object.object().map(|o| o.revision.to_string())
 }
 
 async fn pop_all(fifo: &DeltaFifo) -> Vec<(String, Vec<DeltaType>)> {
@@ -110,8 +108,8 @@ async fn deleting_an_unknown_unqueued_object_is_ignored() {
     fifo.delete(obj("ghost", "1")).expect("delete");
     assert!(fifo.is_empty());
 
-    let known = Arc::new(Indexer::new());
-    known.add(obj("k", "1")).expect("key");
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    known.add(obj("k", "1")).expect("decodes");
     let fifo = DeltaFifo::new(Some(known));
     fifo.delete(obj("ghost", "1")).expect("delete");
     assert!(fifo.is_empty());
@@ -137,7 +135,7 @@ async fn replace_without_known_objects_detects_vanished_queued_items() {
         panic!("expected a tombstone, got {:?}", deltas[1].object);
     };
     assert_eq!(t.key, "ns/a");
-    assert_eq!(t.obj.as_deref(), Some(&*obj("a", "1")));
+    assert_eq!(t.obj, Some(obj("a", "1")));
 
     // Replacing again does not stack a second deletion on the first.
     fifo.replace(vec![obj("b", "3"), obj("c", "4")], "11")
@@ -147,9 +145,9 @@ async fn replace_without_known_objects_detects_vanished_queued_items() {
 
 #[tokio::test]
 async fn replace_with_known_objects_tombstones_what_the_list_lacks() {
-    let known = Arc::new(Indexer::new());
-    known.add(obj("x", "1")).expect("key");
-    known.add(obj("y", "2")).expect("key");
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    known.add(obj("x", "1")).expect("decodes");
+    known.add(obj("y", "2")).expect("decodes");
     let fifo = DeltaFifo::new(Some(known.clone()));
     // Queued but neither known nor listed: vanished too.
     fifo.add(obj("z", "3")).expect("add");
@@ -172,10 +170,10 @@ async fn replace_with_known_objects_tombstones_what_the_list_lacks() {
 
 #[tokio::test]
 async fn resync_syncs_only_known_objects_with_nothing_queued() {
-    let known = Arc::new(Indexer::new());
-    known.add(obj("x", "1")).expect("key");
-    known.add(obj("y", "2")).expect("key");
-    known.add(obj("z", "3")).expect("key");
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    known.add(obj("x", "1")).expect("decodes");
+    known.add(obj("y", "2")).expect("decodes");
+    known.add(obj("z", "3")).expect("decodes");
     let fifo = DeltaFifo::new(Some(known));
     fifo.update(obj("y", "4")).expect("update");
     fifo.delete(obj("z", "3")).expect("delete");
@@ -270,4 +268,21 @@ async fn pop_waits_for_an_item_and_close_releases_it() {
     fifo.close();
     assert!(matches!(popper.await.expect("join"), Err(PopError::Closed)));
     assert!(!fifo.wait_synced().await);
+}
+
+#[tokio::test]
+async fn queued_objects_are_the_bytes_handed_in() {
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    let held = obj("x", "1");
+    known.add(held.clone()).expect("decodes");
+    let fifo = DeltaFifo::new(Some(known));
+    let added = obj("y", "2");
+    fifo.add(added.clone()).expect("add");
+    fifo.replace(vec![added.clone()], "3").expect("replace");
+    let ptr = |d: &Delta| d.object.object().map(|o| o.value.as_ptr());
+    let y = fifo.get("ns/y").expect("queued");
+    assert!(y.iter().all(|d| ptr(d) == Some(added.value.as_ptr())));
+    // The tombstone of a vanished object carries the indexer's bytes.
+    let x = fifo.get("ns/x").expect("queued");
+    assert_eq!(ptr(&x[0]), Some(held.value.as_ptr()));
 }

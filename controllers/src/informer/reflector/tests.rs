@@ -1,11 +1,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use registry::store::Decoder;
 use registry::{RegistryError, WatchEventType};
 use tokio_util::sync::CancellationToken;
 
 use super::{Reflector, ReflectorConfig};
-use crate::informer::fake::{bookmark, event, expired_event, gone, list_of, obj, Fake, Script};
+use crate::informer::fake::{
+    bookmark, encode, event, expired_event, gone, list_of, obj, Fake, Script,
+};
 use crate::informer::{DeltaFifo, DeltaObject, DeltaType, Indexer};
 
 fn config() -> ReflectorConfig {
@@ -103,9 +106,9 @@ async fn lists_then_watches_from_the_list_version_and_follows_bookmarks() {
 
 #[tokio::test(start_paused = true)]
 async fn an_expired_watch_resumes_then_relists_and_reports_missed_deletions() {
-    let known = Arc::new(Indexer::new());
-    known.add(Arc::new(obj("gone", 3))).expect("key");
-    known.add(Arc::new(obj("kept", 4))).expect("key");
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    known.add(encode(&obj("gone", 3))).expect("decodes");
+    known.add(encode(&obj("kept", 4))).expect("decodes");
     let fake = Fake::default();
     fake.script_list(Ok(list_of(10, vec![obj("gone", 3), obj("kept", 4)])));
     fake.script_watch(Ok(Script {
@@ -174,8 +177,8 @@ async fn failures_back_off_and_unavailable_watches_are_retried_in_place() {
 
 #[tokio::test(start_paused = true)]
 async fn resync_requeues_known_objects_periodically() {
-    let known = Arc::new(Indexer::new());
-    known.add(Arc::new(obj("a", 1))).expect("key");
+    let known = Arc::new(Indexer::new(Decoder::default()));
+    known.add(encode(&obj("a", 1))).expect("decodes");
     let fake = Fake::default();
     fake.script_list(Ok(list_of(10, vec![obj("a", 1)])));
     let r = start(
