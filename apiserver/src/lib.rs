@@ -19,6 +19,8 @@ pub mod server;
 mod start;
 mod storage_class;
 pub mod table;
+#[cfg(test)]
+mod testing;
 pub mod version;
 
 pub use start::{run, StartError};

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody as _};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::Next;
@@ -157,13 +157,13 @@ async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: N
         RequestKind::ReadOnly => &limits.read_only,
         RequestKind::Mutating => &limits.mutating,
     };
-    let Some(_permit) = gate.try_enter() else {
+    let Some(permit) = gate.try_enter() else {
         if let Some(labels) = &labels {
             metrics.terminated(labels, 429);
         }
         return too_many_requests();
     };
-    let _inflight = metrics.inflight(class.kind);
+    let inflight = metrics.inflight(class.kind);
     let timeout = match (limits.timeout, class.timeout.filter(|t| !t.is_zero())) {
         (Some(server), Some(asked)) => Some(server.min(asked)),
         (server, asked) => server.or(asked),
@@ -193,7 +193,18 @@ async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: N
         }
     };
     record(response.status());
-    response
+    // A streamed body (a large list) is still the request's work: it holds its place in
+    // the limit until written out, as upstream's filter holds it until the handler returns.
+    if response.body().size_hint().exact().is_some() {
+        return response;
+    }
+    response.map(|body| {
+        let held = (permit, inflight);
+        Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _ = &held;
+            chunk
+        }))
+    })
 }
 
 /// `body`, whose reads fail once `expired` is cancelled.
@@ -338,5 +349,51 @@ mod tests {
             (status["reason"].as_str(), status["code"].as_i64()),
             (Some("Timeout"), Some(504))
         );
+    }
+
+    /// A streamed answer (a large list) keeps its permit until its body is written out.
+    #[tokio::test]
+    async fn a_streamed_body_holds_its_permit_to_the_end() {
+        use tower::ServiceExt;
+        let backend = test_support::TestBackend::embedded().await;
+        let registry = crate::testing::registry(&backend).await;
+        let limits = Limits::new(1, 1, Duration::ZERO, registry);
+        let (mut tx, rx) =
+            futures::channel::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+        let rx = Arc::new(std::sync::Mutex::new(Some(rx)));
+        let router = limits.layer(Router::new().route(
+            "/api/v1/configmaps",
+            axum::routing::get(move || {
+                let rx = rx.lock().ok().and_then(|mut r| r.take());
+                async move {
+                    match rx {
+                        Some(rx) => Body::from_stream(rx).into_response(),
+                        None => "whole".into_response(),
+                    }
+                }
+            }),
+        ));
+        let get = || {
+            axum::http::Request::get("/api/v1/configmaps")
+                .body(Body::empty())
+                .expect("request")
+        };
+        let streamed = router.clone().oneshot(get()).await.expect("first");
+        assert_eq!(streamed.status(), StatusCode::OK);
+        let refused = router.clone().oneshot(get()).await.expect("second");
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        futures::SinkExt::send(&mut tx, Ok("end".into()))
+            .await
+            .expect("send");
+        drop(tx);
+        let body = axum::body::to_bytes(streamed.into_body(), 1 << 16)
+            .await
+            .expect("body");
+        assert_eq!(body, "end");
+        let whole = router.clone().oneshot(get()).await.expect("third");
+        assert_eq!(whole.status(), StatusCode::OK);
+        // A body of known size gives the permit back at once.
+        let again = router.oneshot(get()).await.expect("fourth");
+        assert_eq!(again.status(), StatusCode::OK);
     }
 }

@@ -1,5 +1,5 @@
 //! One generic handler per verb, for every resource: request info and parameters in, a
-//! registry Store call, JSON or Table out. No per-kind code.
+//! registry Store call, JSON or Table out (lists streamed, see `list_body`). No per-kind code.
 
 use std::sync::Arc;
 
@@ -10,10 +10,11 @@ use kubelet::proxy::ProxyResponse;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::store::subresources::ScaleChange;
-use registry::{warning, RegistryError, ResourceInfo, Store, Subresource, Verb};
+use registry::{warning, RegistryError, Store, Subresource, Verb};
 use serde_json::Value;
 
 use super::body::{check_body_type, optional_body};
+use super::list_body::{self, ListEncoding};
 use super::manager::write_options;
 use super::params::Params;
 use super::request_info::RequestInfo;
@@ -112,11 +113,9 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             }
         },
         Verb::List => {
-            let list = store.list(ns, &req.params.list()?).await?;
-            Ok(match format {
-                Format::Table => response::json(StatusCode::OK, &list_table(&info, list, include)),
-                _ => out(StatusCode::OK, &list),
-            })
+            let list = store.list_stream(ns, &req.params.list()?).await?;
+            let encoding = ListEncoding::of(format, pretty, &info, include);
+            list_body::response(list, encoding).await
         }
         Verb::Watch => {
             let name = req.info.name.as_deref();
@@ -185,14 +184,6 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
             Ok(out(StatusCode::OK, &deleted))
         }
     }
-}
-
-fn list_table(info: &ResourceInfo, mut list: Value, include: IncludeObject) -> Value {
-    let items = match list.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    table::table(info, &items, list.get("metadata"), include)
 }
 
 /// The patch's type; a merge patch's duplicated fields ride in `write` as strict decoding

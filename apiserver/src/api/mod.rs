@@ -5,6 +5,7 @@
 pub mod attributes;
 pub(crate) mod body;
 mod handlers;
+mod list_body;
 mod manager;
 mod params;
 mod path;

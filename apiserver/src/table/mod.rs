@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use registry::catalogue::human_duration;
 
 /// The instant every row of one table is aged against.
-type Now = DateTime<Utc>;
+pub(crate) type Now = DateTime<Utc>;
 
 use self::jsonpath::{parse_path, select, Step};
 
@@ -62,10 +62,7 @@ pub fn table(
     table_at(
         info,
         objects,
-        list_metadata(
-            list_meta,
-            &["resourceVersion", "continue", "remainingItemCount"],
-        ),
+        list_table_metadata(list_meta),
         include_object,
         Utc::now(),
     )
@@ -110,20 +107,24 @@ fn parse_time(s: &str) -> Option<Now> {
 
 /// Takes `now` so that every row of one table is aged against the same instant (and tests
 /// can fix it).
-fn table_at(
+pub(crate) fn table_at(
     info: &ResourceInfo,
     objects: &[Value],
     metadata: Value,
     include_object: IncludeObject,
     now: Now,
 ) -> Value {
-    // Parsed once per table rather than once per row and column.
-    let cells: Vec<CellFn> = info.columns.iter().map(CellFn::new).collect();
-    let rows: Vec<Value> = objects
-        .iter()
-        .map(|obj| row(&cells, obj, include_object, now))
-        .collect();
-    // Built by hand: json! would serialise a copy of every row.
+    let printer = RowPrinter::new(info, include_object, now);
+    let rows: Vec<Value> = objects.iter().map(|obj| printer.row(obj)).collect();
+    let mut table = table_head(info, metadata);
+    table.insert("rows".to_string(), Value::Array(rows));
+    Value::Object(table)
+}
+
+/// A Table without its rows: what a list streamed row by row writes before them. `rows`
+/// sorts after every key here, so the rows come last in the serialised Table.
+pub(crate) fn table_head(info: &ResourceInfo, metadata: Value) -> Map<String, Value> {
+    // Built by hand: json! would serialise a copy of every value.
     let mut table = Map::new();
     table.insert("kind".to_string(), Value::from("Table"));
     table.insert("apiVersion".to_string(), Value::from(META_API_VERSION));
@@ -132,8 +133,38 @@ fn table_at(
         "columnDefinitions".to_string(),
         info.columns.iter().map(column_definition).collect(),
     );
-    table.insert("rows".to_string(), Value::Array(rows));
-    Value::Object(table)
+    table
+}
+
+/// The metadata of a list's Table: the list's resourceVersion, continue and
+/// remainingItemCount.
+pub(crate) fn list_table_metadata(list_meta: Option<&Value>) -> Value {
+    list_metadata(
+        list_meta,
+        &["resourceVersion", "continue", "remainingItemCount"],
+    )
+}
+
+/// Makes the rows of one Table, one object at a time: the columns' cells parsed once, every
+/// row aged against the same instant.
+pub(crate) struct RowPrinter {
+    cells: Vec<CellFn>,
+    include_object: IncludeObject,
+    now: Now,
+}
+
+impl RowPrinter {
+    pub(crate) fn new(info: &ResourceInfo, include_object: IncludeObject, now: Now) -> Self {
+        Self {
+            cells: info.columns.iter().map(CellFn::new).collect(),
+            include_object,
+            now,
+        }
+    }
+
+    pub(crate) fn row(&self, obj: &Value) -> Value {
+        row(&self.cells, obj, self.include_object, self.now)
+    }
 }
 
 /// The ListMeta fields named by `keys`, as upstream's omitempty leaves them.
@@ -189,25 +220,26 @@ fn row(cells: &[CellFn], obj: &Value, include_object: IncludeObject, now: Now) -
     Value::Object(row)
 }
 
-/// A column's cell function with its JSONPath already parsed.
-enum CellFn<'a> {
+/// A column's cell function with its JSONPath already parsed; owns what it needs, so that a
+/// printer can outlive the request in a streamed body.
+enum CellFn {
     Name,
     Age,
     /// `None` steps: a path we cannot parse, which fills the column with `<none>`.
     Path {
-        kind: &'a str,
+        kind: String,
         steps: Option<Vec<Step>>,
     },
     Printer(fn(&Value) -> Value),
 }
 
-impl<'a> CellFn<'a> {
-    fn new(column: &'a TableColumn) -> Self {
+impl CellFn {
+    fn new(column: &TableColumn) -> Self {
         match &column.cell {
             Cell::Name => CellFn::Name,
             Cell::Age => CellFn::Age,
             Cell::Path(path) => CellFn::Path {
-                kind: &column.kind,
+                kind: column.kind.clone(),
                 steps: parse_path(path),
             },
             Cell::Printer(f) => CellFn::Printer(*f),

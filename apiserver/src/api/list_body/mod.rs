@@ -1,0 +1,202 @@
+//! List responses written to the socket an item at a time: the items of a [`ListStream`] are
+//! encoded as they are decoded and leave in chunks of about [`CHUNK`] bytes, so a list holds
+//! about a page and a chunk, never the collection (upstream's streaming list encoders).
+//!
+//! Every format produces exactly the bytes the whole list would serialise to (JSON, indented
+//! JSON, YAML, Table): each item is serialised on its own and framed as it would sit inside
+//! the list.
+//!
+//! The first chunk is filled before answering, so that an error reading the first page is
+//! still a Status, and a list that fits in one chunk goes out whole, with a Content-Length,
+//! as before. An error after that cannot change the status already sent: the body ends with
+//! it, which makes the server abort the response.
+
+mod json;
+mod table;
+mod yaml;
+
+#[cfg(test)]
+mod tests;
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt, TryStreamExt};
+use registry::object::Object;
+use registry::store::ListStream;
+use registry::{RegistryError, ResourceInfo};
+use serde_json::Value;
+
+use super::response::{Format, JSON, YAML};
+use crate::table::{IncludeObject, Now};
+
+/// How many bytes the body gathers before handing them to the connection.
+pub(crate) const CHUNK: usize = 64 * 1024;
+
+/// How a list is written out.
+pub(crate) enum ListEncoding<'a> {
+    Json,
+    /// `?pretty=true`.
+    PrettyJson,
+    Yaml,
+    /// A meta.k8s.io/v1 Table whose rows are aged against `now`.
+    Table {
+        info: &'a ResourceInfo,
+        include: IncludeObject,
+        now: Now,
+    },
+}
+
+impl<'a> ListEncoding<'a> {
+    /// The encoding of a list in the negotiated format; a Table is never indented, as before.
+    pub(crate) fn of(
+        format: Format,
+        pretty: bool,
+        info: &'a ResourceInfo,
+        include: IncludeObject,
+    ) -> Self {
+        match format {
+            Format::Table => ListEncoding::Table {
+                info,
+                include,
+                now: chrono::Utc::now(),
+            },
+            Format::Yaml => ListEncoding::Yaml,
+            Format::Json if pretty => ListEncoding::PrettyJson,
+            Format::Json => ListEncoding::Json,
+        }
+    }
+}
+
+/// How one format frames the items of a list: what comes before them, between them and after.
+trait Framing: Send {
+    fn item(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError>;
+    fn tail(&mut self, out: &mut Vec<u8>) -> Result<(), RegistryError>;
+}
+
+fn encode_error(e: impl std::fmt::Display) -> RegistryError {
+    RegistryError::Internal(format!("encoding the list: {e}"))
+}
+
+/// The list's response: status 200 with the list, or the Status of an error met before the
+/// first chunk.
+pub(crate) async fn response(
+    list: ListStream,
+    encoding: ListEncoding<'_>,
+) -> Result<Response, RegistryError> {
+    let content_type = match encoding {
+        ListEncoding::Yaml => YAML,
+        _ => JSON,
+    };
+    let kind = list.kind.clone();
+    let mut chunks = Chunks::new(list, encoding)?;
+    let first = chunks.next().await.transpose()?.unwrap_or_default();
+    if chunks.done {
+        return Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, content_type)],
+            first,
+        )
+            .into_response());
+    }
+    chunks.eager = true;
+    let rest = chunks.inspect_err(move |e| {
+        tracing::error!(list = %kind, error = %e, "list failed while being sent; aborting the response");
+    });
+    let body = Body::from_stream(futures::stream::once(async { Ok(first) }).chain(rest));
+    Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// The encoded list as a stream of chunks.
+struct Chunks {
+    items: BoxStream<'static, Result<Object, RegistryError>>,
+    framing: Box<dyn Framing>,
+    buf: Vec<u8>,
+    done: bool,
+    /// Whether a partial chunk leaves as soon as the next item is not ready (after the first
+    /// chunk: the client gets what there is while the next page is read).
+    eager: bool,
+}
+
+impl Chunks {
+    fn new(list: ListStream, encoding: ListEncoding<'_>) -> Result<Self, RegistryError> {
+        let ListStream {
+            api_version,
+            kind,
+            metadata,
+            items,
+        } = list;
+        let mut buf = Vec::with_capacity(CHUNK);
+        let framing: Box<dyn Framing> = match encoding {
+            ListEncoding::Json => {
+                Box::new(json::Compact::new(&mut buf, &api_version, &kind, metadata)?)
+            }
+            ListEncoding::PrettyJson => {
+                Box::new(json::Pretty::new(&mut buf, &api_version, &kind, metadata)?)
+            }
+            ListEncoding::Yaml => {
+                Box::new(yaml::Yaml::new(&mut buf, &api_version, &kind, metadata)?)
+            }
+            ListEncoding::Table { info, include, now } => {
+                Box::new(table::Table::new(&mut buf, info, metadata, include, now)?)
+            }
+        };
+        Ok(Self {
+            items,
+            framing,
+            buf,
+            done: false,
+            eager: false,
+        })
+    }
+
+    fn take(&mut self) -> Bytes {
+        Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK)))
+    }
+
+    fn fail(&mut self, e: RegistryError) -> Poll<Option<Result<Bytes, RegistryError>>> {
+        self.done = true;
+        self.buf = Vec::new();
+        Poll::Ready(Some(Err(e)))
+    }
+}
+
+impl Stream for Chunks {
+    type Item = Result<Bytes, RegistryError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        loop {
+            if this.buf.len() >= CHUNK {
+                return Poll::Ready(Some(Ok(this.take())));
+            }
+            match this.items.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(item))) => {
+                    if let Err(e) = this.framing.item(&mut this.buf, &item) {
+                        return this.fail(e);
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => return this.fail(e),
+                Poll::Ready(None) => {
+                    if let Err(e) = this.framing.tail(&mut this.buf) {
+                        return this.fail(e);
+                    }
+                    this.done = true;
+                    return Poll::Ready((!this.buf.is_empty()).then(|| Ok(this.take())));
+                }
+                Poll::Pending if this.eager && !this.buf.is_empty() => {
+                    return Poll::Ready(Some(Ok(this.take())));
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
