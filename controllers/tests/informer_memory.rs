@@ -108,7 +108,8 @@ fn the_indexer_adds_little_to_the_shared_bytes() {
     });
     println!(
         "per object: stored JSON {encoded_size} B, decoded Value {decoded_size} B, \
-         indexer beyond the shared bytes {indexer_size} B (two indices)"
+         indexer beyond the shared bytes {indexer_size} B (two indices, labels and \
+         controller kept for selections)"
     );
     assert_eq!(indexer.len(), OBJECTS);
     // Shared, not copied: the indexer holds far less than one more copy of the bytes, let

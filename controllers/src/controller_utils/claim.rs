@@ -14,6 +14,7 @@ use tracing::debug;
 
 use super::owner_references::patch_owner_references;
 use super::{controller_ref, SyncError};
+use crate::informer::Summary;
 
 /// What claiming works with: the owner, the store of the objects, and what it selects.
 pub struct Claimable<'a> {
@@ -23,6 +24,19 @@ pub struct Claimable<'a> {
     /// A fresh read of the owner, asked at most once before the first adoption: adoption
     /// must not race a deletion of the owner the informer has not shown yet.
     pub fresh_owner: Box<dyn Fn() -> BoxFuture<'a, Result<Value, SyncError>> + Send + Sync + 'a>,
+}
+
+/// Whether claiming would look at the object at all: one the owner controls (kept or
+/// released), or an orphan its selector matches (adopted). Claiming passes over the rest,
+/// so callers select candidates with this before decoding them.
+pub fn claim_candidate<'a>(
+    owner_uid: &'a str,
+    selector: &'a LabelSelector,
+) -> impl Fn(&Summary<'_>) -> bool + 'a {
+    move |s| match s.controller_uid() {
+        Some(uid) => uid == owner_uid,
+        None => s.labels().matches(selector),
+    }
 }
 
 /// The objects among `candidates` that belong to `c.owner` after claiming.

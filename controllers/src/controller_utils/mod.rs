@@ -17,7 +17,7 @@ use registry::RegistryError;
 use serde_json::{json, Value};
 use thiserror::Error;
 
-pub use claim::{claim, Claimable};
+pub use claim::{claim, claim_candidate, Claimable};
 pub use controller_ref::{controller_reference, resolve_controller_ref};
 pub use expectations::{Expectations, EXPECTATIONS_TIMEOUT};
 pub use owner_references::{patch_owner_references, raw_owner_references};

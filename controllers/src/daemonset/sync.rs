@@ -19,8 +19,8 @@ use super::placement::{node_should_run, pin_to_node, pod_template, CONTROLLER_RE
 use super::status::{by_creation_and_phase, counts, min_ready_seconds, next_status, NodePods};
 use super::update::rolling_update_step;
 use crate::controller_utils::{
-    claim, controller_ref, is_pod_available, is_pod_ready, pod_from_template, slow_start_batch,
-    Claimable, SyncError,
+    claim, claim_candidate, controller_ref, is_pod_available, is_pod_ready, pod_from_template,
+    slow_start_batch, Claimable, SyncError,
 };
 use crate::events::EventType;
 use crate::informer::NAMESPACE_INDEX;
@@ -95,7 +95,11 @@ impl DaemonSetController {
         let candidates = self
             .pod_informer
             .indexer()
-            .by_index(NAMESPACE_INDEX, object::namespace(ds))
+            .by_index_selected(
+                NAMESPACE_INDEX,
+                object::namespace(ds),
+                claim_candidate(object::uid(ds), sel),
+            )
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         let (namespace, name) = (
             object::namespace(ds).to_string(),

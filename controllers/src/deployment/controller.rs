@@ -171,15 +171,10 @@ impl DeploymentController {
         resolve_controller_ref(&self.deployment_informer, "Deployment", obj)
     }
 
+    /// As upstream's getDeploymentForPod: through the ReplicaSet the pod's controller
+    /// reference names (one read, not the namespace's sets).
     fn deployment_of_pod(&self, pod: &Value) -> Option<Arc<Value>> {
-        let uid = controller_uid(pod)?;
-        let rs = self
-            .rs_informer
-            .indexer()
-            .by_index(NAMESPACE_INDEX, object::namespace(pod))
-            .ok()?
-            .into_iter()
-            .find(|rs| object::uid(rs) == uid)?;
+        let rs = resolve_controller_ref(&self.rs_informer, "ReplicaSet", pod)?;
         self.controlling_deployment(&rs)
     }
 
@@ -203,15 +198,17 @@ impl DeploymentController {
             .map(|rs| (object::uid(rs).to_string(), Vec::new()))
             .collect();
         let Some(sel) = selector(d) else { return map };
-        for pod in self
+        let pods = self
             .pod_informer
             .indexer()
-            .by_index(NAMESPACE_INDEX, object::namespace(d))
-            .unwrap_or_default()
-        {
-            if !sel.matches_labels(object::labels(&pod)) {
-                continue;
-            }
+            .by_index_selected(NAMESPACE_INDEX, object::namespace(d), |pod| {
+                pod.labels().matches(&sel)
+                    && pod
+                        .controller_uid()
+                        .is_some_and(|uid| map.contains_key(uid))
+            })
+            .unwrap_or_default();
+        for pod in pods {
             if let Some(list) = controller_uid(&pod).and_then(|uid| map.get_mut(uid)) {
                 list.push(pod);
             }

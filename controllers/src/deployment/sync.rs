@@ -27,7 +27,7 @@ use super::util::{
     annotation, by_creation, by_revision, is_active, set_spec_replicas, spec_replicas,
     status_count, DESIRED_REPLICAS, POD_TEMPLATE_HASH, REVISION,
 };
-use crate::controller_utils::{claim, controller_ref, Claimable, SyncError};
+use crate::controller_utils::{claim, claim_candidate, controller_ref, Claimable, SyncError};
 use crate::events::EventType;
 use crate::informer::{controller_uid, NAMESPACE_INDEX};
 
@@ -100,7 +100,11 @@ impl DeploymentController {
         let candidates = self
             .rs_informer
             .indexer()
-            .by_index(NAMESPACE_INDEX, object::namespace(d))
+            .by_index_selected(
+                NAMESPACE_INDEX,
+                object::namespace(d),
+                claim_candidate(object::uid(d), sel),
+            )
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         let (namespace, name) = (
             object::namespace(d).to_string(),

@@ -152,11 +152,10 @@ impl DisruptionController {
         Ok(self
             .pods
             .indexer()
-            .by_index(NAMESPACE_INDEX, object::namespace(pdb))
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|pod| selector.matches_labels(object::labels(pod)))
-            .collect())
+            .by_index_selected(NAMESPACE_INDEX, object::namespace(pdb), |pod| {
+                pod.labels().matches(&selector)
+            })
+            .unwrap_or_default())
     }
 
     async fn sync(&self, key: &str) -> Result<Option<Duration>, SyncError> {

@@ -133,11 +133,11 @@ impl EndpointSliceController {
     fn slices_of(&self, namespace: &str, name: &str) -> Vec<Arc<Value>> {
         self.slices
             .indexer()
-            .by_index(NAMESPACE_INDEX, namespace)
+            .by_index_selected(NAMESPACE_INDEX, namespace, |s| {
+                s.labels().get(LABEL_MANAGED_BY) == Some(MANAGED_BY)
+                    && s.labels().get(LABEL_SERVICE_NAME) == Some(name)
+            })
             .unwrap_or_default()
-            .into_iter()
-            .filter(|s| managed(s) && s["metadata"]["labels"][LABEL_SERVICE_NAME] == name)
-            .collect()
     }
 
     /// Whether the cache has seen every write this controller made for `key`.

@@ -27,11 +27,10 @@ pub fn selected_pods(pods: &SharedInformer, svc: &Value) -> Vec<Arc<Value>> {
     };
     let mut found: Vec<Arc<Value>> = pods
         .indexer()
-        .by_index(NAMESPACE_INDEX, object::namespace(svc))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p| selector.matches_labels(object::labels(p)))
-        .collect();
+        .by_index_selected(NAMESPACE_INDEX, object::namespace(svc), |p| {
+            p.labels().matches(&selector)
+        })
+        .unwrap_or_default();
     found.sort_by(|a, b| object::name(a).cmp(object::name(b)));
     found
 }

@@ -15,8 +15,7 @@ use tracing::debug;
 use super::{equal_revision, hash_revision, revision_name, revision_number, sort_revisions};
 use crate::controller_utils::{claim, Claimable, SyncError};
 use crate::informer::{
-    controller_uid, FactoryError, InformerFactory, SharedInformer, CONTROLLER_UID_INDEX,
-    NAMESPACE_INDEX,
+    FactoryError, InformerFactory, SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
 
 /// Update attempts when a revision changes under us.
@@ -65,10 +64,10 @@ impl History {
         let orphans = self
             .informer
             .indexer()
-            .by_index(NAMESPACE_INDEX, namespace)
-            .map_err(index_error)?
-            .into_iter()
-            .filter(|r| controller_uid(r).is_none() && selector.matches_labels(object::labels(r)));
+            .by_index_selected(NAMESPACE_INDEX, namespace, |r| {
+                r.controller_uid().is_none() && r.labels().matches(selector)
+            })
+            .map_err(index_error)?;
         candidates.extend(orphans);
         let name = object::name(parent);
         let claimable = Claimable {

@@ -4,17 +4,27 @@
 //! Objects are held as the watch cache holds them (its bytes, shared, not copied) and decoded
 //! when read. The values an object is indexed under are computed once, from the decode made
 //! when it is put in, and kept with it, so taking it out or replacing it decodes nothing.
+//! So are its labels and controller's uid, interned, so that callers can pick the objects a
+//! selector matches (`by_index_selected`, `list_selected`) and decode only those.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
+use registry::object;
 use registry::store::{Decoder, Encoded};
 use serde_json::Value;
 use thiserror::Error;
 use tracing::warn;
 
+use self::intern::Interner;
+use self::labels::Marks;
+pub use self::labels::{Labels, Summary};
 use super::delta_fifo::KnownObjects;
+use super::factory::controller_uid;
+
+mod intern;
+mod labels;
 
 /// The values an object is indexed under (several for, e.g., an index by owner).
 pub type IndexFunc = Arc<dyn Fn(&Value) -> Vec<String> + Send + Sync>;
@@ -57,12 +67,29 @@ struct Item {
     revision: i64,
     /// (position in `State::indices`, value) for every value the object is indexed under.
     indexed: Box<[(usize, Arc<str>)]>,
+    /// Its labels and controller's uid, shared with the objects that have the same.
+    marks: Arc<Marks>,
+}
+
+impl Item {
+    fn summary<'a>(&'a self, key: &'a str) -> Summary<'a> {
+        Summary {
+            key,
+            labels: &self.marks.labels,
+            controller_uid: self.marks.controller_uid.as_deref(),
+        }
+    }
+
+    fn held(&self) -> (Bytes, i64) {
+        (self.value.clone(), self.revision)
+    }
 }
 
 #[derive(Default)]
 struct State {
     items: HashMap<Arc<str>, Item>,
     indices: Vec<NamedIndex>,
+    interned: Interner,
 }
 
 /// Files `key` under `value`; returns the index's own copy of the value.
@@ -86,6 +113,19 @@ impl State {
         indexed.into_boxed_slice()
     }
 
+    /// Takes `item` out of the indices and gives back its interned parts.
+    fn forget(&mut self, key: &str, item: Item) -> (Bytes, i64) {
+        self.unindex(key, &item);
+        let Item {
+            value,
+            revision,
+            marks,
+            ..
+        } = item;
+        self.interned.release_marks(marks);
+        (value, revision)
+    }
+
     fn unindex(&mut self, key: &str, item: &Item) {
         for (at, value) in &*item.indexed {
             let Some(named) = self.indices.get_mut(*at) else {
@@ -103,9 +143,19 @@ impl State {
 
     /// `obj` is `encoded` decoded: the indices read it.
     fn put(&mut self, encoded: Encoded, obj: &Value) {
+        // Interned before the old version is forgotten: an update that keeps the labels
+        // keeps their copy.
+        let marks = self.interned.marks(
+            object::labels(obj)
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))),
+            controller_uid(obj),
+        );
         let key = match self.items.remove_entry(encoded.key.as_str()) {
             Some((key, old)) => {
-                self.unindex(&key, &old);
+                self.forget(&key, old);
                 key
             }
             None => Arc::from(encoded.key),
@@ -115,17 +165,18 @@ impl State {
             value: encoded.value,
             revision: encoded.revision,
             indexed,
+            marks,
         };
         self.items.insert(key, item);
     }
 
     fn remove(&mut self, key: &str) -> Option<Encoded> {
         let (key, old) = self.items.remove_entry(key)?;
-        self.unindex(&key, &old);
+        let (value, revision) = self.forget(&key, old);
         Some(Encoded {
             key: key.to_string(),
-            value: old.value,
-            revision: old.revision,
+            value,
+            revision,
         })
     }
 
@@ -144,6 +195,9 @@ pub struct Indexer {
     state: RwLock<State>,
     /// How the stored objects become what the resource serves.
     decoder: Decoder,
+    /// Reads that decoded an object, for tests of what a selection decodes.
+    #[cfg(test)]
+    decodes: std::sync::atomic::AtomicUsize,
 }
 
 impl Indexer {
@@ -152,6 +206,8 @@ impl Indexer {
         Self {
             state: RwLock::default(),
             decoder,
+            #[cfg(test)]
+            decodes: Default::default(),
         }
     }
 
@@ -179,6 +235,9 @@ impl Indexer {
     /// The object as served, or None (logged) if its bytes do not decode, which bytes that
     /// decoded when put in cannot fail to do.
     fn decode(&self, value: &Bytes, revision: i64) -> Option<Arc<Value>> {
+        #[cfg(test)]
+        self.decodes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         match self.decoder.decode_bytes(value, revision) {
             Ok(obj) => Some(Arc::new(obj)),
             Err(error) => {
@@ -250,6 +309,7 @@ impl Indexer {
     pub fn replace(&self, objs: Vec<Encoded>) {
         let mut state = self.write();
         state.items.clear();
+        state.interned.clear();
         for named in &mut state.indices {
             named.index.clear();
         }
@@ -284,11 +344,18 @@ impl Indexer {
 
     /// Every object, decoded (outside the lock: writers do not wait for the decoding).
     pub fn list(&self) -> Vec<Arc<Value>> {
+        self.list_selected(|_| true)
+    }
+
+    /// The objects `keep` picks from what is known of them undecoded; only those are
+    /// decoded. `keep` runs under the indexer's lock: it must not call back into it.
+    pub fn list_selected(&self, keep: impl Fn(&Summary<'_>) -> bool) -> Vec<Arc<Value>> {
         let held: Vec<(Bytes, i64)> = self
             .read()
             .items
-            .values()
-            .map(|item| (item.value.clone(), item.revision))
+            .iter()
+            .filter(|(key, item)| keep(&item.summary(key)))
+            .map(|(_, item)| item.held())
             .collect();
         self.decode_all(held)
     }
@@ -317,14 +384,27 @@ impl Indexer {
 
     /// The objects indexed under `value` in index `name`, decoded.
     pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<Value>>, IndexerError> {
+        self.by_index_selected(name, value, |_| true)
+    }
+
+    /// The objects indexed under `value` in index `name` that `keep` picks from what is
+    /// known of them undecoded (labels, controller); only those are decoded. `keep` runs
+    /// under the indexer's lock: it must not call back into it.
+    pub fn by_index_selected(
+        &self,
+        name: &str,
+        value: &str,
+        keep: impl Fn(&Summary<'_>) -> bool,
+    ) -> Result<Vec<Arc<Value>>, IndexerError> {
         let held: Vec<(Bytes, i64)> = {
             let state = self.read();
             let Some(keys) = state.named(name)?.get(value) else {
                 return Ok(Vec::new());
             };
             keys.iter()
-                .filter_map(|k| state.items.get(k))
-                .map(|item| (item.value.clone(), item.revision))
+                .filter_map(|k| state.items.get_key_value(k))
+                .filter(|(key, item)| keep(&item.summary(key)))
+                .map(|(_, item)| item.held())
                 .collect()
         };
         Ok(self.decode_all(held))
@@ -334,6 +414,14 @@ impl Indexer {
     pub fn index_values(&self, name: &str) -> Result<Vec<String>, IndexerError> {
         let state = self.read();
         Ok(state.named(name)?.keys().map(|v| v.to_string()).collect())
+    }
+}
+
+#[cfg(test)]
+impl Indexer {
+    /// (distinct strings, distinct label-and-controller records) held for the objects.
+    fn interned_sizes(&self) -> (usize, usize) {
+        self.read().interned.sizes()
     }
 }
 

@@ -22,7 +22,9 @@ pub use factory::{
     controller_uid, controller_uid_index, wait_for_sync, FactoryError, InformerFactory,
     CONTROLLER_UID_INDEX,
 };
-pub use indexer::{namespace_index, IndexFunc, Indexer, IndexerError, NAMESPACE_INDEX};
+pub use indexer::{
+    namespace_index, IndexFunc, Indexer, IndexerError, Labels, Summary, NAMESPACE_INDEX,
+};
 pub use key::{object_key, split_key, KeyError};
 pub use lister_watcher::ListerWatcher;
 pub use reflector::{Reflector, ReflectorConfig};

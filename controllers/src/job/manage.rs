@@ -18,7 +18,8 @@ use super::spec::JobSpec;
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
 use crate::controller_utils::{
-    claim, controller_ref, is_pod_ready, pod_from_template, slow_start_batch, Claimable, SyncError,
+    claim, claim_candidate, controller_ref, is_pod_ready, pod_from_template, slow_start_batch,
+    Claimable, SyncError,
 };
 use crate::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
@@ -46,7 +47,11 @@ impl JobController {
                 .unwrap_or_default());
         };
         let candidates = indexer
-            .by_index(NAMESPACE_INDEX, object::namespace(job))
+            .by_index_selected(
+                NAMESPACE_INDEX,
+                object::namespace(job),
+                claim_candidate(object::uid(job), selector),
+            )
             .unwrap_or_default();
         let jobs = self.jobs.clone();
         let namespace = object::namespace(job).to_string();

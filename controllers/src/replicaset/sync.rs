@@ -16,7 +16,8 @@ use super::controller::ReplicaSetController;
 use super::ranking::pods_to_delete;
 use super::status::{self, Outcome};
 use crate::controller_utils::{
-    claim, controller_ref, is_pod_active, pod_from_template, slow_start_batch, Claimable, SyncError,
+    claim, claim_candidate, controller_ref, is_pod_active, pod_from_template, slow_start_batch,
+    Claimable, SyncError,
 };
 use crate::informer::{object_key, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
@@ -48,7 +49,11 @@ impl ReplicaSetController {
         let active: Vec<Arc<Value>> = self
             .pods
             .indexer()
-            .by_index(NAMESPACE_INDEX, namespace)
+            .by_index_selected(
+                NAMESPACE_INDEX,
+                namespace,
+                claim_candidate(object::uid(&set), &selector),
+            )
             .map_err(|e| SyncError::Failed(e.to_string()))?
             .into_iter()
             .filter(|p| is_pod_active(p))

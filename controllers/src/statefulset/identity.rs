@@ -37,7 +37,12 @@ pub fn pod_name(set: &Value, ordinal: i64) -> String {
 
 /// The parent name and ordinal a pod name encodes (`web-3` → `web`, 3).
 pub fn parent_and_ordinal(pod: &Value) -> Option<(&str, i64)> {
-    let (parent, ordinal) = object::name(pod).rsplit_once('-')?;
+    name_parent_and_ordinal(object::name(pod))
+}
+
+/// The parent name and ordinal the pod name `name` encodes.
+pub fn name_parent_and_ordinal(name: &str) -> Option<(&str, i64)> {
+    let (parent, ordinal) = name.rsplit_once('-')?;
     if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -48,9 +53,10 @@ pub fn ordinal(pod: &Value) -> Option<i64> {
     parent_and_ordinal(pod).map(|(_, o)| o)
 }
 
-/// Whether the pod's name makes it one of the set's (upstream's isMemberOf).
-pub fn is_member_of(set: &Value, pod: &Value) -> bool {
-    parent_and_ordinal(pod).is_some_and(|(parent, _)| parent == object::name(set))
+/// Whether the pod named `pod_name` is one of the set's by that name (upstream's
+/// isMemberOf); taking the name lets callers ask before decoding the pod.
+pub fn is_member_of(set: &Value, pod_name: &str) -> bool {
+    name_parent_and_ordinal(pod_name).is_some_and(|(parent, _)| parent == object::name(set))
 }
 
 /// The revision a pod was made from.
@@ -205,15 +211,9 @@ mod tests {
     fn names_and_ordinals() {
         let pod = json!({"metadata": {"name": "web-12"}});
         assert_eq!(parent_and_ordinal(&pod), Some(("web", 12)));
-        assert!(is_member_of(&set(), &pod));
-        assert!(!is_member_of(
-            &set(),
-            &json!({"metadata": {"name": "web-x"}})
-        ));
-        assert!(!is_member_of(
-            &set(),
-            &json!({"metadata": {"name": "webby-1"}})
-        ));
+        assert!(is_member_of(&set(), object::name(&pod)));
+        assert!(!is_member_of(&set(), "web-x"));
+        assert!(!is_member_of(&set(), "webby-1"));
         let mut s = set();
         s["spec"]["ordinals"] = json!({"start": 5});
         assert!(in_range(&s, 5) && in_range(&s, 7) && !in_range(&s, 8) && !in_range(&s, 0));

@@ -17,7 +17,7 @@ use super::revisions::resolve;
 use super::status::{min_ready_seconds, SetStatus};
 use crate::controller_utils::{claim, Claimable, SyncError};
 use crate::history::sort_revisions;
-use crate::informer::{controller_uid, NAMESPACE_INDEX};
+use crate::informer::NAMESPACE_INDEX;
 
 impl StatefulSetController {
     /// Syncs the set `key`; Ok(Some(d)) asks to look again after `d`.
@@ -44,14 +44,11 @@ impl StatefulSetController {
         let candidates: Vec<Arc<Value>> = self
             .pod_informer
             .indexer()
-            .by_index(NAMESPACE_INDEX, namespace)
-            .map_err(|e| SyncError::Failed(e.to_string()))?
-            .into_iter()
-            .filter(|p| match controller_uid(p) {
+            .by_index_selected(NAMESPACE_INDEX, namespace, |p| match p.controller_uid() {
                 Some(owner) => owner == uid,
-                None => is_member_of(&set, p),
+                None => is_member_of(&set, p.name()),
             })
-            .collect();
+            .map_err(|e| SyncError::Failed(e.to_string()))?;
         let claimable = Claimable {
             owner: &set,
             store: &self.pod_control.pods,

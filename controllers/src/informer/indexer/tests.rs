@@ -1,5 +1,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use registry::selector::labels::LabelSelector;
 use serde_json::json;
 
 use super::*;
@@ -165,4 +166,160 @@ fn replace_rebuilds_indices_and_late_indices_see_existing_objects() {
         Err(IndexerError::IndexExists(_))
     ));
     assert_eq!(idx.len(), 1);
+}
+
+fn pod(ns: &str, name: &str, rv: u32, labels: Value, controller: Option<&str>) -> Encoded {
+    let mut o = json!({"metadata": {"namespace": ns, "name": name,
+        "resourceVersion": rv.to_string(), "labels": labels}});
+    if let Some(uid) = controller {
+        o["metadata"]["ownerReferences"] =
+            json!([{"uid": "someone", "controller": false}, {"uid": uid, "controller": true}]);
+    }
+    encode(&o)
+}
+
+fn decodes(idx: &Indexer) -> usize {
+    idx.decodes.load(Ordering::SeqCst)
+}
+
+fn selector(text: &str) -> LabelSelector {
+    LabelSelector::parse(text).expect("selector")
+}
+
+#[test]
+fn selections_decode_only_what_the_labels_and_controller_pick() {
+    let idx = Indexer::with_namespace_index(Decoder::default());
+    for i in 0..10 {
+        let app = if i % 2 == 0 { "web" } else { "db" };
+        let controller = (i < 3).then_some("rs-1");
+        idx.add(pod(
+            "a",
+            &format!("p{i}"),
+            i + 1,
+            json!({"app": app, "tier": "front"}),
+            controller,
+        ))
+        .expect("decodes");
+    }
+    idx.add(pod("b", "other", 20, json!({"app": "web"}), None))
+        .expect("decodes");
+    let web = selector("app=web,tier in (front,back)");
+    let before = decodes(&idx);
+
+    let picked = idx
+        .by_index_selected(NAMESPACE_INDEX, "a", |s| s.labels().matches(&web))
+        .expect("index");
+    assert_eq!(names(picked), ["p0", "p2", "p4", "p6", "p8"]);
+    assert_eq!(decodes(&idx) - before, 5);
+
+    // What claiming looks at: matching orphans and whatever the owner controls.
+    let before = decodes(&idx);
+    let claimable = idx
+        .by_index_selected(NAMESPACE_INDEX, "a", |s| match s.controller_uid() {
+            Some(uid) => uid == "rs-1",
+            None => s.labels().matches(&web),
+        })
+        .expect("index");
+    assert_eq!(names(claimable), ["p0", "p1", "p2", "p4", "p6", "p8"]);
+    assert_eq!(decodes(&idx) - before, 6);
+
+    let before = decodes(&idx);
+    let app_web = selector("app=web");
+    let everywhere = idx.list_selected(|s| s.labels().matches(&app_web) && s.name() != "p0");
+    assert_eq!(names(everywhere), ["other", "p2", "p4", "p6", "p8"]);
+    assert_eq!(decodes(&idx) - before, 5);
+
+    // The summary says what the decoded object says.
+    let before = decodes(&idx);
+    let none = idx
+        .by_index_selected(NAMESPACE_INDEX, "a", |s| {
+            assert_eq!(s.key(), format!("a/{}", s.name()));
+            assert_eq!(s.labels().len(), 2);
+            assert_eq!(s.labels().get("tier"), Some("front"));
+            assert_eq!(s.labels().get("nope"), None);
+            false
+        })
+        .expect("index");
+    assert!(none.is_empty());
+    assert_eq!(decodes(&idx), before);
+    assert!(matches!(
+        idx.by_index_selected("nope", "a", |_| true),
+        Err(IndexerError::NoSuchIndex(_))
+    ));
+}
+
+#[test]
+fn labels_are_held_once_follow_updates_and_go_with_the_objects() {
+    let idx = Indexer::with_namespace_index(Decoder::default());
+    for i in 0..100 {
+        idx.add(pod(
+            "a",
+            &format!("p{i}"),
+            i + 1,
+            json!({"app": "web", "hash": "h1"}),
+            Some("rs-1"),
+        ))
+        .expect("decodes");
+    }
+    // app, web, hash, h1, rs-1; one record for all hundred.
+    assert_eq!(idx.interned_sizes(), (5, 1));
+
+    // A non-string value is no label a selector can match; a value equal to a key and the
+    // controller's uid are each held once.
+    idx.update(pod(
+        "a",
+        "p0",
+        200,
+        json!({"app": "app", "uid": "rs-1", "n": 5}),
+        Some("rs-1"),
+    ))
+    .expect("decodes");
+    assert_eq!(idx.interned_sizes(), (6, 2));
+    let app_app = selector("app=app");
+    let both = |s: &Summary<'_>| s.labels().matches(&app_app) && s.labels().get("n").is_none();
+    assert_eq!(names(idx.list_selected(both)), ["p0"]);
+    let web = selector("app=web");
+    let webs = idx.list_selected(|s| s.labels().matches(&web));
+    assert_eq!(webs.len(), 99);
+
+    // Its old labels back, as an orphan: the strings are shared again, "uid" goes.
+    idx.update(pod(
+        "a",
+        "p0",
+        201,
+        json!({"hash": "h1", "app": "web"}),
+        None,
+    ))
+    .expect("decodes");
+    assert_eq!(idx.interned_sizes(), (5, 2));
+    assert_eq!(idx.list_selected(|s| s.labels().matches(&web)).len(), 100);
+    assert_eq!(
+        names(idx.list_selected(|s| s.controller_uid().is_none())),
+        ["p0"]
+    );
+    // Adopted again: the record it had is the shared one once more.
+    idx.update(pod(
+        "a",
+        "p0",
+        202,
+        json!({"app": "web", "hash": "h1"}),
+        Some("rs-1"),
+    ))
+    .expect("decodes");
+    assert_eq!(idx.interned_sizes(), (5, 1));
+    assert!(idx
+        .list_selected(|s| s.controller_uid().is_none())
+        .is_empty());
+
+    for i in 0..100 {
+        idx.delete(&format!("a/p{i}")).expect("held");
+    }
+    assert_eq!(idx.interned_sizes(), (0, 0));
+
+    idx.add(pod("a", "x", 1, json!({"app": "web"}), Some("rs-1")))
+        .expect("decodes");
+    idx.replace(vec![pod("b", "y", 2, json!({"k": "v"}), None)]);
+    assert_eq!(idx.interned_sizes(), (2, 1));
+    let k = selector("k");
+    assert_eq!(names(idx.list_selected(|s| s.labels().matches(&k))), ["y"]);
 }
