@@ -1,23 +1,39 @@
 //! The API server binary: storage (embedded by default, etcd with `--etcd-servers`) behind
 //! kube-apiserver's HTTP surface.
 
+mod allocator;
+
 use std::process::ExitCode;
 
 use apiserver::options::Options;
 use clap::Parser;
-use tracing::error;
+use tracing::{error, warn};
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
 // allocator's locks showed up as a large share of the registry's cost.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before the runtime's threads exist, so that every page they touch follows the policy.
+    let memory_policy = allocator::return_memory_promptly();
     // The flags first: they choose the log format (a bad flag is reported by clap on stderr).
     let options = Options::parse();
     apiserver::logging::init(options.logging_format);
-    match apiserver::run(options).await {
+    if let Err(e) = memory_policy {
+        warn!(error = %e, "could not turn transparent huge pages off for the process");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            error!(error = %e, "starting the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(apiserver::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!(error = %e, "apiserver failed");

@@ -23,7 +23,7 @@ impl Lookup for BTreeMap<String, Value> {
 /// differs from every built-in group).
 pub(crate) struct Layered<'a> {
     pub custom: &'a BTreeMap<String, Value>,
-    pub builtin: &'a BTreeMap<String, Value>,
+    pub builtin: &'a crate::builtin::Definitions,
 }
 
 impl Lookup for Layered<'_> {

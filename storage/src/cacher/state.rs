@@ -2,7 +2,7 @@
 //! channel that fans each change out to every watcher.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::broadcast;
 
@@ -54,14 +54,17 @@ pub struct CacheState {
     applied: i64,
     pub ready: bool,
     capacity: usize,
-    pub tx: broadcast::Sender<CacheMessage>,
+    /// Made when the first watcher subscribes: a channel reserves all its slots at once, and
+    /// most resources of an idle server have no watcher.
+    tx: OnceLock<broadcast::Sender<CacheMessage>>,
+    fanout: usize,
 }
 
 impl CacheState {
     pub fn new(capacity: usize, fanout: usize) -> Self {
         Self {
             objects: BTreeMap::new(),
-            window: VecDeque::with_capacity(capacity.min(4096)),
+            window: VecDeque::new(),
             window_start: 0,
             evicted_seq: 0,
             next_seq: 1,
@@ -69,7 +72,8 @@ impl CacheState {
             applied: 0,
             ready: false,
             capacity,
-            tx: broadcast::channel(fanout).0,
+            tx: OnceLock::new(),
+            fanout,
         }
     }
 
@@ -86,7 +90,7 @@ impl CacheState {
         self.applied = revision;
         self.ready = true;
         if had_data {
-            let _ = self.tx.send(CacheMessage::Reset);
+            self.send(CacheMessage::Reset);
         }
     }
 
@@ -125,14 +129,28 @@ impl CacheState {
             }
         }
         self.window.push_back(event.clone());
-        let _ = self.tx.send(CacheMessage::Event(event));
+        self.send(CacheMessage::Event(event));
+    }
+
+    /// A receiver of every message from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<CacheMessage> {
+        self.tx
+            .get_or_init(|| broadcast::channel(self.fanout).0)
+            .subscribe()
+    }
+
+    /// Fans a message out to the watchers, if any ever subscribed.
+    fn send(&self, message: CacheMessage) {
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send(message);
+        }
     }
 
     pub fn progress(&mut self, revision: i64) {
         if revision > self.revision {
             self.revision = revision;
         }
-        let _ = self.tx.send(CacheMessage::Progress(self.revision));
+        self.send(CacheMessage::Progress(self.revision));
     }
 
     /// The sequence number of the last change at or before `revision` (where a watch from

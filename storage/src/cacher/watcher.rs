@@ -55,7 +55,7 @@ impl Watcher {
     fn catch_up(&self) -> Result<(Vec<Arc<CachedEvent>>, broadcast::Receiver<CacheMessage>)> {
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
         let backlog = state.since(self.position).ok_or_else(|| self.too_old())?;
-        Ok((backlog, state.tx.subscribe()))
+        Ok((backlog, state.subscribe()))
     }
 }
 
@@ -93,7 +93,7 @@ pub fn start(
                 end.initial_events_end = true;
                 initial_end = Some(Ok(end));
             }
-            (Vec::new(), s.tx.subscribe(), s.end_position(), s.revision)
+            (Vec::new(), s.subscribe(), s.end_position(), s.revision)
         } else {
             // Revision 0 without initial state: from now on.
             let from = if opts.revision == 0 {
@@ -107,7 +107,7 @@ pub fn start(
             };
             let position = s.position_of(from).ok_or_else(too_old)?;
             let backlog = s.since(position).ok_or_else(too_old)?;
-            (backlog, s.tx.subscribe(), position, from)
+            (backlog, s.subscribe(), position, from)
         }
     };
     let mut watcher = Watcher {

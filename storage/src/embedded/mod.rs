@@ -30,6 +30,12 @@ use crate::{Result, StorageError};
 
 const FILE_NAME: &str = "store.redb";
 
+/// redb's page cache (reads and the write buffer together). Its default, 1 GiB, held a
+/// second copy of the whole store in memory beside the watch cache, which serves reads; the
+/// pages writes and point reads walk (the trees' upper levels) fit in far less, and a miss
+/// is a read from the kernel's page cache.
+const CACHE_SIZE: usize = 16 << 20;
+
 /// State the writer thread shares with readers and watches.
 pub(crate) struct Shared {
     revision: AtomicU64,
@@ -54,6 +60,7 @@ impl EmbeddedBackend {
             .map_err(|e| StorageError::Internal(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(FILE_NAME);
         let db = Database::builder()
+            .set_cache_size(CACHE_SIZE)
             .create(&path)
             .map_err(|e| StorageError::Internal(format!("opening {}: {e}", path.display())))?;
         // Create the tables so readers never meet a missing one, and delete what expired
