@@ -25,6 +25,10 @@ fn main() -> ExitCode {
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Blocking threads a burst started (the embedded store's scans of concurrent lists)
+        // end soon after it, and with them the memory their stacks and allocator heaps hold;
+        // tokio's default keeps them ten seconds.
+        .thread_keep_alive(std::time::Duration::from_secs(1))
         .build()
     {
         Ok(runtime) => runtime,

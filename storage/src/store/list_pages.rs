@@ -9,8 +9,13 @@ use super::KvStore;
 use crate::backend::{KeyRange, RangeRequest, RangeResponse};
 use crate::{KeyValue, ListOptions, ListPages, ReadRevision, Result, StorageError};
 
-/// Items per range: small enough that a page of 4 KiB objects is about a megabyte.
+/// Items per range at first: small enough that a page of 4 KiB objects is about a megabyte.
 pub(crate) const PAGE_ITEMS: usize = 256;
+
+/// What later ranges aim at, sized by the values read so far: etcd counts the rest of the
+/// range on every ranged read, so smaller objects come in fewer, larger ranges.
+const PAGE_BYTES: usize = 1 << 20;
+const MAX_PAGE_ITEMS: usize = 4096;
 
 /// Where the next range starts, and at which revision; None once the last range was read.
 struct Cursor {
@@ -18,6 +23,7 @@ struct Cursor {
     range: Option<KeyRange>,
     revision: i64,
     opts: ListOptions,
+    limit: usize,
 }
 
 impl Cursor {
@@ -27,7 +33,7 @@ impl Cursor {
             .range(RangeRequest {
                 range: Some(range.clone()),
                 revision: self.revision,
-                limit: PAGE_ITEMS,
+                limit: self.limit,
                 skip_count: true,
                 ..Default::default()
             })
@@ -41,6 +47,10 @@ impl Cursor {
             _ => None,
         };
         self.range = next;
+        let bytes: usize = resp.kvs.iter().map(|kv| kv.value.len()).sum();
+        if let Some(average) = bytes.checked_div(resp.kvs.len()) {
+            self.limit = (PAGE_BYTES / average.max(1)).clamp(PAGE_ITEMS, MAX_PAGE_ITEMS);
+        }
         let mut page = Vec::with_capacity(resp.kvs.len());
         for kv in resp.kvs {
             let (kv, _) = self.store.decode(kv)?;
@@ -85,6 +95,7 @@ pub async fn get_list_pages(store: &KvStore, key: &str, opts: ListOptions) -> Re
         range: Some(range.clone()),
         revision,
         opts,
+        limit: PAGE_ITEMS,
     };
     let first = cursor.read(&range).await?;
     if first.revision < min_revision {
