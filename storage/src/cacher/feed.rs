@@ -91,16 +91,31 @@ impl Feed {
     /// object's removal from the cache, as if it had never listed.
     fn decoded(&self, mut event: RawEvent) -> RawEvent {
         let mut prev_lost = false;
+        // The previous state is usually the cache's current object: its plaintext is at hand,
+        // so the backend's copy is neither decrypted nor kept.
         if let Some(prev) = event.prev.as_mut() {
-            match self
-                .store
-                .decode_value(&prev.key, std::mem::take(&mut prev.value))
-            {
-                Ok((value, _)) => prev.value = value,
-                Err(e) => {
-                    error!(prefix = %self.full_prefix, error = %e, "watch cache cannot read a previous value");
-                    prev_lost = true;
-                }
+            let key = prev
+                .key
+                .strip_prefix(self.store.prefix())
+                .unwrap_or(&prev.key);
+            let cached = self.read_state(|s| {
+                s.objects
+                    .get(key)
+                    .filter(|o| o.mod_revision == prev.mod_revision)
+                    .map(|o| o.value.clone())
+            });
+            match cached {
+                Some(value) => prev.value = value,
+                None => match self
+                    .store
+                    .decode_value(&prev.key, std::mem::take(&mut prev.value))
+                {
+                    Ok((value, _)) => prev.value = value,
+                    Err(e) => {
+                        error!(prefix = %self.full_prefix, error = %e, "watch cache cannot read a previous value");
+                        prev_lost = true;
+                    }
+                },
             }
         }
         if prev_lost {
