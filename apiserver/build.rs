@@ -3,6 +3,8 @@
 //!
 //! The definitions ship inside the `k8s-rs-pb` package (a build dependency); cargo metadata
 //! says where cargo unpacked it, and the protoc of `protoc-bin-vendored` compiles them.
+//!
+//! It also asks the linker for packed relative relocations (DT_RELR) in the server binary.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -38,6 +40,7 @@ const PROTOS: &[&str] = &[
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    pack_relative_relocations();
     let root = package_dirs::package_dir("k8s-rs-pb")
         .join("src")
         .join(API_RELEASE);
@@ -59,4 +62,16 @@ fn main() {
         status.success(),
         "protoc failed on the Kubernetes API definitions"
     );
+}
+
+/// A position-independent binary's pointers in tables (vtables, string tables) are fixed up
+/// by the loader from its relocation section, which is read whole at every start: 2.2 MB of
+/// the server's resident memory as 24-byte entries, about 30 KB packed. glibc 2.36 and GNU ld
+/// 2.38 know the packed form; an older ld ignores the option (with a warning) and an ld that
+/// finds no support in the C library leaves the relocations unpacked.
+fn pack_relative_relocations() {
+    let var = |name| std::env::var(name).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu" {
+        println!("cargo:rustc-link-arg-bin=apiserver=-Wl,-z,pack-relative-relocs");
+    }
 }

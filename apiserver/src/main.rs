@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use apiserver::options::Options;
 use clap::Parser;
-use tracing::{error, warn};
+use tracing::error;
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
 // allocator's locks showed up as a large share of the registry's cost.
@@ -15,14 +15,9 @@ use tracing::{error, warn};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // Before the runtime's threads exist, so that every page they touch follows the policy.
-    let memory_policy = allocator::return_memory_promptly();
     // The flags first: they choose the log format (a bad flag is reported by clap on stderr).
     let options = Options::parse();
     apiserver::logging::init(options.logging_format);
-    if let Err(e) = memory_policy {
-        warn!(error = %e, "could not turn transparent huge pages off for the process");
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Blocking threads a burst started (the embedded store's scans of concurrent lists)

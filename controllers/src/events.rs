@@ -209,40 +209,46 @@ fn event_name(involved: &str) -> String {
 
 async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<Write>) {
     while let Some(write) = rx.recv().await {
-        let Some(events) = registry.store("", "v1", "events") else {
-            continue;
-        };
-        let ns = Some(write.namespace.as_str());
-        let opts = WriteOptions::default();
-        if write.count > 1 {
-            // A repeat: bump the stored one; if it is gone (expired), write it anew.
-            let patch = json!({
-                "count": write.count,
-                "lastTimestamp": write.event["lastTimestamp"],
-            });
-            let body = patch.to_string();
-            match events
-                .patch(
-                    ns,
-                    &write.name,
-                    PatchType::Merge,
-                    body.as_bytes(),
-                    Subresource::Main,
-                    &opts,
-                )
-                .await
-            {
-                Ok(_) => continue,
-                Err(RegistryError::NotFound { .. }) => {}
-                Err(e) => {
-                    debug!(event = %write.name, error = %e, "could not update event");
-                    continue;
-                }
+        // Boxed: a store write's future held inline would size every idle writer's task to it
+        // (each recorder has a few writers, and every controller a recorder).
+        Box::pin(write_event(&registry, write)).await;
+    }
+}
+
+async fn write_event(registry: &Registry, write: Write) {
+    let Some(events) = registry.store("", "v1", "events") else {
+        return;
+    };
+    let ns = Some(write.namespace.as_str());
+    let opts = WriteOptions::default();
+    if write.count > 1 {
+        // A repeat: bump the stored one; if it is gone (expired), write it anew.
+        let patch = json!({
+            "count": write.count,
+            "lastTimestamp": write.event["lastTimestamp"],
+        });
+        let body = patch.to_string();
+        match events
+            .patch(
+                ns,
+                &write.name,
+                PatchType::Merge,
+                body.as_bytes(),
+                Subresource::Main,
+                &opts,
+            )
+            .await
+        {
+            Ok(_) => return,
+            Err(RegistryError::NotFound { .. }) => {}
+            Err(e) => {
+                debug!(event = %write.name, error = %e, "could not update event");
+                return;
             }
         }
-        if let Err(e) = events.create(ns, write.event, &opts).await {
-            debug!(event = %write.name, error = %e, "could not record event");
-        }
+    }
+    if let Err(e) = events.create(ns, write.event, &opts).await {
+        debug!(event = %write.name, error = %e, "could not record event");
     }
 }
 

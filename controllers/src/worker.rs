@@ -98,12 +98,14 @@ pub async fn run_workers<K, F, Fut>(
         let sync = sync.clone();
         tasks.spawn(async move {
             while let Some(key) = queue.get().await {
+                // Boxed: held inline, a sync's future would size every idle worker's task to
+                // it (some are kilobytes; the garbage collector alone runs 192 workers).
                 let next = tokio::select! {
                     () = stop.cancelled() => {
                         queue.done(&key);
                         break;
                     }
-                    next = sync(key.clone()) => next,
+                    next = Box::pin(sync(key.clone())) => next,
                 };
                 match next {
                     Next::Done => queue.forget(&key),

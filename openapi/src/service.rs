@@ -43,7 +43,6 @@ struct Cache {
     v2: Option<(Document, Document)>,
     /// By group-version path ("apis/apps/v1").
     v3: BTreeMap<String, Document>,
-    schemas: BTreeMap<Gvk, Arc<Value>>,
 }
 
 impl OpenApi {
@@ -197,25 +196,16 @@ impl OpenApi {
     /// every reference inlined, for validating objects: unknown fields, types, list and
     /// map semantics. A recursive reference is cut to an object keeping any field.
     pub fn schema_for(&self, group: &str, version: &str, kind: &str) -> Option<Arc<Value>> {
+        // Not cached: its callers (field validation, server-side apply) compile it into
+        // their own smaller form once per kind, and the inlined document (ObjectMeta and
+        // the rest repeated in every kind) would stay resident beside it.
         let gvk = Gvk::new(group, version, kind);
-        let (schema, generation) = {
-            let state = self.read();
-            if let Some(schema) = state.cache.schemas.get(&gvk) {
-                return Some(schema.clone());
-            }
-            let name = state
-                .custom_kinds
-                .get(&gvk)
-                .or_else(|| builtin().kinds.get(&gvk))?;
-            (
-                Arc::new(resolve(name, &state.definitions())?),
-                state.generation,
-            )
-        };
-        self.store(generation, |cache| {
-            cache.schemas.insert(gvk, schema.clone());
-        });
-        Some(schema)
+        let state = self.read();
+        let name = state
+            .custom_kinds
+            .get(&gvk)
+            .or_else(|| builtin().kinds.get(&gvk))?;
+        Some(Arc::new(resolve(name, &state.definitions())?))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -325,8 +315,8 @@ impl State {
         }
     }
 
-    /// Forgets what the change touched: one group-version's documents and schemas (with the
-    /// index and v2, which include them), or everything.
+    /// Forgets what the change touched: one group-version's documents (with the index and
+    /// v2, which include them), or everything.
     fn changed(&mut self, group_version: Option<(String, String)>) {
         self.generation += 1;
         let cache = &mut self.cache;
@@ -335,14 +325,8 @@ impl State {
         match group_version {
             Some((group, version)) => {
                 cache.v3.remove(&group_version_path(&group, &version));
-                cache
-                    .schemas
-                    .retain(|gvk, _| gvk.group != group || gvk.version != version);
             }
-            None => {
-                cache.v3.clear();
-                cache.schemas.clear();
-            }
+            None => cache.v3.clear(),
         }
     }
 }

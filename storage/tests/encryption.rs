@@ -306,6 +306,15 @@ async fn undecryptable_values_are_internal_errors(h: &Harness) {
         .expect("cached list");
     let names: Vec<String> = cached.items.iter().map(|kv| kv.key.clone()).collect();
     assert_eq!(names, vec!["/things/a/fine".to_string()]);
+    // Reads at the latest revision still go to the store while the cache lacks an object it
+    // could not read, and report why.
+    expect_internal(
+        cache
+            .get("/things/a/lost", ReadRevision::Latest)
+            .await
+            .unwrap_err(),
+    );
+    expect_internal(cache.get_list("/things/", recursive()).await.unwrap_err());
     // A raw watch reports the failure as an error, not a panic.
     let mut watch = reader
         .watch(

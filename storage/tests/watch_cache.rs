@@ -25,6 +25,7 @@ test_support::both_backends!(
     fresh_read_after_a_write_elsewhere,
     watch_from_now_skips_history,
     cached_lists_in_pages_share_the_cache_bytes,
+    latest_reads_from_the_cache_see_every_earlier_write,
 );
 
 fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
@@ -529,4 +530,73 @@ async fn cached_lists_in_pages_share_the_cache_bytes(h: &Harness) {
         .iter()
         .sum();
     assert_eq!(n, 599);
+}
+
+/// A whole list at the latest revision is served by the cache once it has caught up with the
+/// store's current revision, on both backends; a get is too where that revision is known
+/// in-process (the embedded store), and is a quorum read on etcd. Either way a read sees
+/// every write made before it, here or under another prefix.
+async fn latest_reads_from_the_cache_see_every_earlier_write(h: &Harness) {
+    let c = cacher(h, CacherConfig::default());
+    let local = h.backend.current_revision_is_local();
+    for i in 0..50 {
+        let key = format!("/things/a/{i:02}");
+        c.create(&key, object("x", "u", &i.to_string()))
+            .await
+            .expect("create");
+        let got = c.get(&key, ReadRevision::Latest).await.expect("latest get");
+        assert_eq!(data_of(&got.value), i.to_string());
+    }
+    // A write under another prefix moves the store's revision past the cache's last change.
+    let elsewhere = h
+        .store
+        .create("/other/x", object("y", "u", "y"))
+        .await
+        .expect("create elsewhere")
+        .mod_revision;
+    let latest = c
+        .get("/things/a/07", ReadRevision::Latest)
+        .await
+        .expect("latest get");
+    let cached = c
+        .get("/things/a/07", ReadRevision::Any)
+        .await
+        .expect("cached get");
+    assert_eq!(latest, cached);
+    assert_eq!(latest.value.as_ptr() == cached.value.as_ptr(), local);
+    let whole = ListOptions {
+        recursive: true,
+        ..Default::default()
+    };
+    let list = c.get_list("/things/a", whole.clone()).await.expect("list");
+    assert_eq!(list.items.len(), 50);
+    assert!(
+        list.revision >= elsewhere,
+        "{} < {elsewhere}",
+        list.revision
+    );
+    assert_eq!(list.items[7].value.as_ptr(), cached.value.as_ptr());
+    // A list asking for pages is the store's, with a continue token.
+    let page = c
+        .get_list(
+            "/things/a",
+            ListOptions {
+                limit: 10,
+                ..whole.clone()
+            },
+        )
+        .await
+        .expect("page");
+    assert_eq!(page.items.len(), 10);
+    assert!(page.continue_token.is_some());
+    // A deletion is seen by the next read.
+    c.delete("/things/a/00", &Preconditions::none(), None)
+        .await
+        .expect("delete");
+    assert!(matches!(
+        c.get("/things/a/00", ReadRevision::Latest).await,
+        Err(StorageError::NotFound { .. })
+    ));
+    let list = c.get_list("/things/a", whole).await.expect("list");
+    assert_eq!(list.items.len(), 49);
 }

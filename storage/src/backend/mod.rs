@@ -173,6 +173,13 @@ pub trait Backend: Send + Sync + 'static {
 
     async fn current_revision(&self) -> Result<i64>;
 
+    /// Whether `current_revision` is known in-process, covering every acknowledged write, so
+    /// that a get at the latest revision costs no round trip when the watch cache serves it
+    /// (once caught up with that revision).
+    fn current_revision_is_local(&self) -> bool {
+        false
+    }
+
     /// Answers quickly whether the backend is serving (`/readyz`).
     async fn check_health(&self) -> Result<()>;
 

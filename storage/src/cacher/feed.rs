@@ -1,7 +1,6 @@
 //! The cache's one backend watch (upstream's cacher reflector): list, then watch from the list
 //! revision; resume after a broken stream, relist when the resume point was compacted.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -9,7 +8,7 @@ use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tracing::{debug, error, info, warn};
 
-use super::state::CacheState;
+use super::state::{CacheState, Objects};
 use crate::backend::{KeyRange, RangeRequest, RawEvent, RawEventKind, WatchMessage};
 use crate::{KeyValue, KvStore, Result, StorageError};
 
@@ -80,6 +79,10 @@ impl Feed {
         self.write_state(|s| s.ready = ready);
     }
 
+    fn relative_key<'a>(&self, key: &'a str) -> &'a str {
+        key.strip_prefix(self.store.prefix()).unwrap_or(key)
+    }
+
     fn relative(&self, mut kv: KeyValue) -> KeyValue {
         if let Some(rest) = kv.key.strip_prefix(self.store.prefix()) {
             kv.key = rest.to_string();
@@ -121,6 +124,7 @@ impl Feed {
         if prev_lost {
             event.prev = None;
         }
+        let mut readable = true;
         if event.kind == RawEventKind::Put {
             match self
                 .store
@@ -130,15 +134,27 @@ impl Feed {
                 Err(e) => {
                     error!(prefix = %self.full_prefix, error = %e, "watch cache dropped an object");
                     event.kind = RawEventKind::Delete;
+                    readable = false;
                 }
             }
+        }
+        let key = event
+            .kv
+            .key
+            .strip_prefix(self.store.prefix())
+            .unwrap_or(&event.kv.key);
+        if !readable {
+            self.write_state(|s| s.unreadable.insert(key.to_string()));
+        } else if self.read_state(|s| s.unreadable.contains(key)) {
+            self.write_state(|s| s.unreadable.remove(key));
         }
         event
     }
 
     async fn relist(&self) -> Result<i64> {
         let backend = self.store.backend();
-        let mut objects = BTreeMap::new();
+        let mut objects = Objects::default();
+        let mut unreadable = std::collections::BTreeSet::new();
         let mut range = KeyRange::prefix(&self.full_prefix);
         let mut revision = 0;
         loop {
@@ -155,14 +171,16 @@ impl Feed {
             for kv in resp.kvs {
                 // An object that does not decrypt stays out of the cache; reads of it from
                 // storage fail with the reason.
+                let key = kv.key.clone();
                 let kv = match self.store.decode(kv) {
                     Ok((kv, _)) => self.relative(kv),
                     Err(e) => {
                         error!(prefix = %self.full_prefix, error = %e, "watch cache left out an object");
+                        unreadable.insert(self.relative_key(&key).to_string());
                         continue;
                     }
                 };
-                objects.insert(kv.key.clone(), Arc::new(kv));
+                objects.insert(Arc::new(kv));
             }
             match last {
                 Some(last) if resp.more => range = range.after(&last),
@@ -170,7 +188,10 @@ impl Feed {
             }
         }
         let count = objects.len();
-        self.write_state(|s| s.reset(objects, revision));
+        self.write_state(|s| {
+            s.reset(objects, revision);
+            s.unreadable = unreadable;
+        });
         info!(prefix = %self.full_prefix, revision, objects = count, "watch cache listed");
         Ok(revision)
     }

@@ -34,6 +34,9 @@ pub struct CacherConfig {
     /// Changes kept for watchers that start in the past (upstream's watch cache capacity).
     pub window: usize,
     /// Messages the fan-out buffers for a slow watcher before it falls back to the window.
+    /// The channel reserves its slots up front (about 40 bytes each) for every resource
+    /// with a watcher, and the controllers watch them all: 4096 slots were 4.7 MB of an idle
+    /// server. A watcher further behind catches up from the window, a copy of pointers.
     pub fanout_buffer: usize,
     /// How often the cache asks the backend for progress, which becomes watchers' bookmarks.
     pub progress_interval: Duration,
@@ -45,7 +48,7 @@ impl Default for CacherConfig {
     fn default() -> Self {
         Self {
             window: 10_000,
-            fanout_buffer: 4096,
+            fanout_buffer: 256,
             progress_interval: Duration::from_secs(1),
             freshness_timeout: Duration::from_secs(3),
         }
@@ -163,15 +166,48 @@ impl Cacher {
     /// under the lock, so predicates and copies run after it is released.
     fn snapshot(&self, key: &str, recursive: bool) -> (Vec<Arc<KeyValue>>, i64) {
         let range = self.range(key, recursive);
-        let start = String::from_utf8_lossy(&range.start).into_owned();
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        let items = state
-            .objects
-            .range(start..)
-            .take_while(|(k, _)| range.contains(k.as_bytes()))
-            .map(|(_, kv)| kv.clone())
-            .collect();
+        let items = state.objects.within(&range).cloned().collect();
         (items, state.revision)
+    }
+
+    /// For a read at the latest revision: the revision the cache must reach to serve it (the
+    /// store's current revision, which covers every acknowledged write), or None when the
+    /// backend serves it. Whole lists come from the cache on both backends, as upstream
+    /// serves consistent lists from its cache; a get does only where the current revision is
+    /// known in-process (the embedded store), and stays a quorum read on etcd, as upstream's
+    /// (one key is one round trip either way). While the cache lacks an object it could not
+    /// read, the backend serves every such read and reports the failure.
+    async fn consistent_revision(&self, list: bool) -> Option<i64> {
+        let backend = self.store.backend();
+        let unreadable = || {
+            self.state
+                .read()
+                .map(|s| !s.unreadable.is_empty())
+                .unwrap_or(true)
+        };
+        if !(list || backend.current_revision_is_local()) || unreadable() {
+            return None;
+        }
+        backend.current_revision().await.ok()
+    }
+
+    /// The revision a list served from the cache must reach, or None when the store serves
+    /// it: a page after the first, a list at an exact revision, a paged list at a given one,
+    /// or one at the latest revision that the cache cannot serve consistently or completely
+    /// (a limit asks for pages with continue tokens, which only the store's snapshots give).
+    async fn cached_list_revision(&self, opts: &ListOptions) -> Option<i64> {
+        if from_cache(opts) {
+            return Some(match opts.revision {
+                ReadRevision::NotOlderThan(r) => r,
+                _ => 0,
+            });
+        }
+        let whole = opts.continue_token.as_deref().is_none_or(str::is_empty) && opts.limit <= 0;
+        if opts.revision == ReadRevision::Latest && whole {
+            return self.consistent_revision(true).await;
+        }
+        None
     }
 
     fn range(&self, key: &str, recursive: bool) -> KeyRange {
@@ -236,12 +272,19 @@ impl Interface for Cacher {
         let min = match revision {
             ReadRevision::Any => 0,
             ReadRevision::NotOlderThan(r) => r,
-            ReadRevision::Latest | ReadRevision::Exact(_) => {
-                return self.store.get(key, revision).await
-            }
+            ReadRevision::Latest => match self.consistent_revision(false).await {
+                Some(r) => r,
+                None => return self.store.get(key, revision).await,
+            },
+            ReadRevision::Exact(_) => return self.store.get(key, revision).await,
         };
         self.check_key(key)?;
-        self.wait_fresh(min).await?;
+        if let Err(e) = self.wait_fresh(min).await {
+            return match revision {
+                ReadRevision::Latest => self.store.get(key, revision).await,
+                _ => Err(e),
+            };
+        }
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
         state
             .objects
@@ -255,15 +298,16 @@ impl Interface for Cacher {
     }
 
     async fn get_list(&self, key: &str, opts: ListOptions) -> Result<ListResult> {
-        if !from_cache(&opts) {
+        let Some(min) = self.cached_list_revision(&opts).await else {
             return self.store.get_list(key, opts).await;
-        }
-        self.check_key(key)?;
-        let min = match opts.revision {
-            ReadRevision::NotOlderThan(r) => r,
-            _ => 0,
         };
-        self.wait_fresh(min).await?;
+        self.check_key(key)?;
+        if let Err(e) = self.wait_fresh(min).await {
+            return match opts.revision {
+                ReadRevision::Latest => self.store.get_list(key, opts).await,
+                _ => Err(e),
+            };
+        }
         let (snapshot, revision) = self.snapshot(key, opts.recursive);
         // As upstream, a list served from the cache is complete: limit does not apply.
         let items = snapshot
@@ -280,18 +324,16 @@ impl Interface for Cacher {
     }
 
     async fn get_list_pages(&self, key: &str, opts: ListOptions) -> Result<ListPages> {
-        let min = match opts.revision {
-            ReadRevision::Any => 0,
-            ReadRevision::NotOlderThan(r) => r,
-            ReadRevision::Latest | ReadRevision::Exact(_) => {
-                return self.store.get_list_pages(key, opts).await
-            }
-        };
-        if !from_cache(&opts) {
+        let Some(min) = self.cached_list_revision(&opts).await else {
             return self.store.get_list_pages(key, opts).await;
-        }
+        };
         self.check_key(key)?;
-        self.wait_fresh(min).await?;
+        if let Err(e) = self.wait_fresh(min).await {
+            return match opts.revision {
+                ReadRevision::Latest => self.store.get_list_pages(key, opts).await,
+                _ => Err(e),
+            };
+        }
         let (snapshot, revision) = self.snapshot(key, opts.recursive);
         Ok(ListPages {
             revision,

@@ -6,21 +6,26 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::sync::broadcast;
 
-use crate::backend::{RawEvent, RawEventKind};
+use crate::backend::{KeyRange, RawEvent, RawEventKind};
 use crate::KeyValue;
 
 /// A change with its place in the cache's sequence. One etcd revision may hold several
 /// changes (a multi-key transaction of another client), so watchers track positions by
-/// sequence number, not by revision.
+/// sequence number, not by revision. The states are the cache's own pointers: a change
+/// that is an object's current state shares it with `objects`, and its previous state is
+/// the pointer the change replaced.
 #[derive(Debug)]
 pub struct CachedEvent {
     pub seq: u64,
-    pub event: RawEvent,
+    pub kind: RawEventKind,
+    /// For a deletion: the key and the deleting revision.
+    pub kv: Arc<KeyValue>,
+    pub prev: Option<Arc<KeyValue>>,
 }
 
 impl CachedEvent {
     pub fn revision(&self) -> i64 {
-        self.event.kv.mod_revision
+        self.kv.mod_revision
     }
 }
 
@@ -35,11 +40,48 @@ pub enum CacheMessage {
 }
 
 /// The current objects by key. Shared pointers, so a list or an initial watch state is a
-/// snapshot of pointers taken under the lock, and its values are the cache's own bytes.
-pub type Objects = BTreeMap<String, Arc<KeyValue>>;
+/// snapshot of pointers taken under the lock, and its values are the cache's own bytes. The
+/// key is kept beside the pointer (a second copy of it): a lookup compares keys held in the
+/// tree's nodes, where comparing through the pointers cost gets a third of their speed.
+#[derive(Default)]
+pub struct Objects(BTreeMap<String, Arc<KeyValue>>);
+
+impl Objects {
+    /// Adds or replaces the object under its key; returns the one replaced.
+    pub fn insert(&mut self, kv: Arc<KeyValue>) -> Option<Arc<KeyValue>> {
+        self.0.insert(kv.key.clone(), kv)
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Arc<KeyValue>> {
+        self.0.remove(key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Arc<KeyValue>> {
+        self.0.get(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The objects in `range`, in key order.
+    pub fn within<'a>(
+        &'a self,
+        range: &'a KeyRange,
+    ) -> impl Iterator<Item = &'a Arc<KeyValue>> + 'a {
+        let start = String::from_utf8_lossy(&range.start).into_owned();
+        self.0
+            .range(start..)
+            .map(|(_, kv)| kv)
+            .take_while(|kv| range.contains(kv.key.as_bytes()))
+    }
+}
 
 pub struct CacheState {
     pub objects: Objects,
+    /// Keys whose stored value the cache could not read (it does not decrypt): left out of
+    /// the objects, so reads at the latest revision go to the store, which reports why.
+    pub unreadable: std::collections::BTreeSet<String>,
     window: VecDeque<Arc<CachedEvent>>,
     /// Every change after this revision is in the window: watches may start here or later.
     pub window_start: i64,
@@ -63,7 +105,8 @@ pub struct CacheState {
 impl CacheState {
     pub fn new(capacity: usize, fanout: usize) -> Self {
         Self {
-            objects: BTreeMap::new(),
+            objects: Objects::default(),
+            unreadable: Default::default(),
             window: VecDeque::new(),
             window_start: 0,
             evicted_seq: 0,
@@ -95,29 +138,30 @@ impl CacheState {
     }
 
     /// Applies one change (keys already relative to the storage prefix) and fans it out.
-    pub fn apply(&mut self, mut event: RawEvent) {
+    pub fn apply(&mut self, event: RawEvent) {
         // A resumed watch never repeats a revision, but several changes may share one.
         if event.kv.mod_revision < self.applied {
             return;
         }
+        let revision = event.kv.mod_revision;
+        let kv = Arc::new(event.kv);
         let replaced = match event.kind {
-            RawEventKind::Put => self
-                .objects
-                .insert(event.kv.key.clone(), Arc::new(event.kv.clone())),
-            RawEventKind::Delete => self.objects.remove(&event.kv.key),
+            RawEventKind::Put => self.objects.insert(kv.clone()),
+            RawEventKind::Delete => self.objects.remove(&kv.key),
         };
-        // The window keeps the previous state as the cache's own bytes, not the backend's
-        // second copy of them.
-        if let (Some(old), Some(prev)) = (replaced, event.prev.as_mut()) {
-            if old.mod_revision == prev.mod_revision {
-                prev.value = old.value.clone();
-            }
-        }
-        self.applied = event.kv.mod_revision;
-        self.revision = self.revision.max(event.kv.mod_revision);
+        // The window keeps the previous state as the cache's own pointer when it is the state
+        // the change replaced, not the backend's second copy of it.
+        let prev = event.prev.map(|prev| match replaced {
+            Some(old) if old.mod_revision == prev.mod_revision => old,
+            _ => Arc::new(prev),
+        });
+        self.applied = revision;
+        self.revision = self.revision.max(revision);
         let event = Arc::new(CachedEvent {
             seq: self.next_seq,
-            event,
+            kind: event.kind,
+            kv,
+            prev,
         });
         self.next_seq += 1;
         if self.window.len() >= self.capacity {
@@ -204,7 +248,7 @@ mod tests {
     #[test]
     fn changes_sharing_a_revision_are_all_kept() {
         let mut s = CacheState::new(10, 16);
-        s.reset(BTreeMap::new(), 1);
+        s.reset(Objects::default(), 1);
         s.apply(put("/a", 2));
         s.apply(put("/b", 2));
         s.apply(put("/c", 3));
@@ -214,7 +258,7 @@ mod tests {
             .since(from)
             .expect("in window")
             .iter()
-            .map(|e| e.event.kv.key.clone())
+            .map(|e| e.kv.key.clone())
             .collect();
         assert_eq!(keys, ["/a", "/b", "/c"]);
         let after_2 = s.position_of(2).expect("in window");
@@ -224,7 +268,7 @@ mod tests {
     #[test]
     fn eviction_moves_the_window() {
         let mut s = CacheState::new(2, 16);
-        s.reset(BTreeMap::new(), 1);
+        s.reset(Objects::default(), 1);
         for r in 2..6 {
             s.apply(put(&format!("/{r}"), r));
         }
@@ -245,5 +289,82 @@ mod tests {
         );
         // A watcher that had seen only up to the first change can no longer catch up.
         assert!(s.since(1).is_none());
+    }
+
+    /// One copy of each state: a change's current state is the cached object's pointer, and
+    /// an update's or deletion's previous state is the pointer it replaced.
+    #[test]
+    fn the_window_shares_the_objects_pointers() {
+        let mut s = CacheState::new(10, 16);
+        s.reset(Objects::default(), 1);
+        s.apply(put("/a", 2));
+        let created = s.objects.get("/a").expect("cached").clone();
+        let mut update = put("/a", 3);
+        update.kv.version = 2;
+        update.kv.create_revision = 2;
+        update.prev = Some(KeyValue::clone(&created));
+        s.apply(update);
+        let updated = s.objects.get("/a").expect("cached").clone();
+        let mut delete = put("/a", 4);
+        delete.kind = RawEventKind::Delete;
+        delete.prev = Some(KeyValue::clone(&updated));
+        s.apply(delete);
+        assert!(s.objects.get("/a").is_none());
+
+        let window = s.since(s.position_of(1).expect("kept")).expect("in window");
+        assert_eq!(window.len(), 3);
+        assert!(Arc::ptr_eq(&window[0].kv, &created));
+        assert!(Arc::ptr_eq(&window[1].kv, &updated));
+        assert!(Arc::ptr_eq(
+            window[1].prev.as_ref().expect("prev"),
+            &created
+        ));
+        assert!(Arc::ptr_eq(
+            window[2].prev.as_ref().expect("prev"),
+            &updated
+        ));
+        assert_eq!(window[2].kind, RawEventKind::Delete);
+    }
+
+    /// A previous state the cache does not hold (its revision differs) is the backend's.
+    #[test]
+    fn a_previous_state_not_cached_is_kept_as_given() {
+        let mut s = CacheState::new(10, 16);
+        s.reset(Objects::default(), 1);
+        s.apply(put("/a", 2));
+        let mut update = put("/a", 5);
+        let mut prev = put("/a", 4).kv;
+        prev.value = Bytes::from_static(b"{}");
+        update.prev = Some(prev);
+        s.apply(update);
+        let window = s.since(s.position_of(1).expect("kept")).expect("in window");
+        let prev = window[1].prev.as_ref().expect("prev");
+        assert_eq!((prev.mod_revision, &prev.value[..]), (4, &b"{}"[..]));
+    }
+
+    #[test]
+    fn objects_in_a_range_come_in_key_order() {
+        let mut objects = Objects::default();
+        for key in ["/b/2", "/a/1", "/b/1", "/c", "/b"] {
+            objects.insert(Arc::new(put(key, 2).kv));
+        }
+        let keys = |range: &KeyRange| -> Vec<String> {
+            objects.within(range).map(|kv| kv.key.clone()).collect()
+        };
+        assert_eq!(keys(&KeyRange::prefix("/b/")), ["/b/1", "/b/2"]);
+        assert_eq!(keys(&KeyRange::key("/b")), ["/b"]);
+        assert_eq!(
+            keys(&KeyRange::prefix("/")),
+            ["/a/1", "/b", "/b/1", "/b/2", "/c"]
+        );
+        assert!(keys(&KeyRange::key("/d")).is_empty());
+        assert_eq!(
+            objects
+                .insert(Arc::new(put("/c", 3).kv))
+                .map(|old| old.mod_revision),
+            Some(2)
+        );
+        assert_eq!(objects.remove("/c").map(|kv| kv.mod_revision), Some(3));
+        assert_eq!(objects.len(), 4);
     }
 }

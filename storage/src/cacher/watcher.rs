@@ -2,7 +2,6 @@
 //! fan-out, filtered by its key range and predicate. A watcher too slow for the fan-out buffer
 //! catches up from the window; one the window has left behind gets TooOld and relists.
 
-use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
@@ -10,7 +9,7 @@ use tokio::sync::broadcast;
 
 use super::state::{CacheMessage, CacheState, CachedEvent};
 use crate::backend::KeyRange;
-use crate::store::events::{added, matches, to_watch_event};
+use crate::store::events::{added, matches, watch_event_of};
 use crate::{KeyValue, Result, StorageError, WatchEvent, WatchOptions, WatchStream};
 
 struct Watcher {
@@ -31,11 +30,16 @@ impl Watcher {
         }
         self.position = change.seq;
         self.revision = change.revision();
-        let event = &change.event;
-        if !self.range.contains(&event.kv.key) {
+        if !self.range.contains(&change.kv.key) {
             return None;
         }
-        to_watch_event(event, &event.kv.key, &self.opts.predicate)
+        watch_event_of(
+            change.kind,
+            &change.kv,
+            change.prev.as_deref(),
+            &change.kv.key,
+            &self.opts.predicate,
+        )
     }
 
     fn too_old(&self) -> StorageError {
@@ -59,17 +63,6 @@ impl Watcher {
     }
 }
 
-fn key_bounds(range: &KeyRange) -> (Bound<String>, Bound<String>) {
-    let start = String::from_utf8_lossy(&range.start).into_owned();
-    match &range.end {
-        None => (Bound::Included(start.clone()), Bound::Included(start)),
-        Some(end) => (
-            Bound::Included(start),
-            Bound::Excluded(String::from_utf8_lossy(end).into_owned()),
-        ),
-    }
-}
-
 /// Sets up a watcher: `range` is over relative keys; the cache is already fresh enough.
 pub fn start(
     state: Arc<RwLock<CacheState>>,
@@ -83,11 +76,7 @@ pub fn start(
     let (backlog, rx, position, revision) = {
         let s = state.read().unwrap_or_else(|p| p.into_inner());
         if opts.initial_events() {
-            initial.extend(
-                s.objects
-                    .range::<String, _>(key_bounds(&range))
-                    .map(|(_, kv)| kv.clone()),
-            );
+            initial.extend(s.objects.within(&range).cloned());
             if opts.send_initial_events == Some(true) {
                 let mut end = WatchEvent::bookmark(s.revision);
                 end.initial_events_end = true;

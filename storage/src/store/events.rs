@@ -15,12 +15,23 @@ pub fn to_watch_event(
     key: &str,
     predicate: &Option<Predicate>,
 ) -> Option<WatchEvent> {
-    let prev_passes = event.prev.as_ref().is_some_and(|p| matches(predicate, p));
-    let cur_passes = event.kind == RawEventKind::Put && matches(predicate, &event.kv);
-    let prev_value = event.prev.as_ref().map(|p| p.value.clone());
+    watch_event_of(event.kind, &event.kv, event.prev.as_ref(), key, predicate)
+}
+
+/// The same, from a change's parts (the watch cache shares them with its objects).
+pub fn watch_event_of(
+    kind: RawEventKind,
+    kv: &KeyValue,
+    prev: Option<&KeyValue>,
+    key: &str,
+    predicate: &Option<Predicate>,
+) -> Option<WatchEvent> {
+    let prev_passes = prev.is_some_and(|p| matches(predicate, p));
+    let cur_passes = kind == RawEventKind::Put && matches(predicate, kv);
+    let prev_value = prev.map(|p| p.value.clone());
     let (kind, value) = match (prev_passes, cur_passes) {
-        (false, true) => (EventKind::Added, event.kv.value.clone()),
-        (true, true) => (EventKind::Modified, event.kv.value.clone()),
+        (false, true) => (EventKind::Added, kv.value.clone()),
+        (true, true) => (EventKind::Modified, kv.value.clone()),
         (true, false) => (EventKind::Deleted, prev_value.clone().unwrap_or_default()),
         (false, false) => return None,
     };
@@ -29,7 +40,7 @@ pub fn to_watch_event(
         key: key.to_string(),
         value,
         prev_value,
-        revision: event.kv.mod_revision,
+        revision: kv.mod_revision,
         initial_events_end: false,
     })
 }
