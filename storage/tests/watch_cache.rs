@@ -25,7 +25,7 @@ test_support::both_backends!(
     fresh_read_after_a_write_elsewhere,
     watch_from_now_skips_history,
     cached_lists_in_pages_share_the_cache_bytes,
-    latest_reads_from_the_cache_see_every_earlier_write,
+    latest_reads_are_the_caches_where_the_revision_is_local,
 );
 
 fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
@@ -532,11 +532,11 @@ async fn cached_lists_in_pages_share_the_cache_bytes(h: &Harness) {
     assert_eq!(n, 599);
 }
 
-/// A whole list at the latest revision is served by the cache once it has caught up with the
-/// store's current revision, on both backends; a get is too where that revision is known
-/// in-process (the embedded store), and is a quorum read on etcd. Either way a read sees
-/// every write made before it, here or under another prefix.
-async fn latest_reads_from_the_cache_see_every_earlier_write(h: &Harness) {
+/// A get or a whole list at the latest revision is served by the cache, once it has caught up
+/// with the store's current revision, where that revision is known in-process (the embedded
+/// store), and is a quorum read of etcd otherwise. Either way a read sees every write made
+/// before it, here or under another prefix.
+async fn latest_reads_are_the_caches_where_the_revision_is_local(h: &Harness) {
     let c = cacher(h, CacherConfig::default());
     let local = h.backend.current_revision_is_local();
     for i in 0..50 {
@@ -575,7 +575,7 @@ async fn latest_reads_from_the_cache_see_every_earlier_write(h: &Harness) {
         "{} < {elsewhere}",
         list.revision
     );
-    assert_eq!(list.items[7].value.as_ptr(), cached.value.as_ptr());
+    assert_eq!(list.items[7].value.as_ptr() == cached.value.as_ptr(), local);
     // A list asking for pages is the store's, with a continue token.
     let page = c
         .get_list(

@@ -174,8 +174,9 @@ pub trait Backend: Send + Sync + 'static {
     async fn current_revision(&self) -> Result<i64>;
 
     /// Whether `current_revision` is known in-process, covering every acknowledged write, so
-    /// that a get at the latest revision costs no round trip when the watch cache serves it
-    /// (once caught up with that revision).
+    /// that gets and whole lists at the latest revision may be served by the watch cache once
+    /// it has caught up with that revision (upstream's consistent reads from cache, here
+    /// without a round trip to learn the revision).
     fn current_revision_is_local(&self) -> bool {
         false
     }

@@ -172,13 +172,11 @@ impl Cacher {
     }
 
     /// For a read at the latest revision: the revision the cache must reach to serve it (the
-    /// store's current revision, which covers every acknowledged write), or None when the
-    /// backend serves it. Whole lists come from the cache on both backends, as upstream
-    /// serves consistent lists from its cache; a get does only where the current revision is
-    /// known in-process (the embedded store), and stays a quorum read on etcd, as upstream's
-    /// (one key is one round trip either way). While the cache lacks an object it could not
-    /// read, the backend serves every such read and reports the failure.
-    async fn consistent_revision(&self, list: bool) -> Option<i64> {
+    /// store's current revision, which covers every acknowledged write), when the backend
+    /// knows it in-process (the embedded store), as upstream serves consistent lists from its
+    /// cache. On etcd such reads stay quorum reads. While the cache lacks an object it could
+    /// not read, the backend serves them and reports the failure.
+    async fn consistent_revision(&self) -> Option<i64> {
         let backend = self.store.backend();
         let unreadable = || {
             self.state
@@ -186,7 +184,7 @@ impl Cacher {
                 .map(|s| !s.unreadable.is_empty())
                 .unwrap_or(true)
         };
-        if !(list || backend.current_revision_is_local()) || unreadable() {
+        if !backend.current_revision_is_local() || unreadable() {
             return None;
         }
         backend.current_revision().await.ok()
@@ -205,7 +203,7 @@ impl Cacher {
         }
         let whole = opts.continue_token.as_deref().is_none_or(str::is_empty) && opts.limit <= 0;
         if opts.revision == ReadRevision::Latest && whole {
-            return self.consistent_revision(true).await;
+            return self.consistent_revision().await;
         }
         None
     }
@@ -272,7 +270,7 @@ impl Interface for Cacher {
         let min = match revision {
             ReadRevision::Any => 0,
             ReadRevision::NotOlderThan(r) => r,
-            ReadRevision::Latest => match self.consistent_revision(false).await {
+            ReadRevision::Latest => match self.consistent_revision().await {
                 Some(r) => r,
                 None => return self.store.get(key, revision).await,
             },
