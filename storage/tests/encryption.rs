@@ -253,6 +253,30 @@ async fn values_read_through_an_older_key_are_rewritten(h: &Harness) {
     assert_eq!(again.mod_revision, rewritten.mod_revision);
 }
 
+/// The failure to read `/things/a/lost`, as upstream reports it.
+fn expect_internal(e: StorageError) {
+    match e {
+        StorageError::Internal(message) => {
+            assert!(
+                message.contains(r#"unable to transform key "/registry/things/a/lost""#),
+                "{message}"
+            );
+            assert!(message.contains("no matching key was found"), "{message}");
+        }
+        other => panic!("not an internal error: {other}"),
+    }
+}
+
+async fn latest_reads_are_internal_errors(store: &impl Interface) {
+    expect_internal(
+        store
+            .get("/things/a/lost", ReadRevision::Latest)
+            .await
+            .unwrap_err(),
+    );
+    expect_internal(store.get_list("/things/", recursive()).await.unwrap_err());
+}
+
 async fn undecryptable_values_are_internal_errors(h: &Harness) {
     let writer = encrypted(h, &format!("[{}]", gcm("key1", KEY1)));
     writer
@@ -264,23 +288,8 @@ async fn undecryptable_values_are_internal_errors(h: &Harness) {
         .create("/things/a/fine", object("fine", "u", "y"))
         .await
         .expect("create");
-    let expect_internal = |e: StorageError| match e {
-        StorageError::Internal(message) => {
-            assert!(
-                message.contains(r#"unable to transform key "/registry/things/a/lost""#),
-                "{message}"
-            );
-            assert!(message.contains("no matching key was found"), "{message}");
-        }
-        other => panic!("not an internal error: {other}"),
-    };
-    expect_internal(
-        reader
-            .get("/things/a/lost", ReadRevision::Latest)
-            .await
-            .unwrap_err(),
-    );
-    expect_internal(reader.get_list("/things/", recursive()).await.unwrap_err());
+    // The store's latest reads report the failure.
+    latest_reads_are_internal_errors(&reader).await;
     expect_internal(
         reader
             .guaranteed_update(
@@ -308,13 +317,7 @@ async fn undecryptable_values_are_internal_errors(h: &Harness) {
     assert_eq!(names, vec!["/things/a/fine".to_string()]);
     // Reads at the latest revision still go to the store while the cache lacks an object it
     // could not read, and report why.
-    expect_internal(
-        cache
-            .get("/things/a/lost", ReadRevision::Latest)
-            .await
-            .unwrap_err(),
-    );
-    expect_internal(cache.get_list("/things/", recursive()).await.unwrap_err());
+    latest_reads_are_internal_errors(&cache).await;
     // A raw watch reports the failure as an error, not a panic.
     let mut watch = reader
         .watch(

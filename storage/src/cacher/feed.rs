@@ -84,23 +84,21 @@ impl Feed {
     }
 
     fn relative(&self, mut kv: KeyValue) -> KeyValue {
-        if let Some(rest) = kv.key.strip_prefix(self.store.prefix()) {
-            kv.key = rest.to_string();
+        if kv.key.starts_with(self.store.prefix()) {
+            kv.key = self.relative_key(&kv.key).to_string();
         }
         kv
     }
 
-    /// The change with plaintext values. One whose new value does not decrypt becomes the
-    /// object's removal from the cache, as if it had never listed.
-    fn decoded(&self, mut event: RawEvent) -> RawEvent {
+    /// The change with plaintext values, and whether its new value could be read. One whose
+    /// new value does not decrypt becomes the object's removal from the cache, as if it had
+    /// never listed.
+    fn decoded(&self, mut event: RawEvent) -> (RawEvent, bool) {
         let mut prev_lost = false;
         // The previous state is usually the cache's current object: its plaintext is at hand,
         // so the backend's copy is neither decrypted nor kept.
         if let Some(prev) = event.prev.as_mut() {
-            let key = prev
-                .key
-                .strip_prefix(self.store.prefix())
-                .unwrap_or(&prev.key);
+            let key = self.relative_key(&prev.key);
             let cached = self.read_state(|s| {
                 s.objects
                     .get(key)
@@ -138,17 +136,7 @@ impl Feed {
                 }
             }
         }
-        let key = event
-            .kv
-            .key
-            .strip_prefix(self.store.prefix())
-            .unwrap_or(&event.kv.key);
-        if !readable {
-            self.write_state(|s| s.unreadable.insert(key.to_string()));
-        } else if self.read_state(|s| s.unreadable.contains(key)) {
-            self.write_state(|s| s.unreadable.remove(key));
-        }
-        event
+        (event, readable)
     }
 
     async fn relist(&self) -> Result<i64> {
@@ -168,19 +156,22 @@ impl Feed {
                 .await?;
             revision = resp.revision;
             let last = resp.kvs.last().map(|kv| kv.key.clone());
-            for kv in resp.kvs {
+            for mut kv in resp.kvs {
                 // An object that does not decrypt stays out of the cache; reads of it from
                 // storage fail with the reason.
-                let key = kv.key.clone();
-                let kv = match self.store.decode(kv) {
-                    Ok((kv, _)) => self.relative(kv),
+                match self
+                    .store
+                    .decode_value(&kv.key, std::mem::take(&mut kv.value))
+                {
+                    Ok((value, _)) => {
+                        kv.value = value;
+                        objects.insert(Arc::new(self.relative(kv)));
+                    }
                     Err(e) => {
                         error!(prefix = %self.full_prefix, error = %e, "watch cache left out an object");
-                        unreadable.insert(self.relative_key(&key).to_string());
-                        continue;
+                        unreadable.insert(self.relative_key(&kv.key).to_string());
                     }
-                };
-                objects.insert(Arc::new(kv));
+                }
             }
             match last {
                 Some(last) if resp.more => range = range.after(&last),
@@ -220,12 +211,13 @@ impl Feed {
                     Some(Err(e)) => return Err(e),
                     Some(Ok(WatchMessage::Events(events))) => {
                         // Decrypted before the cache is locked, so readers never wait on it.
-                        let events: Vec<RawEvent> =
+                        let events: Vec<(RawEvent, bool)> =
                             events.into_iter().map(|e| self.decoded(e)).collect();
                         self.write_state(|s| {
-                            for mut event in events {
+                            for (mut event, readable) in events {
                                 event.kv = self.relative(event.kv);
                                 event.prev = event.prev.map(|p| self.relative(p));
+                                s.mark_readable(&event.kv.key, readable);
                                 s.apply(event);
                             }
                         });

@@ -178,16 +178,27 @@ impl Cacher {
     /// not read, the backend serves them and reports the failure.
     async fn consistent_revision(&self) -> Option<i64> {
         let backend = self.store.backend();
-        let unreadable = || {
-            self.state
-                .read()
-                .map(|s| !s.unreadable.is_empty())
-                .unwrap_or(true)
+        if !backend.current_revision_is_local() {
+            return None;
+        }
+        let unreadable = {
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            !state.unreadable.is_empty()
         };
-        if !backend.current_revision_is_local() || unreadable() {
+        if unreadable {
             return None;
         }
         backend.current_revision().await.ok()
+    }
+
+    /// Waits for the cache to reach `min`. False: a read at the latest revision that the cache
+    /// could not serve in time, which the store serves instead.
+    async fn caught_up(&self, min: i64, revision: ReadRevision) -> Result<bool> {
+        match self.wait_fresh(min).await {
+            Ok(()) => Ok(true),
+            Err(_) if revision == ReadRevision::Latest => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// The revision a list served from the cache must reach, or None when the store serves
@@ -277,11 +288,8 @@ impl Interface for Cacher {
             ReadRevision::Exact(_) => return self.store.get(key, revision).await,
         };
         self.check_key(key)?;
-        if let Err(e) = self.wait_fresh(min).await {
-            return match revision {
-                ReadRevision::Latest => self.store.get(key, revision).await,
-                _ => Err(e),
-            };
+        if !self.caught_up(min, revision).await? {
+            return self.store.get(key, revision).await;
         }
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
         state
@@ -300,11 +308,8 @@ impl Interface for Cacher {
             return self.store.get_list(key, opts).await;
         };
         self.check_key(key)?;
-        if let Err(e) = self.wait_fresh(min).await {
-            return match opts.revision {
-                ReadRevision::Latest => self.store.get_list(key, opts).await,
-                _ => Err(e),
-            };
+        if !self.caught_up(min, opts.revision).await? {
+            return self.store.get_list(key, opts).await;
         }
         let (snapshot, revision) = self.snapshot(key, opts.recursive);
         // As upstream, a list served from the cache is complete: limit does not apply.
@@ -326,11 +331,8 @@ impl Interface for Cacher {
             return self.store.get_list_pages(key, opts).await;
         };
         self.check_key(key)?;
-        if let Err(e) = self.wait_fresh(min).await {
-            return match opts.revision {
-                ReadRevision::Latest => self.store.get_list_pages(key, opts).await,
-                _ => Err(e),
-            };
+        if !self.caught_up(min, opts.revision).await? {
+            return self.store.get_list_pages(key, opts).await;
         }
         let (snapshot, revision) = self.snapshot(key, opts.recursive);
         Ok(ListPages {

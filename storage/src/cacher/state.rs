@@ -41,8 +41,8 @@ pub enum CacheMessage {
 
 /// The current objects by key. Shared pointers, so a list or an initial watch state is a
 /// snapshot of pointers taken under the lock, and its values are the cache's own bytes. The
-/// key is kept beside the pointer (a second copy of it): a lookup compares keys held in the
-/// tree's nodes, where comparing through the pointers cost gets a third of their speed.
+/// key is kept beside the pointer (a second copy of it), in the tree's nodes, so a lookup
+/// compares keys without following a pointer per comparison.
 #[derive(Default)]
 pub struct Objects(BTreeMap<String, Arc<KeyValue>>);
 
@@ -134,6 +134,15 @@ impl CacheState {
         self.ready = true;
         if had_data {
             self.send(CacheMessage::Reset);
+        }
+    }
+
+    /// Records whether the store's latest value of `key` could be read into the cache.
+    pub fn mark_readable(&mut self, key: &str, readable: bool) {
+        if !readable {
+            self.unreadable.insert(key.to_string());
+        } else if !self.unreadable.is_empty() {
+            self.unreadable.remove(key);
         }
     }
 

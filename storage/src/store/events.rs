@@ -2,7 +2,7 @@
 //! starts matching is ADDED, one that stops matching is DELETED (with its last matching state),
 //! as upstream's cache watcher decides.
 
-use crate::backend::{RawEvent, RawEventKind};
+use crate::backend::RawEventKind;
 use crate::{EventKind, KeyValue, Predicate, WatchEvent};
 
 pub fn matches(predicate: &Option<Predicate>, kv: &KeyValue) -> bool {
@@ -10,15 +10,6 @@ pub fn matches(predicate: &Option<Predicate>, kv: &KeyValue) -> bool {
 }
 
 /// `key` is the key as the watcher knows it (without the storage prefix).
-pub fn to_watch_event(
-    event: &RawEvent,
-    key: &str,
-    predicate: &Option<Predicate>,
-) -> Option<WatchEvent> {
-    watch_event_of(event.kind, &event.kv, event.prev.as_ref(), key, predicate)
-}
-
-/// The same, from a change's parts (the watch cache shares them with its objects).
 pub fn watch_event_of(
     kind: RawEventKind,
     kv: &KeyValue,

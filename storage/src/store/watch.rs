@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 
-use super::events::{added, matches, to_watch_event};
+use super::events::{added, matches, watch_event_of};
 use super::KvStore;
 use crate::backend::{RangeRequest, WatchMessage};
 use crate::{Result, StorageError, WatchEvent, WatchOptions, WatchStream};
@@ -59,7 +59,7 @@ pub async fn watch(store: &KvStore, key: &str, opts: WatchOptions) -> Result<Wat
                 .filter_map(|e| match decoder.decode_event(e) {
                     Ok(e) => {
                         let key = e.kv.key.strip_prefix(&prefix).unwrap_or(&e.kv.key);
-                        to_watch_event(&e, key, &predicate).map(Ok)
+                        watch_event_of(e.kind, &e.kv, e.prev.as_ref(), key, &predicate).map(Ok)
                     }
                     Err(err) => Some(Err(err)),
                 })
