@@ -15,7 +15,7 @@ use super::config::JobControllerConfig;
 use super::pods::has_tracking_finalizer;
 use super::COMPONENT;
 use crate::controller_utils::{controller_reference, resolve_controller_ref};
-use crate::controller_utils::{Expectations, PodControl};
+use crate::controller_utils::{Expectations, OwnWrites, PodControl};
 use crate::events::EventRecorder;
 use crate::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
@@ -54,6 +54,8 @@ pub struct JobController {
     /// Pod uids whose tracking finalizer this controller removed and has not yet seen gone,
     /// by Job key: until then the informer's copy would have them counted twice.
     pub(super) finalizer_expectations: Mutex<HashMap<String, HashSet<String>>>,
+    /// Each Job's status as last written here, until the informer delivers it.
+    pub(super) own_writes: OwnWrites,
     pub(super) backoff: BackoffStore,
     pub(super) pod_control: PodControl,
     pub(super) recorder: EventRecorder,
@@ -82,6 +84,7 @@ impl JobController {
             queue: RateLimitingQueue::with_default_rate_limiter("job"),
             expectations: Expectations::new(),
             finalizer_expectations: Mutex::new(HashMap::new()),
+            own_writes: OwnWrites::default(),
             backoff: BackoffStore::default(),
             config,
         }))
@@ -279,6 +282,7 @@ impl JobController {
     pub(super) fn forget(&self, job_key: &str) {
         self.expectations.forget(job_key);
         self.backoff.forget(job_key);
+        self.own_writes.forget(job_key);
         self.finalizer_expectations
             .lock()
             .unwrap_or_else(|p| p.into_inner())

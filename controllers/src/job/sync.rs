@@ -53,6 +53,7 @@ impl JobController {
             self.forget(key);
             return Ok(None);
         };
+        let job = self.own_writes.freshest(key, job);
         if super::is_finished(&job) {
             return Ok(None);
         }

@@ -134,7 +134,7 @@ impl JobController {
             || status.completed_indexes != stored.completed_indexes
             || status.failed_indexes != stored.failed_indexes
         {
-            self.write_status(&mut job, &status).await?;
+            self.write_status(&ctx.key, &mut job, &status).await?;
             stored = status.clone();
         }
         self.backoff.set(&ctx.key, t.backoff.clone());
@@ -164,7 +164,7 @@ impl JobController {
             if let Some(e) = first_error {
                 // Partial progress is still recorded.
                 if status != stored {
-                    self.write_status(&mut job, &status).await?;
+                    self.write_status(&ctx.key, &mut job, &status).await?;
                 }
                 return Err(e);
             }
@@ -182,7 +182,7 @@ impl JobController {
             }
         }
         if status != stored {
-            self.write_status(&mut job, &status).await?;
+            self.write_status(&ctx.key, &mut job, &status).await?;
         }
         if let Some(condition) = finished_now {
             if condition.type_ == COMPLETE {
@@ -201,7 +201,12 @@ impl JobController {
     }
 
     /// Writes `status` through the status subresource; `job` becomes what was stored.
-    async fn write_status(&self, job: &mut Value, status: &JobStatus) -> Result<(), SyncError> {
+    async fn write_status(
+        &self,
+        key: &str,
+        job: &mut Value,
+        status: &JobStatus,
+    ) -> Result<(), SyncError> {
         let mut next = job.clone();
         next["status"] = status.to_value();
         let (written, _) = self
@@ -214,6 +219,7 @@ impl JobController {
                 &WriteOptions::default(),
             )
             .await?;
+        self.own_writes.record(key, written.clone());
         *job = written;
         Ok(())
     }
