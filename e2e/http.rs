@@ -315,6 +315,20 @@ fn yaml_pretty_and_table_negotiation() {
         "{}",
         r.body
     );
+    // Plain JSON: the stored object with its resourceVersion spliced in, sent with its length.
+    let r = s.get("/api/v1/namespaces/default/configmaps/y");
+    let plain = r.json();
+    assert_eq!(plain["data"]["k"], "v");
+    assert!(plain["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|rv| !rv.is_empty()));
+    assert!(
+        r.headers
+            .to_ascii_lowercase()
+            .contains(&format!("content-length: {}", r.body.len())),
+        "{}",
+        r.headers
+    );
     let r = s.get("/api/v1/namespaces/default/configmaps/y?pretty=true");
     assert!(r.body.contains("\n  \"metadata\""), "{}", r.body);
     assert_eq!(r.json()["data"]["k"], "v");

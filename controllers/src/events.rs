@@ -59,7 +59,8 @@ impl InvolvedObject {
     }
 }
 
-/// One write for a writer task: the event as it should now stand.
+/// One write for a writer task: the event as it should now stand. Sent boxed: a channel
+/// reserves its slots 32 at a time, and every recorder has its writers' channels.
 struct Write {
     name: String,
     namespace: String,
@@ -76,7 +77,7 @@ struct Inner {
     component: String,
     /// Aggregation key → (event name, count so far).
     seen: Mutex<HashMap<String, (String, u64)>>,
-    writers: Vec<mpsc::UnboundedSender<Write>>,
+    writers: Vec<mpsc::UnboundedSender<Box<Write>>>,
 }
 
 impl EventRecorder {
@@ -97,7 +98,7 @@ impl EventRecorder {
         Self::with_writers(component, Vec::new())
     }
 
-    fn with_writers(component: &str, writers: Vec<mpsc::UnboundedSender<Write>>) -> Self {
+    fn with_writers(component: &str, writers: Vec<mpsc::UnboundedSender<Box<Write>>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 component: component.to_string(),
@@ -184,12 +185,12 @@ impl EventRecorder {
         let mut hasher = DefaultHasher::new();
         involved.uid.hash(&mut hasher);
         let writer = &self.inner.writers[(hasher.finish() as usize) % self.inner.writers.len()];
-        let _ = writer.send(Write {
+        let _ = writer.send(Box::new(Write {
             name,
             namespace,
             event,
             count,
-        });
+        }));
     }
 }
 
@@ -207,11 +208,11 @@ fn event_name(involved: &str) -> String {
     format!("{involved}.{nanos:x}")
 }
 
-async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<Write>) {
+async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<Box<Write>>) {
     while let Some(write) = rx.recv().await {
         // Boxed: a store write's future held inline would size every idle writer's task to it
         // (each recorder has a few writers, and every controller a recorder).
-        Box::pin(write_event(&registry, write)).await;
+        Box::pin(write_event(&registry, *write)).await;
     }
 }
 

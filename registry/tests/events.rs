@@ -76,7 +76,8 @@ async fn one_storage_two_shapes(h: &Harness) {
     let json: Value = serde_json::from_slice(
         &v1.get_json(Some("default"), "started", &list())
             .await
-            .expect("get json"),
+            .expect("get json")
+            .to_vec(),
     )
     .expect("json");
     assert_eq!(

@@ -97,7 +97,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
     let out = |code: StatusCode, body: &Value| response::encoded(code, body, format, pretty);
     match verb {
         Verb::Get => match format {
-            Format::Json if !pretty => Ok(response::raw_json(
+            Format::Json if !pretty => Ok(response::json_pieces(
                 StatusCode::OK,
                 store.get_json(ns, name, &req.params.list()?).await?,
             )),

@@ -1,9 +1,16 @@
 //! Responses: JSON bodies, and every error as a metav1.Status with its code (the one place
 //! registry errors become HTTP).
 
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, HttpBody};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use registry::store::JsonPieces;
 use registry::RegistryError;
 use serde_json::Value;
 
@@ -38,6 +45,46 @@ pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -
 
 pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
     (status, [(header::CONTENT_TYPE, JSON)], body).into_response()
+}
+
+/// A JSON object from shared pieces (a stored object around its spliced resourceVersion):
+/// written as they are, never joined, with the exact Content-Length.
+pub fn json_pieces(status: StatusCode, body: JsonPieces) -> Response {
+    let pieces = Pieces {
+        remaining: body.len() as u64,
+        rest: body.into_pieces().into_iter(),
+    };
+    (status, [(header::CONTENT_TYPE, JSON)], Body::new(pieces)).into_response()
+}
+
+struct Pieces {
+    rest: std::array::IntoIter<Bytes, 3>,
+    remaining: u64,
+}
+
+impl HttpBody for Pieces {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let next = this.rest.by_ref().find(|piece| !piece.is_empty());
+        if let Some(piece) = &next {
+            this.remaining -= piece.len() as u64;
+        }
+        Poll::Ready(next.map(|piece| Ok(Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
 }
 
 pub fn error(err: RegistryError) -> Response {
@@ -136,7 +183,19 @@ fn warning_value(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::warning_value;
+    use super::*;
+
+    #[tokio::test]
+    async fn pieces_are_sent_whole_with_their_exact_length() {
+        use http_body_util::BodyExt;
+        let body = JsonPieces::whole(Bytes::from_static(br#"{"kind":"ConfigMap"}"#));
+        let response = json_pieces(StatusCode::OK, body);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], JSON);
+        let body = response.into_body();
+        assert_eq!(body.size_hint().exact(), Some(20));
+        let collected = body.collect().await.expect("body").to_bytes();
+        assert_eq!(&collected[..], br#"{"kind":"ConfigMap"}"#);
+    }
 
     #[test]
     fn warnings_are_quoted_as_go_does() {

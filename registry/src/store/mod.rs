@@ -39,6 +39,7 @@ pub use self::delete::{DeleteOutcome, DeletePlan};
 pub use self::encoded::{Decoder, Encoded, EncodedEvent, EncodedEvents, EncodedList};
 pub use self::list_stream::ListStream;
 pub use self::managed::DEFAULT_MANAGER;
+pub use self::raw::JsonPieces;
 pub use self::watch::{WatchEvent, WatchEventType};
 
 pub struct Store {

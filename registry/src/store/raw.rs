@@ -68,21 +68,65 @@ fn insertion_point(json: &[u8]) -> Option<(usize, bool, bool)> {
     Some((start + 1, empty, true))
 }
 
+/// A stored object's JSON with its resourceVersion spliced in, as shared pieces of the stored
+/// bytes around the new member: answering a get copies nothing of the object.
+#[derive(Debug, Clone)]
+pub struct JsonPieces {
+    pieces: [Bytes; 3],
+}
+
+impl JsonPieces {
+    /// Bytes already whole (an object encoded for this answer).
+    pub fn whole(bytes: Bytes) -> Self {
+        Self {
+            pieces: [bytes, Bytes::new(), Bytes::new()],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(Bytes::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pieces in order, for a writer that sends them without joining them.
+    pub fn into_pieces(self) -> [Bytes; 3] {
+        self.pieces
+    }
+
+    /// The pieces joined, for a caller that wants one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for piece in &self.pieces {
+            out.extend_from_slice(piece);
+        }
+        out
+    }
+}
+
 /// The stored bytes with the resourceVersion in its metadata.
-pub(crate) fn with_resource_version(stored: &[u8], revision: i64) -> Option<Vec<u8>> {
+pub(crate) fn with_resource_version(stored: &Bytes, revision: i64) -> Option<JsonPieces> {
+    use std::io::Write;
     let (at, empty, new_metadata) = insertion_point(stored)?;
-    let field = format!("\"resourceVersion\":\"{revision}\"");
-    let insert = match (new_metadata, empty) {
-        (false, true) => field,
-        (false, false) => format!("{field},"),
-        (true, true) => format!("\"metadata\":{{{field}}}"),
-        (true, false) => format!("\"metadata\":{{{field}}},"),
+    let mut member = Vec::with_capacity(48);
+    let written = match (new_metadata, empty) {
+        (false, true) => write!(member, "\"resourceVersion\":\"{revision}\""),
+        (false, false) => write!(member, "\"resourceVersion\":\"{revision}\","),
+        (true, true) => write!(
+            member,
+            "\"metadata\":{{\"resourceVersion\":\"{revision}\"}}"
+        ),
+        (true, false) => write!(
+            member,
+            "\"metadata\":{{\"resourceVersion\":\"{revision}\"}},"
+        ),
     };
-    let mut out = Vec::with_capacity(stored.len() + insert.len());
-    out.extend_from_slice(&stored[..at]);
-    out.extend_from_slice(insert.as_bytes());
-    out.extend_from_slice(&stored[at..]);
-    Some(out)
+    written.ok()?;
+    Some(JsonPieces {
+        pieces: [stored.slice(..at), Bytes::from(member), stored.slice(at..)],
+    })
 }
 
 impl Store {
@@ -92,21 +136,22 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         opts: &ListOptions,
-    ) -> Result<Bytes> {
+    ) -> Result<JsonPieces> {
         let kv = self.read_one(namespace, name, opts).await?;
         let spliced = match self.conversion {
             None => with_resource_version(&kv.value, kv.mod_revision),
             Some(_) => None,
         };
         match spliced {
-            Some(bytes) => Ok(Bytes::from(bytes)),
+            Some(pieces) => Ok(pieces),
             // Not our own serialization (written by another client), or in another version: the
             // slow, sure way.
             None => {
                 let obj = self.decode(&kv)?;
-                Ok(Bytes::from(serde_json::to_vec(&obj).map_err(|e| {
-                    crate::error::RegistryError::Internal(e.to_string())
-                })?))
+                Ok(JsonPieces::whole(Bytes::from(
+                    serde_json::to_vec(&obj)
+                        .map_err(|e| crate::error::RegistryError::Internal(e.to_string()))?,
+                )))
             }
         }
     }
@@ -114,13 +159,14 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use serde_json::{json, Value};
 
     use super::with_resource_version;
 
     fn spliced(v: &Value) -> Value {
-        let bytes = serde_json::to_vec(v).expect("json");
-        let out = with_resource_version(&bytes, 42).expect("spliced");
+        let bytes = Bytes::from(serde_json::to_vec(v).expect("json"));
+        let out = with_resource_version(&bytes, 42).expect("spliced").to_vec();
         serde_json::from_slice(&out).expect("still JSON")
     }
 
@@ -150,15 +196,33 @@ mod tests {
         assert_eq!(spliced(&json!({}))["metadata"]["resourceVersion"], "42");
         let pretty =
             serde_json::to_vec_pretty(&json!({"metadata": {"a": [1, {"b": "}"}]}})).expect("json");
-        let out: Value =
-            serde_json::from_slice(&with_resource_version(&pretty, 7).expect("spliced"))
-                .expect("json");
+        let out: Value = serde_json::from_slice(
+            &with_resource_version(&pretty.into(), 7)
+                .expect("spliced")
+                .to_vec(),
+        )
+        .expect("json");
         assert_eq!(out["metadata"]["resourceVersion"], "7");
     }
 
     #[test]
+    fn the_object_is_shared_not_copied() {
+        let stored = Bytes::from(
+            serde_json::to_vec(&json!({"kind": "ConfigMap", "metadata": {"name": "n"}}))
+                .expect("json"),
+        );
+        let [head, member, tail] = with_resource_version(&stored, 9)
+            .expect("spliced")
+            .into_pieces();
+        assert_eq!(head.as_ptr(), stored.as_ptr());
+        assert_eq!(tail.as_ptr(), stored[head.len()..].as_ptr());
+        assert_eq!(head.len() + tail.len(), stored.len());
+        assert_eq!(&member[..], b"\"resourceVersion\":\"9\",");
+    }
+
+    #[test]
     fn non_objects_are_refused() {
-        assert!(with_resource_version(b"[1,2]", 1).is_none());
-        assert!(with_resource_version(b"", 1).is_none());
+        assert!(with_resource_version(&Bytes::from_static(b"[1,2]"), 1).is_none());
+        assert!(with_resource_version(&Bytes::new(), 1).is_none());
     }
 }
