@@ -33,7 +33,7 @@ pub(crate) struct Builtin {
 }
 
 /// The built-in definitions by name: each one's embedded text, parsed on first lookup.
-pub(crate) struct Definitions(BTreeMap<String, Definition>);
+pub(crate) struct Definitions(BTreeMap<&'static str, Definition>);
 
 struct Definition {
     text: &'static str,
@@ -73,7 +73,7 @@ fn parse(generated: &'static str) -> Builtin {
     let mut top: BTreeMap<&str, &RawValue> = serde_json::from_str(generated).unwrap_or_default();
     let definitions = top
         .remove("definitions")
-        .and_then(|raw| serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get()).ok())
+        .and_then(|raw| serde_json::from_str::<BTreeMap<&str, &RawValue>>(raw.get()).ok())
         .unwrap_or_default()
         .into_iter()
         .map(|(name, raw)| {

@@ -234,15 +234,15 @@ pub(crate) fn encode(obj: &mut Object) -> Result<Bytes> {
         // kept a 2 KiB block, which the allocator does not shrink in place).
         let bytes = Bytes::copy_from_slice(out);
         if out.capacity() > KEPT_ENCODE_BUFFER {
-            *out = Vec::with_capacity(KEPT_ENCODE_BUFFER);
+            *out = Vec::new();
         }
         Ok(bytes)
     })
 }
 
 /// A thread's encoding buffer is kept up to this size (most objects are a few KiB); a larger
-/// object's buffer is dropped after it.
-const KEPT_ENCODE_BUFFER: usize = 64 * 1024;
+/// object's buffer is dropped after it, and the next one grows from nothing.
+const KEPT_ENCODE_BUFFER: usize = 16 * 1024;
 
 thread_local! {
     static ENCODE_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
