@@ -34,7 +34,16 @@ pub(crate) async fn finish(
     controllers: Arc<Controllers>,
     controllers_enabled: bool,
 ) {
-    let deadline = tokio::time::Instant::now() + AT_MOST;
+    finish_within(informers, controllers, controllers_enabled, AT_MOST).await;
+}
+
+async fn finish_within(
+    informers: Arc<InformerFactory>,
+    controllers: Arc<Controllers>,
+    controllers_enabled: bool,
+    at_most: Duration,
+) {
+    let deadline = tokio::time::Instant::now() + at_most;
     while controllers_enabled && tokio::time::Instant::now() < deadline {
         let gc_synced = controllers
             .garbage_collector()
@@ -46,4 +55,41 @@ pub(crate) async fn finish(
     }
     debug!("start-up over");
     over().send_replace(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use controllers::informer::InformerConfig;
+    use test_support::TestBackend;
+
+    use super::*;
+
+    /// One test: the signal is the process's. Controllers that never report a synced garbage
+    /// collector (a server that does not lead) keep start-up open until the bound, not beyond.
+    #[tokio::test]
+    async fn start_up_ends_when_the_controllers_sync_or_at_the_bound() {
+        let backend = TestBackend::embedded().await;
+        let registry = crate::testing::registry(&backend).await;
+        let informers = InformerFactory::new(registry, InformerConfig::default());
+        let waiting = tokio::spawn(complete());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "over before it began");
+        let started = tokio::time::Instant::now();
+        finish_within(
+            informers,
+            Arc::new(Controllers::default()),
+            true,
+            Duration::from_millis(300),
+        )
+        .await;
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("start-up reported over")
+            .expect("the waiter");
+        // Later waiters return at once.
+        tokio::time::timeout(Duration::from_millis(100), complete())
+            .await
+            .expect("still over");
+    }
 }
