@@ -108,22 +108,21 @@ impl JsonPieces {
 
 /// The stored bytes with the resourceVersion in its metadata.
 pub(crate) fn with_resource_version(stored: &Bytes, revision: i64) -> Option<JsonPieces> {
-    use std::io::Write;
+    use std::fmt::Write;
     let (at, empty, new_metadata) = insertion_point(stored)?;
-    let mut member = Vec::with_capacity(48);
-    let written = match (new_metadata, empty) {
-        (false, true) => write!(member, "\"resourceVersion\":\"{revision}\""),
-        (false, false) => write!(member, "\"resourceVersion\":\"{revision}\","),
-        (true, true) => write!(
-            member,
-            "\"metadata\":{{\"resourceVersion\":\"{revision}\"}}"
-        ),
-        (true, false) => write!(
-            member,
-            "\"metadata\":{{\"resourceVersion\":\"{revision}\"}},"
-        ),
-    };
-    written.ok()?;
+    let mut member = String::with_capacity(48);
+    if new_metadata {
+        member.push_str("\"metadata\":{");
+    }
+    member.push_str("\"resourceVersion\":\"");
+    // Writing a number into a String cannot fail.
+    let _ = write!(member, "{revision}\"");
+    if new_metadata {
+        member.push('}');
+    }
+    if !empty {
+        member.push(',');
+    }
     Some(JsonPieces {
         pieces: [stored.slice(..at), Bytes::from(member), stored.slice(at..)],
     })

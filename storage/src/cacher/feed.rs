@@ -84,8 +84,8 @@ impl Feed {
     }
 
     fn relative(&self, mut kv: KeyValue) -> KeyValue {
-        if kv.key.starts_with(self.store.prefix()) {
-            kv.key = self.relative_key(&kv.key).to_string();
+        if let Some(rest) = kv.key.strip_prefix(self.store.prefix()) {
+            kv.key = rest.to_string();
         }
         kv
     }
