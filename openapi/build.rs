@@ -14,6 +14,8 @@ mod kinds;
 mod lists;
 #[path = "build/markers.rs"]
 mod markers;
+#[path = "build/patch_meta.rs"]
+mod patch_meta;
 #[path = "build/protos.rs"]
 mod protos;
 #[path = "build/schemas.rs"]
@@ -36,4 +38,12 @@ fn main() {
     let builtin = schemas::generate(&tables);
     let json = serde_json::to_vec(&builtin).expect("a Value serializes");
     std::fs::write(out.join("builtin.json"), json).expect("write builtin.json");
+
+    let kinds: Vec<(String, String, String, String)> =
+        serde_json::from_value(builtin["kinds"].clone()).expect("kinds are 4-tuples of strings");
+    let definitions = builtin["definitions"]
+        .as_object()
+        .expect("definitions are a map");
+    let patch_meta = patch_meta::generate(definitions, &kinds);
+    std::fs::write(out.join("patch_meta.rs"), patch_meta).expect("write patch_meta.rs");
 }

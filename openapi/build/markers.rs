@@ -10,7 +10,13 @@ use crate::protos::Marked;
 /// Adds every marker's extension to the definition (or property) it was written on.
 pub fn apply(definitions: &mut BTreeMap<String, Value>, markers: &[Marked]) {
     for (definition, field, pairs) in markers {
-        let Some(schema) = definitions.get_mut(definition) else {
+        // Go structs embedded in a kind are flattened into it (EphemeralContainerCommon's
+        // fields are EphemeralContainer's), while the protos keep them as messages.
+        let target = match definitions.contains_key(definition) {
+            true => definition.as_str(),
+            false => definition.strip_suffix("Common").unwrap_or(definition),
+        };
+        let Some(schema) = definitions.get_mut(target) else {
             continue;
         };
         let target = if field.is_empty() {

@@ -27,6 +27,7 @@ mod document;
 mod gvk;
 mod names;
 mod operations;
+pub mod patch_meta;
 mod refs;
 mod render;
 mod service;

@@ -1,12 +1,11 @@
 //! PATCH bodies applied to an object, as upstream's patch handler applies them
 //! (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go): RFC 6902 JSON patch,
-//! RFC 7386 merge patch, and strategic merge patch over built-in patch metadata. Works on the
-//! object's JSON; decoding the result into a typed object, defaulting and validation are the
-//! caller's.
+//! RFC 7386 merge patch, and strategic merge patch over the built-in kinds' patch metadata
+//! (generated from the OpenAPI markers, `openapi::patch_meta`). Works on the object's JSON;
+//! decoding the result into a typed object, defaulting and validation are the caller's.
 
 pub(crate) mod gofmt;
 mod json;
-mod schema;
 mod strategic;
 #[cfg(test)]
 mod tests;
@@ -15,7 +14,7 @@ use serde_json::Value;
 
 use crate::error::{Cause, Qualified, RegistryError, Result};
 
-pub use schema::{schema_for, Field, PatchSchema, Strategy};
+pub use openapi::patch_meta::{Field, PatchSchema, Strategy, UNTAGGED};
 
 /// The patch body formats, by Content-Type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use self::errors::{bad, bad_arg_type, bad_patch_type};
 use super::gofmt;
-use super::schema::{Field, PatchSchema, Strategy, UNTAGGED};
+use super::{Field, PatchSchema, Strategy, UNTAGGED};
 use crate::error::{RegistryError, Result};
 
 pub(super) type Object = Map<String, Value>;

@@ -56,6 +56,9 @@ pub struct Store {
     hooks: Option<Arc<dyn StoreHooks>>,
     /// Who may write what (RBAC's escalation checks), set once the judge exists.
     guard: OnceLock<Arc<dyn WriteGuard>>,
+    /// The kind's strategic-merge-patch metadata, generated from the built-in definitions;
+    /// None for custom resources, which upstream refuses strategic merge patches for.
+    patch_schema: Option<&'static crate::patch::PatchSchema>,
 }
 
 impl Store {
@@ -67,7 +70,10 @@ impl Store {
     ) -> Self {
         let conversion = strategy.conversion(&info);
         let ttl = strategy.ttl();
+        let patch_schema =
+            openapi::patch_meta::patch_schema(&info.group, &info.version, &info.kind);
         Self {
+            patch_schema,
             conversion,
             ttl,
             info,

@@ -65,7 +65,7 @@ impl Store {
         if kind == PatchType::Apply {
             return Ok(self.apply(namespace, name, body, sub, opts).await?.0);
         }
-        let schema = patch::schema_for(&self.info.group, &self.info.kind);
+        let schema = self.patch_schema;
         let (obj, _) = self
             .write(namespace, name, sub, opts, move |current| {
                 let current = self.existing(current, name)?;

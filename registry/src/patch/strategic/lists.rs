@@ -11,7 +11,7 @@ use super::errors::{bad, bad_arg_type, bad_patch_type, no_merge_key};
 use super::{fresh_map, merge_map, DIRECTIVE};
 use crate::error::{RegistryError, Result};
 use crate::patch::gofmt;
-use crate::patch::schema::{Field, PatchSchema, Strategy, UNTAGGED};
+use crate::patch::{Field, PatchSchema, Strategy, UNTAGGED};
 
 /// The Go type of a decoded JSON object.
 const OBJECT: &str = "map[string]interface {}";

@@ -5,8 +5,13 @@ mod upstream;
 
 use serde_json::Value;
 
-use super::{apply_patch, schema_for, PatchType};
+use super::{apply_patch, PatchSchema, PatchType};
 use crate::error::{RegistryError, Result};
+
+/// The generated patch metadata of a built-in v1 kind.
+fn schema_for(group: &str, kind: &str) -> Option<&'static PatchSchema> {
+    openapi::patch_meta::patch_schema(group, "v1", kind)
+}
 
 /// A strategic merge patch on a built-in kind.
 fn smp(group: &str, kind: &str, original: &Value, patch: &Value) -> Result<Value> {
