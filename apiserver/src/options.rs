@@ -205,8 +205,14 @@ pub struct Options {
           action = clap::ArgAction::Set)]
     pub service_account_extend_token_expiration: bool,
 
-    /// Admission plugins to turn off (comma-separated); `ServiceAccount` is the one that
-    /// can be: pods then get no account defaulted nor token mounted.
+    /// Admission plugins to turn on besides the default ones (comma-separated, upstream's
+    /// names, any order: they run in upstream's order). An unknown name fails start.
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// Default admission plugins to turn off (comma-separated, upstream's names), e.g.
+    /// `ServiceAccount`: pods then get no account defaulted nor token mounted. An unknown
+    /// name fails start.
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
 

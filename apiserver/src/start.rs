@@ -42,6 +42,8 @@ pub enum StartError {
     Audit(#[from] crate::audit::AuditError),
     #[error("--authorization-mode: {0}")]
     AuthorizationMode(#[from] secure::authz::ModeError),
+    #[error("admission: {0}")]
+    Admission(#[from] registry::admission::PluginConfigError),
     #[error(
         "--bind-address {address} is not a loopback address, and plain HTTP (--port {port}) serves \
          without authentication: it is only served on loopback. Pass --port 0 to serve only \
@@ -79,6 +81,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let mut authenticator = secure::authn::Authenticator::from_options(&options)?;
     let auditor = crate::audit::Auditor::from_options(&options)?;
     let authorization_modes = secure::authz::Mode::parse_list(&options.authorization_mode)?;
+    let admission = registry::admission::resolve(
+        &options.enable_admission_plugins,
+        &options.disable_admission_plugins,
+    )?;
     // A bad --encryption-provider-config too.
     let encryption = match &options.encryption_provider_config {
         Some(path) => Some(
@@ -111,13 +117,6 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     );
     apiextensions::install(&registry);
     registry.set_service_account_tokens(service_account_tokens);
-    if !options
-        .disable_admission_plugins
-        .iter()
-        .any(|p| p == "ServiceAccount")
-    {
-        registry.enable_service_account_admission();
-    }
     authenticator.service_accounts = Some(registry.clone());
     let authenticator = Arc::new(authenticator);
     registry.set_schemas(crate::openapi::for_validation());
@@ -131,6 +130,13 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if !rbac.failures.is_empty() {
         tracing::error!(failures = ?rbac.failures, "the bootstrap RBAC policy is incomplete");
     }
+    // The configured chain takes over once the server's own initial state (system
+    // namespaces, bootstrap policy, default class) is written, so that a chain refusing
+    // writes (AlwaysDeny) still leaves a server that starts and answers.
+    if !admission.unavailable.is_empty() {
+        tracing::info!(plugins = ?admission.unavailable, "default admission plugins not built in this server");
+    }
+    registry.set_admission_plugins(&admission.enabled);
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
     let authorization = start_authorization(&registry, &authorization_modes, &shutdown).await?;

@@ -6,7 +6,6 @@ pub mod admission;
 pub mod auth;
 pub mod catalogue;
 pub mod cron;
-pub mod default_storage_class;
 pub mod error;
 pub mod eviction;
 pub mod field_manager;

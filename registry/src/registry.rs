@@ -8,9 +8,8 @@ use serde_json::json;
 use storage::{Cacher, CacherConfig, Interface};
 use tracing::info;
 
-use crate::admission::{NamespaceLifecycle, SYSTEM_NAMESPACES};
+use crate::admission::{plugins, Admission, SYSTEM_NAMESPACES};
 use crate::catalogue::{Catalogue, ResourceInfo};
-use crate::default_storage_class::DefaultStorageClass;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
@@ -21,7 +20,10 @@ use crate::strategy::{self, Strategy, StrategyConfig};
 pub struct Registry {
     catalogue: Arc<Catalogue>,
     root: storage::KvStore,
-    admission: Arc<NamespaceLifecycle>,
+    /// The admission chain every Store's writes pass.
+    admission: Arc<Admission>,
+    /// The namespaces' storage path (NamespaceLifecycle reads them).
+    namespaces_path: String,
     cacher_config: CacherConfig,
     /// Watch caches by storage path: resources sharing a path share the cache.
     caches: RwLock<HashMap<String, Arc<Cacher>>>,
@@ -36,8 +38,6 @@ pub struct Registry {
     strategies: StrategyConfig,
     /// The keys and rules of service account tokens, once the server gives them.
     pub(crate) service_account_tokens: std::sync::OnceLock<Arc<crate::serviceaccount::TokenConfig>>,
-    /// Whether pod creates pass the ServiceAccount admission.
-    pub(crate) service_account_admission: std::sync::atomic::AtomicBool,
 }
 
 impl Registry {
@@ -70,7 +70,8 @@ impl Registry {
             cacher_config.clone(),
         ));
         let registry = Arc::new(Self {
-            admission: Arc::new(NamespaceLifecycle::new(namespaces.clone())),
+            admission: Arc::default(),
+            namespaces_path: namespaces_path.clone(),
             catalogue,
             root,
             cacher_config,
@@ -80,12 +81,30 @@ impl Registry {
             fields: Arc::default(),
             strategies,
             service_account_tokens: std::sync::OnceLock::new(),
-            service_account_admission: std::sync::atomic::AtomicBool::new(false),
         });
+        registry.set_admission_plugins(plugins::IN_PROCESS);
         for info in registry.catalogue.all().iter() {
             registry.install(info.clone());
         }
         registry
+    }
+
+    /// Admits every later write through `names`' plugins (upstream's names; those this
+    /// server does not build are left out), run in upstream's order whatever the order given.
+    pub fn set_admission_plugins(&self, names: &[&str]) {
+        let chain = plugins::chain(self, names);
+        tracing::info!(plugins = ?chain.names(), "admission chain");
+        self.admission.set(chain);
+    }
+
+    /// The admission plugins that run, in order.
+    pub fn admission_plugins(&self) -> Vec<&'static str> {
+        self.admission.chain().names()
+    }
+
+    /// The namespaces' watch cache.
+    pub(crate) fn namespaces_cache(&self) -> Arc<dyn Interface> {
+        self.cache_for(&self.namespaces_path)
     }
 
     /// Checks every write against the kinds' schemas in `api` from now on (upstream's
@@ -161,14 +180,6 @@ impl Registry {
         if info.group.is_empty() && info.kind == "Service" {
             store = store.with_hooks(self.service_allocator());
         }
-        if info.group.is_empty() && info.kind == "PersistentVolumeClaim" {
-            store = store.with_hooks(self.default_storage_class());
-        }
-        if info.group.is_empty() && info.kind == "Pod" {
-            if let Some(admission) = self.service_account_admission_hook() {
-                store = store.with_hooks(admission);
-            }
-        }
         let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());
         stores.retain(|s| !serves(s, &info.group, &info.version, &info.plural));
@@ -183,17 +194,6 @@ impl Registry {
     pub fn service_allocator(&self) -> Arc<ServiceAllocator> {
         let storage: Arc<dyn Interface> = Arc::new(self.root.clone());
         Arc::new(ServiceAllocator::new(storage, self.strategies.services))
-    }
-
-    /// The DefaultStorageClass admission of claims, reading the classes' watch cache.
-    fn default_storage_class(&self) -> Arc<DefaultStorageClass> {
-        let path = self
-            .catalogue
-            .lookup("storage.k8s.io", "v1", "storageclasses")
-            .map(|r| r.storage_path.clone())
-            .unwrap_or_else(|| "/storageclasses".into());
-        let classes: Arc<dyn Interface> = self.cache_for(&path);
-        Arc::new(DefaultStorageClass::new(classes, &path))
     }
 
     /// What rebuilds the Services' range allocations from the Services (one per repairing

@@ -321,6 +321,13 @@ async fn refused_soon(h: &Harness, token: &str) {
     }
 }
 
+/// The plugins kube-apiserver runs by default (ServiceAccount among them), as the server sets them.
+fn server_admission(h: &Harness) {
+    let defaults = registry::admission::resolve(&[], &[]).expect("the defaults resolve");
+    h.registry.set_admission_plugins(&defaults.enabled);
+    assert!(h.registry.admission_plugins().contains(&"ServiceAccount"));
+}
+
 fn pod(name: &str, spec: Value) -> Value {
     let mut spec = spec;
     spec["containers"] = json!([{"name": "c", "image": "nginx"}]);
@@ -328,7 +335,7 @@ fn pod(name: &str, spec: Value) -> Value {
 }
 
 async fn admission_defaults_the_account_and_mounts_its_token(h: &Harness) {
-    h.registry.enable_service_account_admission();
+    server_admission(h);
     setup(h, 0).await;
     account(h, "default").await;
     let pods = h.store("", "pods");
@@ -415,7 +422,7 @@ async fn admission_defaults_the_account_and_mounts_its_token(h: &Harness) {
 }
 
 async fn admission_refuses_missing_accounts_and_mirror_pods(h: &Harness) {
-    h.registry.enable_service_account_admission();
+    server_admission(h);
     setup(h, 0).await;
     let pods = h.store("", "pods");
     // No `default` yet: admission waits a little for its controller, then refuses.

@@ -1,11 +1,10 @@
 //! Service accounts' credentials and their admission, as upstream keeps them in
 //! pkg/serviceaccount, pkg/registry/core/serviceaccount/storage/token.go and
 //! plugin/pkg/admission/serviceaccount: bound JWTs issued by the `token` subresource
-//! (TokenRequest), verified back into users for authentication, and the pods' ServiceAccount
-//! admission. The server hands the keys in at start ([`Registry::set_service_account_tokens`]);
+//! (TokenRequest), verified back into users for authentication (the pods' ServiceAccount
+//! admission is a plugin of the chain, `admission::service_account`). The server hands the keys in at start ([`Registry::set_service_account_tokens`]);
 //! nothing here reads a file or speaks HTTP.
 
-pub mod admission;
 mod authenticate;
 pub mod claims;
 pub mod jwt;

@@ -3,9 +3,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
 use rcgen::PublicKeyData;
 use serde_json::{json, Value};
 
-use super::admission::{check_mirror_pod, limit_secret_references, mount_token};
 use super::claims::{check_times, new_claims, Binding, Claims, Ref};
 use super::jwt::{key_id, SigningKey, TokenError, Verifier, VerifyingKey};
+use crate::admission::service_account::{check_mirror_pod, limit_secret_references, mount_token};
 
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 

@@ -1,5 +1,5 @@
 //! Create (upstream's Store.Create with BeforeCreate): names, server-set metadata, defaults,
-//! validation, admission, then one conditional write.
+//! mutating admission, validation, validating admission, then one conditional write.
 
 use serde_json::json;
 use storage::StorageError;
@@ -9,6 +9,7 @@ use super::hooks::GuardedWrite;
 use super::managed::{Endpoint, Tracking};
 use super::update::{How, Subresource};
 use super::{stamp, Store};
+use crate::admission::{Attributes, Operation};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
@@ -74,6 +75,24 @@ impl Store {
             tracking,
         };
         self.finish_tracking(how, opts, None, &mut obj, requested);
+        // Admission names a generated object by its generateName, as upstream's runs before
+        // the name is drawn.
+        let admitted_name = match (generated, &generate) {
+            (true, Some(base)) => base.clone(),
+            _ => object::name(&obj).to_string(),
+        };
+        let chain = self.admission.chain();
+        let attrs = Attributes {
+            info: &self.info,
+            operation: Operation::Create,
+            subresource: "",
+            namespace,
+            name: &admitted_name,
+            old: None,
+            user: opts.user.as_ref(),
+            dry_run,
+        };
+        chain.admit(&attrs, Some(&mut obj)).await?;
         let name = object::name(&obj).to_string();
         let mut causes = self.validate_meta(&obj);
         causes.extend(self.strategy.validate(&obj));
@@ -85,14 +104,15 @@ impl Store {
             old: None,
             user: opts.user.as_ref(),
         })?;
+        chain.validate(&attrs, Some(&obj)).await?;
         crate::warning::finalizers(object::finalizers(&obj).iter().map(String::as_str));
-        if let Some(ns) = namespace {
-            self.admission.admit_create(&self.info, ns, &name).await?;
+        let mut hooked = Vec::with_capacity(self.hooks.len());
+        for hooks in &self.hooks {
+            match hooks.begin_create(&mut obj, dry_run).await {
+                Ok(finish) => hooked.push(finish),
+                Err(e) => return super::finish(hooked, Err(e)).await,
+            }
         }
-        let hooked = match &self.hooks {
-            Some(hooks) => Some(hooks.begin_create(&mut obj, dry_run).await?),
-            None => None,
-        };
         if dry_run {
             return super::finish(hooked, Ok(obj)).await;
         }
@@ -116,7 +136,6 @@ impl Store {
             match self.storage.create_with_ttl(&key, bytes, self.ttl).await {
                 Ok(kv) => {
                     stamp(&mut obj, kv.mod_revision);
-                    self.admission.created(&self.info, &name);
                     debug!(resource = %self.info.qualified_resource(), namespace, name, "created");
                     return Ok(obj);
                 }

@@ -14,6 +14,7 @@ use storage::{Preconditions, ReadRevision, StorageError, Update};
 use tracing::debug;
 
 use super::{stamp, Store};
+use crate::admission::{Attributes, Operation};
 use crate::catalogue::GcPolicy;
 use crate::error::{Details, RegistryError, Result, Status};
 use crate::object::{self, Object, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
@@ -65,7 +66,21 @@ impl Store {
         opts: DeleteOptions,
     ) -> Result<DeleteOutcome> {
         let namespace = self.scope(namespace)?;
-        self.admission.admit_delete(&self.info, name)?;
+        let chain = self.admission.chain();
+        if chain.handles(&self.info, Operation::Delete, "") {
+            let attrs = Attributes {
+                info: &self.info,
+                operation: Operation::Delete,
+                subresource: "",
+                namespace,
+                name,
+                old: None,
+                // Deletes carry no writer (DeleteOptions); no plugin here judges one.
+                user: None,
+                dry_run: opts.dry_run.is_all(),
+            };
+            chain.admit(&attrs, None).await?;
+        }
         let key = self.key(namespace, name);
         if opts.dry_run.is_all() {
             let kv = self
@@ -118,7 +133,6 @@ impl Store {
                 then_remove,
             } => {
                 stamp(&mut object, kv.mod_revision);
-                self.admission.marked_deleting(&self.info, name);
                 if !then_remove {
                     return Ok(DeleteOutcome {
                         object,
@@ -165,7 +179,7 @@ impl Store {
 
     /// Gives back what the removed object held (upstream's AfterDelete).
     async fn after_delete(&self, obj: &Object) {
-        if let Some(hooks) = &self.hooks {
+        for hooks in &self.hooks {
             hooks.after_delete(obj).await;
         }
     }

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use storage::{Interface, KeyValue};
 
-use crate::admission::NamespaceLifecycle;
+use crate::admission::Admission;
 use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
 use crate::fields::FieldSchemas;
@@ -46,14 +46,15 @@ pub struct Store {
     pub info: Arc<ResourceInfo>,
     strategy: Box<dyn Strategy>,
     storage: Arc<dyn Interface>,
-    admission: Arc<NamespaceLifecycle>,
+    /// The registry's admission chain, as configured when a request comes.
+    admission: Arc<Admission>,
     fields: Arc<FieldSchemas>,
     /// Between the shape stored and the shape served, when they differ.
     conversion: Option<Arc<dyn Conversion>>,
     /// How long written objects live (the strategy's ttl).
     ttl: Option<Duration>,
-    /// What the resource does around writes (Services' allocations).
-    hooks: Option<Arc<dyn StoreHooks>>,
+    /// What the resource does around writes (Services' allocations), in the order added.
+    hooks: Vec<Arc<dyn StoreHooks>>,
     /// Who may write what (RBAC's escalation checks), set once the judge exists.
     guard: OnceLock<Arc<dyn WriteGuard>>,
     /// The kind's strategic-merge-patch metadata, generated from the built-in definitions;
@@ -66,7 +67,7 @@ impl Store {
         info: Arc<ResourceInfo>,
         strategy: Box<dyn Strategy>,
         storage: Arc<dyn Interface>,
-        admission: Arc<NamespaceLifecycle>,
+        admission: Arc<Admission>,
     ) -> Self {
         let conversion = strategy.conversion(&info);
         let ttl = strategy.ttl();
@@ -81,7 +82,7 @@ impl Store {
             storage,
             admission,
             fields: Arc::default(),
-            hooks: None,
+            hooks: Vec::new(),
             guard: OnceLock::new(),
         }
     }
@@ -100,9 +101,9 @@ impl Store {
         }
     }
 
-    /// Runs `hooks` around every create, update and removal.
+    /// Runs `hooks` around every create, update and removal, after the hooks added before.
     pub fn with_hooks(mut self, hooks: Arc<dyn StoreHooks>) -> Self {
-        self.hooks = Some(hooks);
+        self.hooks.push(hooks);
         self
     }
 
@@ -187,9 +188,9 @@ impl Store {
     }
 }
 
-/// Ends a hooked write, telling the hook whether it landed.
-pub(crate) async fn finish<T>(finish: Option<Finish>, result: Result<T>) -> Result<T> {
-    if let Some(f) = finish {
+/// Ends a hooked write, telling each hook whether it landed.
+pub(crate) async fn finish<T>(finishes: Vec<Finish>, result: Result<T>) -> Result<T> {
+    for f in finishes {
         f(result.is_ok()).await;
     }
     result

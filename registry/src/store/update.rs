@@ -5,9 +5,10 @@
 use serde_json::Value;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
-use super::hooks::{GuardedWrite, StoreHooks};
+use super::hooks::GuardedWrite;
 use super::managed::{Endpoint, Tracking};
 use super::{stamp, Store};
+use crate::admission::{Attributes, Chain, Operation};
 use crate::error::{Cause, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
@@ -22,6 +23,17 @@ pub enum Subresource {
     Status,
     /// Only `spec.finalizers` (namespaces' `finalize`).
     Finalize,
+}
+
+impl Subresource {
+    /// The subresource's name in a request path; "" for the main resource.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Finalize => "finalize",
+        }
+    }
 }
 
 /// What an update attempt decided.
@@ -103,59 +115,97 @@ impl Store {
         opts: &WriteOptions,
         produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
-        match &self.hooks {
-            Some(hooks) if how.sub == Subresource::Main && hooks.hooks_updates() => {
-                self.write_hooked(hooks.as_ref(), namespace, name, how, opts, produce)
-                    .await
-            }
-            _ => self.write_plain(namespace, name, how, opts, produce).await,
+        let chain = self.admission.chain();
+        let sub = how.sub.name();
+        let main = how.sub == Subresource::Main;
+        let hooked = main && self.hooks.iter().any(|h| h.hooks_updates());
+        let admitted = chain.handles(&self.info, Operation::Update, sub)
+            || (main
+                && self.strategy.allow_create_on_update()
+                && chain.handles(&self.info, Operation::Create, sub));
+        if hooked || admitted {
+            self.write_admitted(&chain, namespace, name, how, opts, produce)
+                .await
+        } else {
+            self.write_plain(namespace, name, how, opts, produce).await
         }
     }
 
-    /// A write of a kind with hooks (upstream's BeginUpdate): the hook sees the requested
-    /// object and the stored one, and may allocate, before anything is written. Allocation
-    /// is not part of the compare-and-swap, so the write lands only on the revision the hook
-    /// saw; a concurrent write meanwhile gives back what was taken and starts over.
-    async fn write_hooked(
+    /// A write that admission or hooks see before it lands (upstream runs admission inside
+    /// the update's transform, and its BeginUpdate hooks there): the requested object is made
+    /// from the stored one and admitted, the hooks may allocate, and only then is it written.
+    /// Neither is part of the compare-and-swap, so the write lands only on the revision they
+    /// saw; a concurrent write meanwhile gives back what the hooks took and starts over.
+    async fn write_admitted(
         &self,
-        hooks: &dyn StoreHooks,
+        chain: &Chain,
         namespace: Option<&str>,
         name: &str,
         how: How,
         opts: &WriteOptions,
         mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
-        let key = self.key(self.scope(namespace)?, name);
+        let scope = self.scope(namespace)?;
+        let key = self.key(scope, name);
+        let may_create = how.sub == Subresource::Main && self.strategy.allow_create_on_update();
+        let dry_run = opts.dry_run.is_all();
         for _ in 0..HOOKED_WRITE_TRIES {
             let old = match self.storage.get(&key, ReadRevision::Latest).await {
-                Ok(kv) => self.decode(&kv)?,
-                // Nothing to update: the plain write answers (NotFound, or a create).
-                Err(StorageError::NotFound { .. }) => {
-                    return self.write_plain(namespace, name, how, opts, produce).await
-                }
+                Ok(kv) => Some(self.decode(&kv)?),
+                Err(StorageError::NotFound { .. }) => None,
                 Err(e) => return Err(self.storage_err(name)(e)),
             };
-            let mut new = produce(Some(&old))?;
-            let finish = hooks
-                .begin_update(&mut new, &old, opts.dry_run.is_all())
-                .await?;
-            let seen = object::resource_version(&old).to_string();
+            // Nothing to update and nothing to create: the plain write answers (NotFound).
+            if old.is_none() && !may_create {
+                return self.write_plain(namespace, name, how, opts, produce).await;
+            }
+            let mut new = produce(old.as_ref())?;
+            let attrs = Attributes {
+                info: &self.info,
+                operation: match old {
+                    Some(_) => Operation::Update,
+                    None => Operation::Create,
+                },
+                subresource: how.sub.name(),
+                namespace: scope,
+                name,
+                old: old.as_ref(),
+                user: opts.user.as_ref(),
+                dry_run,
+            };
+            chain.admit_and_validate(&attrs, &mut new).await?;
+            let mut finishes = Vec::new();
+            if let Some(old) = old.as_ref().filter(|_| how.sub == Subresource::Main) {
+                for hooks in self.hooks.iter().filter(|h| h.hooks_updates()) {
+                    match hooks.begin_update(&mut new, old, dry_run).await {
+                        Ok(finish) => finishes.push(finish),
+                        Err(e) => return super::finish(finishes, Err(e)).await,
+                    }
+                }
+            }
+            let seen = old
+                .as_ref()
+                .map(|o| object::resource_version(o).to_string());
             let mut stale = false;
             let written = self
-                .write_plain(namespace, name, how, opts, |current| match current {
-                    Some(c) if object::resource_version(c) == seen => Ok(new.clone()),
-                    _ => {
-                        stale = true;
-                        Err(RegistryError::conflict(
-                            &self.info.qualified_resource(),
-                            name,
-                            MODIFIED,
-                        ))
+                .write_plain(namespace, name, how, opts, |current| {
+                    let same = current.map(|c| object::resource_version(c).to_string());
+                    if same == seen {
+                        return Ok(new.clone());
                     }
+                    stale = true;
+                    Err(RegistryError::conflict(
+                        &self.info.qualified_resource(),
+                        name,
+                        MODIFIED,
+                    ))
                 })
                 .await;
             let retry = written.is_err() && stale;
-            let written = super::finish(Some(finish), written).await;
+            if retry {
+                tracing::debug!(resource = %self.info.qualified_resource(), name, "admitted write lost to a concurrent one; again");
+            }
+            let written = super::finish(finishes, written).await;
             if !retry {
                 return written;
             }
@@ -180,14 +230,6 @@ impl Store {
         let namespace = self.scope(namespace)?;
         let key = self.key(namespace, name);
         let may_create = sub == Subresource::Main && self.strategy.allow_create_on_update();
-        if may_create {
-            if let Some(ns) = namespace {
-                let exists = self.storage.get(&key, ReadRevision::Latest).await;
-                if matches!(exists, Err(StorageError::NotFound { .. })) {
-                    self.admission.admit_create(&self.info, ns, name).await?;
-                }
-            }
-        }
         if dry_run {
             let current = match self.storage.get(&key, ReadRevision::Latest).await {
                 Ok(kv) => Some(self.decode(&kv)?),
@@ -245,7 +287,7 @@ impl Store {
             // The update took the last finalizer away: the object is gone (upstream's
             // deleteWithoutFinalizers), shown as the update left it.
             Some(Next::Delete(obj)) => {
-                if let Some(hooks) = &self.hooks {
+                for hooks in &self.hooks {
                     hooks.after_delete(&obj).await;
                 }
                 Ok((obj, false))

@@ -109,33 +109,33 @@ pub fn validate_pod_spec(spec: Option<&Value>, field: &str) -> Vec<Cause> {
     causes
 }
 
-/// Upstream's DefaultTolerationSeconds admission: a pod that does not say how long it
-/// tolerates its node being not-ready or unreachable tolerates it for 300 s, after which the
-/// taint eviction controller moves it.
-fn add_default_toleration_seconds(pod: &mut Value) {
-    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
+/// Upstream's validateOnlyAddedTolerations: an update may add tolerations and change their
+/// tolerationSeconds, but every toleration the pod had must still be there.
+fn only_added_tolerations(new: &Value, old: &Value) -> Option<Cause> {
+    let list = |pod: &Value| {
+        at(pod, &["spec", "tolerations"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
     };
-    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
-    let Some(list) = tolerations.as_array_mut() else {
-        return;
-    };
-    for key in [
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-    ] {
-        let tolerated = list.iter().any(|t| {
-            let text = |f: &str| t[f].as_str().unwrap_or_default().to_string();
-            (text("key") == key || text("key").is_empty())
-                && (text("effect") == "NoExecute" || text("effect").is_empty())
-        });
-        if !tolerated {
-            list.push(
-                json!({"key": key, "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}),
-            );
+    let without_seconds = |t: &Value| {
+        let mut t = t.clone();
+        if let Some(m) = t.as_object_mut() {
+            m.remove("tolerationSeconds");
         }
-    }
+        t
+    };
+    let new = list(new);
+    let kept = list(old).iter().all(|o| {
+        let o = without_seconds(o);
+        new.iter().any(|n| without_seconds(n) == o)
+    });
+    (!kept).then(|| {
+        Cause::forbidden(
+            "spec.tolerations",
+            "existing toleration can not be modified except its tolerationSeconds",
+        )
+    })
 }
 
 impl Strategy for PodStrategy {
@@ -145,7 +145,6 @@ impl Strategy for PodStrategy {
         }
         default_at(obj, &["status", "phase"], json!("Pending"));
         default_at(obj, &["status", "qosClass"], json!("BestEffort"));
-        add_default_toleration_seconds(obj);
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
@@ -170,6 +169,7 @@ impl Strategy for PodStrategy {
             }
             s
         };
+        causes.extend(only_added_tolerations(new, old));
         if strip(new) != strip(old) {
             causes.push(Cause::forbidden(
                 "spec",

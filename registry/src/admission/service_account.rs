@@ -3,8 +3,7 @@
 //! the account must exist, its token is projected into every container at
 //! /var/run/secrets/kubernetes.io/serviceaccount unless automounting is off, and it lends the
 //! pod its image pull secrets. Mirror pods (a kubelet's static pods) are left as they are,
-//! but may not use accounts or secrets. Runs as the pods' create hook, after namespace
-//! lifecycle admission, and for dry runs too.
+//! but may not use accounts or secrets. Runs on dry runs too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,10 +13,11 @@ use rand::Rng;
 use serde_json::{json, Value};
 use storage::{Interface, ReadRevision, StorageError};
 
-use super::claims::WARN_ONLY_EXPIRATION_SECONDS;
+use super::{Attributes, Operation, Plugin};
+use crate::catalogue::ResourceInfo;
 use crate::error::{Qualified, RegistryError, Result};
 use crate::object::{self, Object};
-use crate::store::hooks::{finish_nothing, Finish, StoreHooks};
+use crate::serviceaccount::claims::WARN_ONLY_EXPIRATION_SECONDS;
 use crate::validation::names::generate_name;
 use crate::Registry;
 
@@ -35,40 +35,16 @@ const PROJECTED_DEFAULT_MODE: i64 = 0o644;
 /// after its namespace, so it is waited for a little (upstream: 10 tries 100-200 ms apart).
 const DEFAULT_ACCOUNT_TRIES: usize = 10;
 
-impl Registry {
-    /// Pods' creates pass the ServiceAccount admission from now on (kube-apiserver enables it
-    /// by default; a registry without it, as in unit tests, admits pods with no account).
-    /// It installs the pods' Store again: call it at start, before anyone holds that Store.
-    pub fn enable_service_account_admission(&self) {
-        if self
-            .service_account_admission
-            .swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            return;
-        }
-        if let Some(pods) = self.catalogue().lookup("", "v1", "pods") {
-            self.install(pods);
-        }
-    }
-
-    /// The pods' create hook, when the admission is on.
-    pub(crate) fn service_account_admission_hook(&self) -> Option<Arc<dyn StoreHooks>> {
-        if !self
-            .service_account_admission
-            .load(std::sync::atomic::Ordering::SeqCst)
-        {
-            return None;
-        }
-        let path = self
-            .catalogue()
-            .lookup("", "v1", "serviceaccounts")
-            .map(|r| r.storage_path.clone())
-            .unwrap_or_else(|| "/serviceaccounts".into());
-        Some(Arc::new(ServiceAccountAdmission {
-            accounts: self.cache_for(&path),
-            prefix: path,
-        }))
-    }
+pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
+    let path = registry
+        .catalogue()
+        .lookup("", "v1", "serviceaccounts")
+        .map(|r| r.storage_path.clone())
+        .unwrap_or_else(|| "/serviceaccounts".into());
+    Arc::new(ServiceAccountAdmission {
+        accounts: registry.cache_for(&path),
+        prefix: path,
+    })
 }
 
 pub struct ServiceAccountAdmission {
@@ -92,31 +68,39 @@ fn error_name(pod: &Value) -> String {
 }
 
 #[async_trait]
-impl StoreHooks for ServiceAccountAdmission {
-    async fn begin_create(&self, pod: &mut Object, _dry_run: bool) -> Result<Finish> {
-        self.admit(pod).await?;
-        Ok(finish_nothing())
+impl Plugin for ServiceAccountAdmission {
+    fn name(&self) -> &'static str {
+        "ServiceAccount"
     }
 
-    async fn begin_update(
-        &self,
-        _new: &mut Object,
-        _old: &Object,
-        _dry_run: bool,
-    ) -> Result<Finish> {
-        Ok(finish_nothing())
+    /// Upstream's plugin admits pod creates only.
+    fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
+        operation == Operation::Create
+            && subresource.is_empty()
+            && info.group.is_empty()
+            && info.plural == "pods"
     }
 
-    /// Upstream's plugin mutates creates only.
-    fn hooks_updates(&self) -> bool {
+    async fn admit(&self, _: &Attributes<'_>, pod: Option<&mut Object>) -> Result<()> {
+        match pod {
+            Some(pod) => self.admit_pod(pod).await,
+            None => Ok(()),
+        }
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    // Upstream validates too, checking again what its mutation made sure of; with the one
+    // chain here nothing can change the pod between the two.
+    fn validates(&self) -> bool {
         false
     }
-
-    async fn after_delete(&self, _obj: &Object) {}
 }
 
 impl ServiceAccountAdmission {
-    async fn admit(&self, pod: &mut Object) -> Result<()> {
+    async fn admit_pod(&self, pod: &mut Object) -> Result<()> {
         let namespace = object::namespace(pod).to_string();
         let forbidden = |pod: &Value, message: String| {
             RegistryError::forbidden(&pods(), &error_name(pod), message)
@@ -252,7 +236,7 @@ fn token_volume(name: &str) -> Value {
 
 /// Mounts the token volume (an existing `kube-api-access-*` one, else a new one) in every
 /// init container and container that has nothing at the token's path.
-pub(super) fn mount_token(pod: &mut Value) {
+pub(crate) fn mount_token(pod: &mut Value) {
     let existing = pod["spec"]["volumes"].as_array().and_then(|volumes| {
         volumes
             .iter()
@@ -364,7 +348,7 @@ fn references_secrets(pod: &Value) -> bool {
 }
 
 /// What upstream's Validate allows a mirror pod.
-pub(super) fn check_mirror_pod(pod: &Value) -> std::result::Result<(), &'static str> {
+pub(crate) fn check_mirror_pod(pod: &Value) -> std::result::Result<(), &'static str> {
     if pod["spec"]["serviceAccountName"]
         .as_str()
         .is_some_and(|n| !n.is_empty())
@@ -391,7 +375,7 @@ pub(super) fn check_mirror_pod(pod: &Value) -> std::result::Result<(), &'static 
 
 /// The `kubernetes.io/enforce-mountable-secrets` check: the pod may only use the secrets its
 /// account lists.
-pub(super) fn limit_secret_references(
+pub(crate) fn limit_secret_references(
     account: &Value,
     pod: &Value,
 ) -> std::result::Result<(), String> {

@@ -1,7 +1,6 @@
 //! The DefaultStorageClass admission plugin (upstream's
 //! plugin/pkg/admission/storage/storageclass/setdefault): a claim created without naming a
-//! class gets the default StorageClass's name. Runs as the claims' create hook, so every
-//! server applies it and a dry run shows it.
+//! class gets the default StorageClass's name. A dry run shows it too.
 
 use std::sync::Arc;
 
@@ -10,13 +9,24 @@ use serde_json::Value;
 use storage::{Interface, ListOptions, ReadRevision};
 use tracing::warn;
 
+use super::{Attributes, Operation, Plugin};
 use crate::catalogue::is_default_class;
+use crate::catalogue::ResourceInfo;
 use crate::error::{Qualified, RegistryError, Result};
 use crate::object::{self, Object};
-use crate::store::hooks::{finish_nothing, Finish, StoreHooks};
+use crate::Registry;
 
 /// The legacy annotation that names a claim's class instead of spec.storageClassName.
 const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+
+pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
+    let path = registry
+        .catalogue()
+        .lookup("storage.k8s.io", "v1", "storageclasses")
+        .map(|r| r.storage_path.clone())
+        .unwrap_or_else(|| "/storageclasses".into());
+    Arc::new(DefaultStorageClass::new(registry.cache_for(&path), &path))
+}
 
 pub struct DefaultStorageClass {
     /// The storage of StorageClasses (its watch cache).
@@ -82,21 +92,35 @@ fn names_class(claim: &Value) -> bool {
 }
 
 #[async_trait]
-impl StoreHooks for DefaultStorageClass {
-    async fn begin_create(&self, claim: &mut Object, _dry_run: bool) -> Result<Finish> {
-        if !names_class(claim) {
-            if let Some(class) = self.default_class().await? {
-                if let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("storageClassName".into(), Value::String(class));
-                }
+impl Plugin for DefaultStorageClass {
+    fn name(&self) -> &'static str {
+        "DefaultStorageClass"
+    }
+
+    fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
+        operation == Operation::Create
+            && subresource.is_empty()
+            && info.group.is_empty()
+            && info.plural == "persistentvolumeclaims"
+    }
+
+    async fn admit(&self, _: &Attributes<'_>, claim: Option<&mut Object>) -> Result<()> {
+        let Some(claim) = claim.filter(|c| !names_class(c)) else {
+            return Ok(());
+        };
+        if let Some(class) = self.default_class().await? {
+            if let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("storageClassName".into(), Value::String(class));
             }
         }
-        Ok(finish_nothing())
+        Ok(())
     }
 
-    async fn begin_update(&self, _new: &mut Object, _old: &Object, _dry: bool) -> Result<Finish> {
-        Ok(finish_nothing())
+    fn mutates(&self) -> bool {
+        true
     }
 
-    async fn after_delete(&self, _claim: &Object) {}
+    fn validates(&self) -> bool {
+        false
+    }
 }

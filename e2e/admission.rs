@@ -1,0 +1,169 @@
+//! The admission chain through the real binary and kubectl: upstream's plugin names on
+//! `--enable-admission-plugins` / `--disable-admission-plugins` (unknown ones refused at
+//! start), DefaultTolerationSeconds on creates and updates (so `kubectl replace` of a pod
+//! manifest keeps the tolerations it was given), and AlwaysDeny's refusal.
+
+mod support;
+
+use serde_json::Value;
+use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
+
+const POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  containers: [{name: web, image: nginx}]
+"#;
+
+fn default_tolerations(pod: &Value) -> Vec<(String, i64)> {
+    pod["spec"]["tolerations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| t["effect"] == "NoExecute")
+        .map(|t| {
+            (
+                t["key"].as_str().unwrap_or_default().to_string(),
+                t["tolerationSeconds"].as_i64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+const DEFAULTS: [(&str, i64); 2] = [
+    ("node.kubernetes.io/not-ready", 300),
+    ("node.kubernetes.io/unreachable", 300),
+];
+
+/// A pod gets the default tolerations on create; `kubectl replace` of the pod without them
+/// keeps them, as upstream's plugin gives them back on update; a pod may still not drop a
+/// toleration it set itself.
+fn replace_keeps_default_tolerations(s: &Server) {
+    s.with_manifest("create", POD);
+    let created = s.json(&["get", "pod", "web"]);
+    let expected: Vec<(String, i64)> = DEFAULTS.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    assert_eq!(default_tolerations(&created), expected, "{created}");
+
+    // The pod as served, its tolerations dropped and a label changed, as a user would edit
+    // a saved manifest (again on a conflict, as a user would, should anything have written
+    // the pod meanwhile).
+    let replaced = (0..3)
+        .find_map(|_| {
+            let mut edited = s.json(&["get", "pod", "web"]);
+            if let Some(spec) = edited["spec"].as_object_mut() {
+                spec.remove("tolerations");
+            }
+            edited["metadata"]["labels"]["app"] = serde_json::json!("web2");
+            let out = s.manifest_output(&["replace", "-f", "-"], &edited.to_string());
+            let said = support::output_text(&out);
+            match out.status.success() {
+                true => Some(said),
+                false if said.contains("Conflict") => None,
+                false => panic!("replace failed: {said}"),
+            }
+        })
+        .expect("replaced within three tries");
+    assert!(replaced.contains("pod/web replaced"), "{replaced}");
+    let pod = s.json(&["get", "pod", "web"]);
+    assert_eq!(pod["metadata"]["labels"]["app"], "web2", "{pod}");
+    assert_eq!(default_tolerations(&pod), expected, "{pod}");
+
+    // A toleration of the pod's own cannot be removed by an update.
+    let own = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: own}
+spec:
+  containers: [{name: web, image: nginx}]
+  tolerations: [{key: example.com/gpu, operator: Exists, effect: NoSchedule}]
+"#;
+    s.with_manifest("create", own);
+    let mut dropped = s.json(&["get", "pod", "own"]);
+    if let Some(list) = dropped["spec"]["tolerations"].as_array_mut() {
+        list.retain(|t| t["key"] != "example.com/gpu");
+    }
+    let out = s.manifest_output(&["replace", "-f", "-"], &dropped.to_string());
+    let said = support::output_text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("existing toleration can not be modified except its tolerationSeconds"),
+        "{said}"
+    );
+}
+
+#[test]
+fn replace_keeps_default_tolerations_on_embedded() {
+    replace_keeps_default_tolerations(&start_embedded_with(&[]));
+}
+
+#[test]
+fn replace_keeps_default_tolerations_on_etcd() {
+    replace_keeps_default_tolerations(&start_on_etcd_with(&[]));
+}
+
+#[test]
+fn disabled_plugins_do_not_run() {
+    let s = start_embedded_with(&[
+        "--disable-admission-plugins",
+        "DefaultTolerationSeconds,LimitRanger",
+    ]);
+    s.with_manifest("create", POD);
+    let pod = s.json(&["get", "pod", "web"]);
+    assert!(default_tolerations(&pod).is_empty(), "{pod}");
+    // ServiceAccount still runs: the pod has its account and token.
+    assert_eq!(pod["spec"]["serviceAccountName"], "default", "{pod}");
+    assert!(s.logged("admission chain") > 0);
+}
+
+#[test]
+fn unknown_or_overlapping_plugins_are_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let said = support::refused_start(dir.path(), &["--disable-admission-plugins", "NoSuchPlugin"]);
+    assert!(
+        said.contains("disable-admission-plugins plugin \"NoSuchPlugin\" is unknown"),
+        "{said}"
+    );
+    let said = support::refused_start(dir.path(), &["--enable-admission-plugins", "NoSuchPlugin"]);
+    assert!(
+        said.contains("enable-admission-plugins plugin \"NoSuchPlugin\" is unknown"),
+        "{said}"
+    );
+    let said = support::refused_start(
+        dir.path(),
+        &[
+            "--enable-admission-plugins",
+            "AlwaysDeny",
+            "--disable-admission-plugins",
+            "AlwaysDeny",
+        ],
+    );
+    assert!(
+        said.contains(
+            "[AlwaysDeny] in enable-admission-plugins and disable-admission-plugins overlapped"
+        ),
+        "{said}"
+    );
+}
+
+#[test]
+fn always_deny_refuses_every_write() {
+    // ServiceAccount off: it runs first and would refuse the pod for want of its account,
+    // which the accounts' controller cannot create under AlwaysDeny.
+    let s = start_embedded_with(&[
+        "--enable-admission-plugins",
+        "AlwaysDeny",
+        "--disable-admission-plugins",
+        "ServiceAccount",
+    ]);
+    let out = s.manifest_output(&["create", "-f", "-"], POD);
+    let said = support::output_text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("pods \"web\" is forbidden: admission control is denying all modifications"),
+        "{said}"
+    );
+    let r = s.request("DELETE", "/api/v1/namespaces/kube-public", &[], b"");
+    assert_eq!(r.status, 403, "{}", r.body);
+}

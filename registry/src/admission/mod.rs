@@ -1,0 +1,170 @@
+//! The admission chain (upstream's k8s.io/apiserver/pkg/admission): every create, update and
+//! delete a Store makes passes the enabled plugins, in upstream's order, the mutating ones
+//! first (each may change the object), then the validating ones (each may only refuse). A
+//! plugin is one file here, named and switched by upstream's plugin name
+//! (`--enable-admission-plugins` / `--disable-admission-plugins`, see [`plugins`]).
+//!
+//! Where the Store calls the chain, as upstream's handlers and generic store do:
+//! - create: mutating after defaults, then the kind's validation, then validating;
+//! - update of the main resource (and create through update): mutating and validating on
+//!   the object the update produced, before the kind's update rules and validation, each
+//!   attempt against the state it would replace;
+//! - delete: mutating with no object (as upstream's handler), before anything is read.
+//!
+//! RBAC's escalation checks are not admission: they stay with the RBAC storage (`WriteGuard`).
+
+mod always_admit;
+mod always_deny;
+mod default_storage_class;
+mod default_toleration_seconds;
+mod namespace_lifecycle;
+pub mod plugins;
+pub mod service_account;
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use async_trait::async_trait;
+
+use crate::auth::UserInfo;
+use crate::catalogue::ResourceInfo;
+use crate::error::Result;
+use crate::object::Object;
+
+pub use namespace_lifecycle::SYSTEM_NAMESPACES;
+pub use plugins::{resolve, PluginConfigError, Resolved, ORDERED};
+
+/// What a request does (upstream's admission.Operation; CONNECT has no Store here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+/// A request as admission sees it (upstream's admission.Attributes).
+pub struct Attributes<'a> {
+    pub info: &'a ResourceInfo,
+    pub operation: Operation,
+    /// "" for the main resource, else the subresource written (`status`).
+    pub subresource: &'a str,
+    pub namespace: Option<&'a str>,
+    /// The object's name; on a create with generateName, empty until the write draws one.
+    pub name: &'a str,
+    /// The stored object an update or delete replaces.
+    pub old: Option<&'a Object>,
+    /// Who makes the request; None for in-process writers.
+    pub user: Option<&'a Arc<UserInfo>>,
+    pub dry_run: bool,
+}
+
+impl Attributes<'_> {
+    /// The resource is `group`/`plural` (and its main resource, not a subresource).
+    pub fn is(&self, group: &str, plural: &str) -> bool {
+        self.subresource.is_empty() && self.info.group == group && self.info.plural == plural
+    }
+}
+
+/// One admission plugin (upstream's admission.Interface with MutationInterface and/or
+/// ValidationInterface).
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    /// Upstream's name for it (`NamespaceLifecycle`).
+    fn name(&self) -> &'static str;
+
+    /// Whether it acts on `operation` of `subresource` of `info` at all (upstream's Handles
+    /// with the plugin's own kind check): a Store whose writes no plugin handles keeps its
+    /// plain write path.
+    fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool;
+
+    /// The mutating phase; `obj` is None for deletes.
+    async fn admit(&self, _attrs: &Attributes<'_>, _obj: Option<&mut Object>) -> Result<()> {
+        Ok(())
+    }
+
+    /// The validating phase; `obj` is None for deletes.
+    async fn validate(&self, _attrs: &Attributes<'_>, _obj: Option<&Object>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether `admit` does anything (upstream: implements MutationInterface).
+    fn mutates(&self) -> bool;
+
+    /// Whether `validate` does anything (upstream: implements ValidationInterface).
+    fn validates(&self) -> bool;
+}
+
+/// The enabled plugins in upstream's order.
+#[derive(Default)]
+pub struct Chain {
+    plugins: Vec<Arc<dyn Plugin>>,
+}
+
+impl Chain {
+    pub fn new(plugins: Vec<Arc<dyn Plugin>>) -> Self {
+        Self { plugins }
+    }
+
+    /// The enabled plugins' names, in the order they run.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|p| p.name()).collect()
+    }
+
+    pub fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
+        self.plugins
+            .iter()
+            .any(|p| p.handles(info, operation, subresource))
+    }
+
+    /// Runs every mutating plugin that handles the request, in order.
+    pub async fn admit(&self, attrs: &Attributes<'_>, mut obj: Option<&mut Object>) -> Result<()> {
+        for plugin in self.applicable(attrs).filter(|p| p.mutates()) {
+            plugin.admit(attrs, obj.as_deref_mut()).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs every validating plugin that handles the request, in order; the first refusal
+    /// answers.
+    pub async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Result<()> {
+        for plugin in self.applicable(attrs).filter(|p| p.validates()) {
+            plugin.validate(attrs, obj).await?;
+        }
+        Ok(())
+    }
+
+    /// Both phases, for writes whose mutation and validation run back to back.
+    pub async fn admit_and_validate(&self, attrs: &Attributes<'_>, obj: &mut Object) -> Result<()> {
+        self.admit(attrs, Some(obj)).await?;
+        self.validate(attrs, Some(obj)).await
+    }
+
+    fn applicable<'a>(
+        &'a self,
+        attrs: &'a Attributes<'_>,
+    ) -> impl Iterator<Item = &'a Arc<dyn Plugin>> {
+        self.plugins
+            .iter()
+            .filter(|p| p.handles(attrs.info, attrs.operation, attrs.subresource))
+    }
+}
+
+/// The chain every Store of a registry consults: set once the server has read its flags
+/// (until then, and in registries built for tests, the in-process defaults of
+/// [`plugins::IN_PROCESS`]).
+#[derive(Default)]
+pub struct Admission {
+    chain: RwLock<Arc<Chain>>,
+}
+
+impl Admission {
+    pub fn chain(&self) -> Arc<Chain> {
+        self.chain
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set(&self, chain: Chain) {
+        *self.chain.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(chain);
+    }
+}

@@ -1,0 +1,245 @@
+//! Upstream's admission plugins by name, in the order they run (kube-apiserver 1.35's
+//! AllOrderedPlugins), which are on by default, and which this server builds. The flags
+//! `--enable-admission-plugins` and `--disable-admission-plugins` are resolved here, with
+//! upstream's rules and messages.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::{
+    always_admit, always_deny, default_storage_class, default_toleration_seconds,
+    namespace_lifecycle, service_account, Chain, Plugin,
+};
+use crate::Registry;
+
+/// Builds a plugin over the registry it admits writes to.
+type Build = fn(&Registry) -> Arc<dyn Plugin>;
+
+/// One of upstream's plugins.
+pub struct Entry {
+    pub name: &'static str,
+    /// In kube-apiserver's default set (enabled unless disabled).
+    pub default_on: bool,
+    /// None: upstream has it, this server does not build it yet (its kinds or its
+    /// configuration are not here).
+    build: Option<Build>,
+}
+
+const fn plugin(name: &'static str, default_on: bool, build: Option<Build>) -> Entry {
+    Entry {
+        name,
+        default_on,
+        build,
+    }
+}
+
+/// Every upstream plugin in execution order. Webhooks, policies, ResourceQuota and AlwaysDeny
+/// stay last, as upstream keeps them.
+pub static ORDERED: &[Entry] = &[
+    plugin("AlwaysAdmit", false, Some(always_admit::build)),
+    plugin("NamespaceAutoProvision", false, None),
+    plugin("NamespaceLifecycle", true, Some(namespace_lifecycle::build)),
+    plugin("NamespaceExists", false, None),
+    plugin("LimitPodHardAntiAffinityTopology", false, None),
+    plugin("LimitRanger", true, None),
+    plugin("ServiceAccount", true, Some(service_account::build)),
+    plugin("NodeRestriction", false, None),
+    plugin("TaintNodesByCondition", true, None),
+    plugin("AlwaysPullImages", false, None),
+    plugin("ImagePolicyWebhook", false, None),
+    plugin("PodSecurity", true, None),
+    plugin("PodNodeSelector", false, None),
+    plugin("Priority", true, None),
+    plugin(
+        "DefaultTolerationSeconds",
+        true,
+        Some(default_toleration_seconds::build),
+    ),
+    plugin("PodTolerationRestriction", false, None),
+    plugin("EventRateLimit", false, None),
+    plugin("ExtendedResourceToleration", false, None),
+    plugin(
+        "DefaultStorageClass",
+        true,
+        Some(default_storage_class::build),
+    ),
+    plugin("StorageObjectInUseProtection", true, None),
+    plugin("OwnerReferencesPermissionEnforcement", false, None),
+    plugin("PersistentVolumeClaimResize", true, None),
+    plugin("RuntimeClass", true, None),
+    plugin("CertificateApproval", true, None),
+    plugin("CertificateSigning", true, None),
+    plugin("ClusterTrustBundleAttest", true, None),
+    plugin("CertificateSubjectRestriction", true, None),
+    plugin("DefaultIngressClass", true, None),
+    plugin("DenyServiceExternalIPs", false, None),
+    plugin("PodTopologyLabels", true, None),
+    plugin("MutatingAdmissionPolicy", true, None),
+    plugin("MutatingAdmissionWebhook", true, None),
+    plugin("ValidatingAdmissionPolicy", true, None),
+    plugin("ValidatingAdmissionWebhook", true, None),
+    plugin("ResourceQuota", true, None),
+    plugin("AlwaysDeny", false, Some(always_deny::build)),
+];
+
+/// The plugins of a registry no flags configured (in-process use and tests): the default
+/// ones that need nothing the server sets up at start (ServiceAccount needs the accounts'
+/// controller and token keys).
+pub const IN_PROCESS: &[&str] = &[
+    "NamespaceLifecycle",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+];
+
+/// A bad `--enable-admission-plugins` / `--disable-admission-plugins`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PluginConfigError {
+    #[error("{flag} plugin {name:?} is unknown")]
+    Unknown { flag: &'static str, name: String },
+    #[error("[{}] in enable-admission-plugins and disable-admission-plugins overlapped", .0.join(" "))]
+    Overlap(Vec<String>),
+    #[error("enable-admission-plugins plugin {0:?} is not available in this server yet")]
+    Unavailable(String),
+}
+
+/// What the flags make of the plugins.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// The plugins that run, in order.
+    pub enabled: Vec<&'static str>,
+    /// Default plugins upstream would run that this server does not build yet.
+    pub unavailable: Vec<&'static str>,
+}
+
+/// Upstream's rules: the default set, plus what `enable` names, less what `disable` names;
+/// every name must be one of upstream's, and none may be in both lists.
+pub fn resolve(enable: &[String], disable: &[String]) -> Result<Resolved, PluginConfigError> {
+    for (flag, names) in [
+        ("enable-admission-plugins", enable),
+        ("disable-admission-plugins", disable),
+    ] {
+        if let Some(name) = names.iter().find(|n| entry(n).is_none()) {
+            return Err(PluginConfigError::Unknown {
+                flag,
+                name: name.clone(),
+            });
+        }
+    }
+    let enable: BTreeSet<&str> = enable.iter().map(String::as_str).collect();
+    let disable: BTreeSet<&str> = disable.iter().map(String::as_str).collect();
+    let overlap: Vec<String> = enable
+        .intersection(&disable)
+        .map(|n| n.to_string())
+        .collect();
+    if !overlap.is_empty() {
+        return Err(PluginConfigError::Overlap(overlap));
+    }
+    let mut resolved = Resolved {
+        enabled: Vec::new(),
+        unavailable: Vec::new(),
+    };
+    for e in ORDERED {
+        let on = (e.default_on || enable.contains(e.name)) && !disable.contains(e.name);
+        match (on, e.build) {
+            (false, _) => {}
+            (true, Some(_)) => resolved.enabled.push(e.name),
+            (true, None) if enable.contains(e.name) => {
+                return Err(PluginConfigError::Unavailable(e.name.to_string()))
+            }
+            (true, None) => resolved.unavailable.push(e.name),
+        }
+    }
+    Ok(resolved)
+}
+
+fn entry(name: &str) -> Option<&'static Entry> {
+    ORDERED.iter().find(|e| e.name == name)
+}
+
+/// The chain of `names` (each one this server builds), in upstream's order whatever the
+/// order given.
+pub(crate) fn chain(registry: &Registry, names: &[&str]) -> Chain {
+    Chain::new(
+        ORDERED
+            .iter()
+            .filter(|e| names.contains(&e.name))
+            .filter_map(|e| e.build.map(|build| build(registry)))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_run_in_upstreams_order() {
+        let resolved = resolve(&[], &[]).expect("defaults");
+        assert_eq!(
+            resolved.enabled,
+            [
+                "NamespaceLifecycle",
+                "ServiceAccount",
+                "DefaultTolerationSeconds",
+                "DefaultStorageClass"
+            ]
+        );
+        assert!(resolved.unavailable.contains(&"LimitRanger"));
+        assert!(resolved.unavailable.contains(&"ResourceQuota"));
+    }
+
+    #[test]
+    fn enabling_and_disabling_follow_upstreams_rules() {
+        let resolved = resolve(
+            &names(&["AlwaysDeny", "AlwaysAdmit"]),
+            &names(&["DefaultTolerationSeconds", "LimitRanger"]),
+        )
+        .expect("valid flags");
+        assert_eq!(
+            resolved.enabled,
+            [
+                "AlwaysAdmit",
+                "NamespaceLifecycle",
+                "ServiceAccount",
+                "DefaultStorageClass",
+                "AlwaysDeny"
+            ]
+        );
+        assert!(!resolved.unavailable.contains(&"LimitRanger"));
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_upstreams_messages() {
+        let err = resolve(&[], &names(&["NoSuchPlugin"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "disable-admission-plugins plugin \"NoSuchPlugin\" is unknown"
+        );
+        let err = resolve(&names(&["NoSuchPlugin"]), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "enable-admission-plugins plugin \"NoSuchPlugin\" is unknown"
+        );
+        let err = resolve(&names(&["AlwaysDeny"]), &names(&["AlwaysDeny"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "[AlwaysDeny] in enable-admission-plugins and disable-admission-plugins overlapped"
+        );
+        let err = resolve(&names(&["PodNodeSelector"]), &[]).unwrap_err();
+        assert_eq!(
+            err,
+            PluginConfigError::Unavailable("PodNodeSelector".into())
+        );
+    }
+
+    #[test]
+    fn in_process_plugins_are_built() {
+        for name in IN_PROCESS {
+            assert!(entry(name).and_then(|e| e.build).is_some(), "{name}");
+        }
+    }
+}
