@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
-use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig};
 use futures::StreamExt;
 use kubelet::{NodeConfig, Nodes};

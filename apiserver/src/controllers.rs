@@ -6,6 +6,8 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use client::informer::InformerFactory;
+use client::leader_election::{default_identity, LeaderElectionConfig, LeaderElector, Leadership};
 use controllers::clusterrole_aggregation::ClusterRoleAggregationController;
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
@@ -14,11 +16,7 @@ use controllers::disruption::{DisruptionController, DisruptionControllerConfig};
 use controllers::endpoints::{EndpointsController, EndpointsControllerConfig};
 use controllers::endpointslice::{EndpointSliceController, EndpointSliceControllerConfig};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
-use controllers::informer::InformerFactory;
 use controllers::job::{JobController, JobControllerConfig};
-use controllers::leader_election::{
-    default_identity, LeaderElectionConfig, LeaderElector, Leadership,
-};
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use controllers::node_lifecycle::{
     NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use apiextensions::Installer;
+use client::informer::InformerFactory;
 use controllers::apiextensions::DefinitionController;
-use controllers::informer::InformerFactory;
 use openapi::OpenApi;
 use tokio_util::sync::CancellationToken;
 use tracing::error;

@@ -132,7 +132,7 @@ impl Metrics {
         }
         // The lower layers' own families: the controllers' work queues and the storage
         // backend's request latency.
-        controllers::workqueue::register_metrics(&registry).expect("metric registered once");
+        client::workqueue::register_metrics(&registry).expect("metric registered once");
         storage::metrics::register_metrics(&registry).expect("metric registered once");
         // Both kinds show from the start, at 0.
         for kind in [RequestKind::ReadOnly, RequestKind::Mutating] {

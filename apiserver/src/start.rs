@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ::controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::info;

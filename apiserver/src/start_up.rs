@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use controllers::informer::InformerFactory;
+use client::informer::InformerFactory;
 use tokio::sync::watch;
 use tracing::debug;
 
@@ -59,7 +59,7 @@ async fn finish_within(
 
 #[cfg(test)]
 mod tests {
-    use controllers::informer::InformerConfig;
+    use client::informer::InformerConfig;
     use test_support::TestBackend;
 
     use super::*;

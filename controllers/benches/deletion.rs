@@ -12,8 +12,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
-use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use futures::stream::{self, StreamExt};
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};

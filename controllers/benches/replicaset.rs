@@ -10,7 +10,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig};
 use registry::options::{ListOptions, WriteOptions};
 use registry::patch::PatchType;

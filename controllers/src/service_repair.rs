@@ -11,8 +11,8 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::events::{EventRecorder, EventType};
-use crate::informer::InformerFactory;
+use client::events::{EventRecorder, EventType};
+use client::informer::InformerFactory;
 
 /// Upstream's repair interval.
 pub const INTERVAL: Duration = Duration::from_secs(180);

@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use chrono::{DurationRound, TimeDelta, Utc};
-use controllers::clock::ManualClock;
+use client::clock::ManualClock;
 use controllers::cronjob::{
     CronJobController, CronJobControllerConfig, SCHEDULED_TIMESTAMP_ANNOTATION,
 };
@@ -74,7 +74,7 @@ impl Running {
     }
 
     fn clock_minutes(&self) -> i64 {
-        use controllers::clock::Clock;
+        use client::clock::Clock;
         self.clock.now().timestamp() / 60
     }
 }

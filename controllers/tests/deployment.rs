@@ -7,8 +7,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::deployment::{DeploymentController, DeploymentControllerConfig};
-use controllers::informer::{InformerConfig, InformerFactory};
 use futures::StreamExt;
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::patch::PatchType;

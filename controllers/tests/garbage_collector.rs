@@ -8,8 +8,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
-use controllers::informer::{InformerConfig, InformerFactory};
 use futures::StreamExt;
 use registry::options::{DeleteOptions, DeleteOptionsWire, ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, ResourceInfo, Store, Subresource, WatchEventType};

@@ -6,10 +6,10 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use client::informer::{wait_for_sync, InformerConfig, InformerFactory};
 use controllers::history::{
     hash_revision, new_revision, next_revision, revision_name, revision_number, History,
 };
-use controllers::informer::{wait_for_sync, InformerConfig, InformerFactory};
 use registry::options::{ListOptions, WriteOptions};
 use registry::selector::labels::LabelSelector;
 use registry::{object, Store};

@@ -7,7 +7,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::namespace::{
     NamespaceController, NamespaceControllerConfig, CONTENT_FAILURE, CONTENT_REMAINING,
     DISCOVERY_FAILURE, FINALIZERS_REMAINING, GROUP_VERSION_PARSING_FAILURE,

@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use chrono::Utc;
-use controllers::clock::ManualClock;
+use client::clock::ManualClock;
 use controllers::node_lifecycle::{
     HealthConfig, NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
     NODE_NOT_FOUND,
@@ -146,7 +146,7 @@ async fn a_silent_node_turns_unknown_and_is_tainted(h: &Harness) {
 }
 
 fn clock_now(clock: &ManualClock) -> chrono::DateTime<Utc> {
-    use controllers::clock::Clock;
+    use client::clock::Clock;
     clock.now()
 }
 

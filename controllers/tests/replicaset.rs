@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::patch::PatchType;

@@ -7,8 +7,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use client::informer::{InformerConfig, InformerFactory};
 use controllers::garbage_collector::{GarbageCollector, GcConfig};
-use controllers::informer::{InformerConfig, InformerFactory};
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::patch::PatchType;

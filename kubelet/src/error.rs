@@ -5,7 +5,7 @@ pub enum KubeletError {
     #[error("the registry serves no {0}")]
     NotServed(String),
     #[error(transparent)]
-    Informer(#[from] controllers::informer::FactoryError),
+    Informer(#[from] client::informer::FactoryError),
     #[error("invalid cluster CIDR {cidr:?}: {why}")]
     ClusterCidr { cidr: String, why: String },
     #[error(transparent)]

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use controllers::events::EventRecorder;
-use controllers::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use client::events::EventRecorder;
+use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
 use registry::Store;
 use serde_json::Value;
 use tokio::sync::watch;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use controllers::events::{EventRecorder, EventType};
+use client::events::{EventRecorder, EventType};
 use registry::object;
 use serde_json::Value;
 use tokio::sync::watch;

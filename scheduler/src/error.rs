@@ -1,4 +1,4 @@
-use controllers::informer::FactoryError;
+use client::informer::FactoryError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {

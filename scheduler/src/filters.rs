@@ -2,7 +2,7 @@
 //! TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, then the pod-topology ones
 //! (`topology.rs`). A node fails at its first failing plugin, with that plugin's reasons.
 
-use controllers::scheduling::{
+use client::component_helpers::{
     find_untolerated_taint, required_node_affinity_matches, TaintEffect,
 };
 use serde_json::{json, Value};

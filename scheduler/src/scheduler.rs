@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use controllers::events::{EventRecorder, EventType};
-use controllers::informer::{dispatch, InformerFactory, Notification, SharedInformer};
-use controllers::worker::{run_when_synced, Next};
-use controllers::workqueue::RateLimitingQueue;
+use client::events::{EventRecorder, EventType};
+use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 use rand::Rng;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;

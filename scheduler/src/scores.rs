@@ -1,7 +1,7 @@
 //! The score plugins, each 0..=100 after normalisation, weighted as the default profile:
 //! TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, NodeResourcesFit (LeastAllocated) 1.
 
-use controllers::scheduling::{node_selector_matches, tolerates};
+use client::component_helpers::{node_selector_matches, tolerates};
 use serde_json::Value;
 
 use crate::cache::{NodeInfo, PodInfo};

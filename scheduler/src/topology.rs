@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use controllers::scheduling::required_node_affinity_matches;
+use client::component_helpers::required_node_affinity_matches;
 use registry::object;
 use registry::selector::labels::LabelSelector;
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! here; nothing in this cluster provisions for a chosen node yet, so they are left to the
 //! provisioner that serves their class.
 
-use controllers::informer::SharedInformer;
+use client::informer::SharedInformer;
 use registry::object;
 use serde_json::Value;
 

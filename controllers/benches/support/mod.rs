@@ -98,15 +98,12 @@ pub async fn raw_pod_create_rate(
     let store = registry.store("", "v1", "pods").expect("pods");
     let owner = serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                                    "metadata": {"name": "bench", "uid": "raw"}});
-    let reference = controllers::controller_utils::controller_ref(&owner);
+    let reference = client::controller_utils::controller_ref(&owner);
     let started = Instant::now();
     stream::iter(0..pods)
         .for_each_concurrent(CONCURRENCY, |_| {
-            let pod = controllers::controller_utils::pod_from_template(
-                template,
-                "bench",
-                reference.clone(),
-            );
+            let pod =
+                client::controller_utils::pod_from_template(template, "bench", reference.clone());
             let store = &store;
             async move {
                 store

@@ -16,9 +16,9 @@ use tracing::{debug, info, warn};
 
 use super::cleanup::{delete_instances, Progress};
 use super::naming::{names, Taken};
-use crate::informer::{dispatch, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_workers, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_workers, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// How soon a deletion waiting on custom resources with finalizers looks again.
 const INSTANCES_RECHECK: Duration = Duration::from_secs(1);

@@ -15,9 +15,9 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::informer::{dispatch, InformerFactory, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::informer::{dispatch, InformerFactory, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// Upstream's field manager for the aggregated rules.
 pub const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::clock::{self, Clock};
+use client::clock::{self, Clock};
 
 #[derive(Clone, Debug)]
 pub struct CronJobControllerConfig {

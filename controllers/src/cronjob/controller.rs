@@ -11,12 +11,12 @@ use tracing::{info, warn};
 
 use super::config::CronJobControllerConfig;
 use super::COMPONENT;
-use crate::events::EventRecorder;
-use crate::informer::{
+use client::events::EventRecorder;
+use client::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
 pub enum CronJobControllerError {

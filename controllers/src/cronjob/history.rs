@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::controller::CronJobController;
 use super::sync::remove_active;
-use crate::controller_utils::SyncError;
-use crate::events::EventType;
+use client::controller_utils::SyncError;
+use client::events::EventType;
 
 impl CronJobController {
     pub(super) async fn cleanup_finished_jobs(

@@ -15,10 +15,10 @@ use tracing::debug;
 use super::controller::CronJobController;
 use super::schedule::{parse_schedule, ScheduleTimes, TOO_MANY_MISSED};
 use super::SCHEDULED_TIMESTAMP_ANNOTATION;
-use crate::controller_utils::{controller_ref, SyncError};
-use crate::events::EventType;
-use crate::informer::CONTROLLER_UID_INDEX;
 use crate::job::is_finished;
+use client::controller_utils::{controller_ref, SyncError};
+use client::events::EventType;
+use client::informer::CONTROLLER_UID_INDEX;
 
 /// Slack past the next scheduled time before looking again, so the clock has passed it.
 const NEXT_SCHEDULE_DELTA: Duration = Duration::from_millis(100);
@@ -327,7 +327,7 @@ impl CronJobController {
                     .jobs
                     .get(Some(namespace), &job_name, &ListOptions::default())
                     .await?;
-                if crate::informer::controller_uid(&existing) != Some(object::uid(cronjob)) {
+                if client::informer::controller_uid(&existing) != Some(object::uid(cronjob)) {
                     debug!(job = %job_name, "job already exists");
                     return Err(e.into());
                 }

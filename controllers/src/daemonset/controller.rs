@@ -12,17 +12,17 @@ use tracing::{info, warn};
 
 use super::backoff::FailedPodsBackoff;
 use super::config::DaemonSetControllerConfig;
-use crate::controller_utils::{
+use crate::history::History;
+use client::controller_utils::{
     controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
 };
-use crate::events::EventRecorder;
-use crate::history::History;
-use crate::informer::{
+use client::events::EventRecorder;
+use client::informer::{
     dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
     NAMESPACE_INDEX,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 pub struct DaemonSetController {
     pub(super) config: DaemonSetControllerConfig,

@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 use super::controller::{selector, DaemonSetController};
 use super::placement::CONTROLLER_REVISION_HASH;
 use super::status::NodePods;
-use crate::controller_utils::SyncError;
 use crate::history::{
     new_revision, next_revision, revision_number, CONTROLLER_REVISION_HASH_LABEL,
 };
+use client::controller_utils::SyncError;
 
 /// The patch a revision holds: the whole template, replacing whatever the DaemonSet has.
 fn revision_data(ds: &Value) -> Value {
@@ -30,7 +30,7 @@ fn revision_data(ds: &Value) -> Value {
 
 /// Whether `revision` holds the DaemonSet's current template.
 fn matches(ds: &Value, revision: &Value) -> bool {
-    use crate::controller_utils::hash::normalize;
+    use client::controller_utils::hash::normalize;
     normalize(&revision["data"]) == normalize(&revision_data(ds))
 }
 

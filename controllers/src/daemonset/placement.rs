@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use crate::scheduling::{find_untolerated_taint, required_node_affinity_matches, TaintEffect};
+use client::component_helpers::{
+    find_untolerated_taint, required_node_affinity_matches, TaintEffect,
+};
 
 /// The label naming the ControllerRevision a pod was made from.
 pub const CONTROLLER_REVISION_HASH: &str = "controller-revision-hash";

@@ -11,7 +11,7 @@ use registry::object;
 use serde_json::{json, Value};
 
 use super::placement::{is_pod_updated, node_should_run, template_generation};
-use crate::controller_utils::{is_pod_available, is_pod_ready};
+use client::controller_utils::{is_pod_available, is_pod_ready};
 
 /// Daemon pods by the node they are for.
 pub type NodePods = HashMap<String, Vec<Arc<Value>>>;

@@ -18,12 +18,12 @@ use super::controller::{key, selector, DaemonSetController};
 use super::placement::{node_should_run, pin_to_node, pod_template, CONTROLLER_REVISION_HASH};
 use super::status::{by_creation_and_phase, counts, min_ready_seconds, next_status, NodePods};
 use super::update::rolling_update_step;
-use crate::controller_utils::{
+use client::controller_utils::{
     claim, claim_candidate, controller_ref, is_pod_available, is_pod_ready, pod_from_template,
     slow_start_batch, Claimable, SyncError,
 };
-use crate::events::EventType;
-use crate::informer::NAMESPACE_INDEX;
+use client::events::EventType;
+use client::informer::NAMESPACE_INDEX;
 
 pub(super) type SyncResult = Result<Option<Duration>, SyncError>;
 

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::placement::{is_pod_updated, node_should_run, template_generation};
 use super::status::{min_ready_seconds, NodePods};
-use crate::controller_utils::is_pod_available;
 use crate::deployment::util::replicas::scaled_value;
+use client::controller_utils::is_pod_available;
 
 /// (maxSurge, maxUnavailable) for `desired` nodes (upstream's updatedDesiredNodeCounts):
 /// percentages round up, and with both zero one node may be unavailable.

@@ -12,14 +12,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::config::DeploymentControllerConfig;
-use crate::controller_utils::resolve_controller_ref;
-use crate::events::EventRecorder;
-use crate::informer::{
+use client::controller_utils::resolve_controller_ref;
+use client::events::EventRecorder;
+use client::informer::{
     controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
     NAMESPACE_INDEX,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 pub struct DeploymentController {
     pub(super) config: DeploymentControllerConfig,

@@ -18,7 +18,7 @@ use super::util::conditions::{
 };
 use super::util::replicas::max_unavailable;
 use super::util::{spec_replicas, total_replicas, total_status};
-use crate::controller_utils::SyncError;
+use client::controller_utils::SyncError;
 
 /// The deployment's status from its ReplicaSets; conditions carried over, Available set.
 pub fn calculate_status(d: &Value, all: &[Value], new_rs: Option<&Value>) -> Value {

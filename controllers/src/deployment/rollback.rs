@@ -13,7 +13,7 @@ use super::sync::{all, SyncResult};
 use super::util::hash::equal_ignore_hash;
 use super::util::revision::{annotations_for_rollback, last_revision};
 use super::util::{annotation, revision, POD_TEMPLATE_HASH, ROLLBACK_TO};
-use crate::events::EventType;
+use client::events::EventType;
 
 /// The revision asked for, if the annotation is there and a number.
 pub(super) fn rollback_to(d: &Value) -> Option<i64> {

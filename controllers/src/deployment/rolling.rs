@@ -10,7 +10,7 @@ use super::util::conditions::deployment_complete;
 use super::util::replicas::new_rs_new_replicas;
 use super::util::scaling::{old_scale_down, old_scale_down_room, unhealthy_cleanup};
 use super::util::{by_creation, is_active, spec_replicas, total_replicas};
-use crate::controller_utils::SyncError;
+use client::controller_utils::SyncError;
 
 impl DeploymentController {
     pub(super) async fn rollout_rolling(&self, d: &mut Value, rss: &[Value]) -> SyncResult {

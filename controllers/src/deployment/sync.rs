@@ -27,9 +27,9 @@ use super::util::{
     annotation, by_creation, by_revision, is_active, set_spec_replicas, spec_replicas,
     status_count, DESIRED_REPLICAS, POD_TEMPLATE_HASH, REVISION,
 };
-use crate::controller_utils::{claim, claim_candidate, controller_ref, Claimable, SyncError};
-use crate::events::EventType;
-use crate::informer::{controller_uid, NAMESPACE_INDEX};
+use client::controller_utils::{claim, claim_candidate, controller_ref, Claimable, SyncError};
+use client::events::EventType;
+use client::informer::{controller_uid, NAMESPACE_INDEX};
 
 pub(super) type SyncResult = Result<Option<Duration>, SyncError>;
 

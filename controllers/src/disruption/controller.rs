@@ -16,11 +16,11 @@ use tracing::{info, warn};
 
 use super::scale::Finders;
 use super::status::{self, Expected};
-use crate::controller_utils::SyncError;
-use crate::events::{EventRecorder, EventType};
-use crate::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::controller_utils::SyncError;
+use client::events::{EventRecorder, EventType};
+use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
 pub enum DisruptionError {

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::controller_utils::{controller_reference, resolve_controller_ref};
-use crate::informer::SharedInformer;
+use client::controller_utils::{controller_reference, resolve_controller_ref};
+use client::informer::SharedInformer;
 
 /// The informers the finders look controllers up in.
 pub struct Finders {

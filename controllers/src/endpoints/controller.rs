@@ -10,14 +10,14 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::controller_utils::SyncError;
 use crate::endpointslice::pods::{
     endpoint_ready, has_endpoint, pod_ip, resolved_ports, selected_pods, service_selector,
     services_for_pod, target_ref, terminating,
 };
-use crate::informer::{dispatch, FactoryError, InformerFactory, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::controller_utils::SyncError;
+use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// Upstream labels the Endpoints of a headless Service so.
 const LABEL_HEADLESS: &str = "service.kubernetes.io/headless";

@@ -18,10 +18,10 @@ use super::pods::{
     service_selector, services_for_pod, target_ref, terminating,
 };
 use super::reconcile::{reconcile, Desired, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY};
-use crate::controller_utils::SyncError;
-use crate::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::controller_utils::SyncError;
+use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// How soon a Service is looked at again while the slice cache has not caught up with this
 /// controller's own writes.

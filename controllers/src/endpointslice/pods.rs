@@ -8,7 +8,7 @@ use registry::object;
 use registry::selector::LabelSelector;
 use serde_json::{json, Value};
 
-use crate::informer::{SharedInformer, NAMESPACE_INDEX};
+use client::informer::{SharedInformer, NAMESPACE_INDEX};
 
 /// The selector of a Service that has one; None for Services whose endpoints are managed by
 /// someone else (no selector), which the controllers leave alone.

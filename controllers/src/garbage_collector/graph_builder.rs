@@ -16,8 +16,8 @@ use tracing::{debug, info, trace, warn};
 use super::absent_owner_cache::AbsentOwnerCache;
 use super::graph::{Graph, Node};
 use super::reference::{owner_references, ObjectReference, ReferenceDiff, Uid};
-use crate::events::EventRecorder;
-use crate::workqueue::RateLimitingQueue;
+use client::events::EventRecorder;
+use client::workqueue::RateLimitingQueue;
 
 /// Cascades at least this large are logged at info level.
 pub(super) const LARGE_CASCADE: usize = 100;

@@ -40,10 +40,10 @@ use self::monitors::Monitors;
 use self::progress::Progress;
 use self::reference::Uid;
 use self::resolver::Resolver;
-use crate::events::EventRecorder;
-use crate::informer::InformerFactory;
-use crate::worker::{run_workers, Next};
-use crate::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
+use client::events::EventRecorder;
+use client::informer::InformerFactory;
+use client::worker::{run_workers, Next};
+use client::workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue};
 
 #[derive(Clone, Debug)]
 pub struct GcConfig {

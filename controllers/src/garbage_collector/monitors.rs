@@ -11,7 +11,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::graph_builder::{EventType, GraphBuilder, GraphEvent};
-use crate::informer::{DeltaObject, EventHandler, HandlerId, InformerFactory, SharedInformer};
+use client::informer::{DeltaObject, EventHandler, HandlerId, InformerFactory, SharedInformer};
 
 /// The collector's subscription to the shared informer of one resource.
 struct Monitor {

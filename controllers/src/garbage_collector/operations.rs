@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::errors::GcError;
 use super::reference::{raw_owner_references, ObjectReference, Uid};
 use super::GarbageCollector;
-use crate::controller_utils::{self, SyncError};
+use client::controller_utils::{self, SyncError};
 
 /// Finalizer removal on conflict: first wait, growth factor and attempts (client-go's
 /// retry.DefaultBackoff).

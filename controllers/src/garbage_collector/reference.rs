@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-pub use crate::controller_utils::raw_owner_references;
+pub use client::controller_utils::raw_owner_references;
 
 /// Object UIDs are cloned into queues and graph edges constantly; a shared str keeps that cheap.
 pub type Uid = Arc<str>;

@@ -14,8 +14,8 @@ use serde_json::{json, Map, Value};
 
 pub use store::History;
 
-use crate::controller_utils::controller_ref;
-use crate::controller_utils::hash::{compute_hash, normalize};
+use client::controller_utils::controller_ref;
+use client::controller_utils::hash::{compute_hash, normalize};
 
 /// The label holding the hash of a revision's data.
 pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller.kubernetes.io/hash";

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tracing::debug;
 
 use super::{equal_revision, hash_revision, revision_name, revision_number, sort_revisions};
-use crate::controller_utils::{claim, Claimable, SyncError};
-use crate::informer::{
+use client::controller_utils::{claim, Claimable, SyncError};
+use client::informer::{
     FactoryError, InformerFactory, SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
 
@@ -54,7 +54,7 @@ impl History {
         selector: &LabelSelector,
     ) -> Result<Vec<Arc<Value>>, SyncError> {
         let namespace = object::namespace(parent);
-        let index_error = |e: crate::informer::IndexerError| SyncError::Failed(e.to_string());
+        let index_error = |e: client::informer::IndexerError| SyncError::Failed(e.to_string());
         let mut candidates = self
             .informer
             .indexer()

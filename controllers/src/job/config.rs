@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clock::{self, Clock};
+use client::clock::{self, Clock};
 
 #[derive(Clone, Debug)]
 pub struct JobControllerConfig {

@@ -14,15 +14,15 @@ use super::backoff::BackoffStore;
 use super::config::JobControllerConfig;
 use super::pods::has_tracking_finalizer;
 use super::COMPONENT;
-use crate::controller_utils::{controller_reference, resolve_controller_ref};
-use crate::controller_utils::{Expectations, OwnWrites, PodControl};
-use crate::events::EventRecorder;
-use crate::informer::{
+use client::controller_utils::{controller_reference, resolve_controller_ref};
+use client::controller_utils::{Expectations, OwnWrites, PodControl};
+use client::events::EventRecorder;
+use client::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
     CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
 pub enum JobControllerError {
@@ -183,7 +183,7 @@ impl JobController {
         let pod_key = object_key(pod).unwrap_or_default();
         if let Some(old) = old {
             // A pod taken over by another controller: its former Job looks again.
-            if crate::informer::controller_uid(old) != crate::informer::controller_uid(pod) {
+            if client::informer::controller_uid(old) != client::informer::controller_uid(pod) {
                 if let Some((old_job, _)) = self.job_of(old) {
                     self.queue.add(Key::Job(old_job));
                 }
@@ -205,7 +205,7 @@ impl JobController {
                 }
                 self.queue.add(Key::Job(job_key));
             }
-            None if crate::informer::controller_uid(pod).is_some() => {
+            None if client::informer::controller_uid(pod).is_some() => {
                 if has_tracking_finalizer(pod) {
                     self.queue.add(Key::OrphanPod(pod_key));
                 }

@@ -17,11 +17,11 @@ use super::pods;
 use super::spec::JobSpec;
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
-use crate::controller_utils::{
+use client::controller_utils::{
     claim, claim_candidate, controller_ref, is_pod_ready, pod_from_template, slow_start_batch,
     Claimable, SyncError,
 };
-use crate::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+use client::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
 /// At most this many pods are created or deleted in one sync (MaxPodCreateDeletePerSync).
 const MAX_POD_CHANGES_PER_SYNC: usize = 500;

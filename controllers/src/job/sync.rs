@@ -19,7 +19,7 @@ use super::pods::{self, has_tracking_finalizer};
 use super::spec::JobSpec;
 use super::status::{Condition, JobStatus, SUCCESS_CRITERIA_MET};
 use super::tracking::Tracking;
-use crate::controller_utils::{is_pod_active, is_pod_ready, SyncError};
+use client::controller_utils::{is_pod_active, is_pod_ready, SyncError};
 
 /// What one sync works with.
 pub(super) struct SyncCtx {
@@ -197,7 +197,7 @@ impl JobController {
     /// deadline over (activeDeadlineSeconds counts continuous activity).
     fn update_suspended(&self, ctx: &SyncCtx, status: &mut JobStatus) {
         use super::status::SUSPENDED;
-        use crate::events::EventType;
+        use client::events::EventType;
         if ctx.spec.suspend {
             if status.ensure_condition(SUSPENDED, true, "JobSuspended", "Job suspended", ctx.now) {
                 self.recorder

@@ -20,8 +20,8 @@ use super::status::{Condition, JobStatus, COMPLETE, FAILED, FAILURE_TARGET, SUCC
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
 use super::{failure_policy, indexed};
-use crate::controller_utils::SyncError;
-use crate::events::EventType;
+use client::controller_utils::SyncError;
+use client::events::EventType;
 
 /// Uids held in uncountedTerminatedPods at once (upstream's MaxUncountedPods).
 const MAX_UNCOUNTED_PODS: usize = 500;

@@ -14,9 +14,9 @@ use super::config::NamespaceControllerConfig;
 use super::content::ContentDeleter;
 use super::deleter::{DeletionError, NamespacedResourcesDeleter};
 use super::estimate;
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_workers, Next};
-use crate::workqueue::{
+use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_workers, Next};
+use client::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimitingQueue,
 };
 

@@ -13,12 +13,12 @@ use tracing::{info, warn};
 
 use super::health::{silenced_conditions, HealthConfig};
 use super::taints::reconciled_taints;
-use crate::clock::{self, Clock};
-use crate::controller_utils::SyncError;
-use crate::events::{EventRecorder, EventType};
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::clock::{self, Clock};
+use client::controller_utils::SyncError;
+use client::events::{EventRecorder, EventType};
+use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// Where kubelets renew their Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";

@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use registry::object;
 use serde_json::Value;
 
-use crate::scheduling::tolerates;
+use client::component_helpers::tolerates;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Eviction {

@@ -9,7 +9,7 @@ use registry::object;
 use serde_json::Value;
 use tracing::info;
 
-use crate::events::{EventRecorder, EventType};
+use client::events::{EventRecorder, EventType};
 
 pub const REASON: &str = "NodeNotFound";
 

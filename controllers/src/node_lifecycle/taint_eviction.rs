@@ -15,14 +15,14 @@ use tracing::{info, warn};
 
 use super::eviction::{eviction, Eviction};
 use super::missing_node::MissingNodes;
-use crate::clock::{self, Clock};
-use crate::controller_utils::SyncError;
-use crate::events::{EventRecorder, EventType};
-use crate::informer::{
+use client::clock::{self, Clock};
+use client::controller_utils::SyncError;
+use client::events::{EventRecorder, EventType};
+use client::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 pub struct TaintEvictionController {
     clock: Arc<dyn Clock>,

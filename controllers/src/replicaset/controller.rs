@@ -12,16 +12,16 @@ use tracing::{debug, info, warn};
 
 use super::kind::ReplicaSetKind;
 use super::status::min_ready_seconds;
-use crate::controller_utils::{
+use client::controller_utils::{
     controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
 };
-use crate::events::EventRecorder;
-use crate::informer::{
+use client::events::EventRecorder;
+use client::informer::{
     dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
     NAMESPACE_INDEX,
 };
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
 pub enum ReplicaSetControllerError {

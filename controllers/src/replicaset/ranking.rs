@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use registry::object;
 use serde_json::Value;
 
-use crate::controller_utils::pod_ready_since;
+use client::controller_utils::pod_ready_since;
 
 /// The annotation users set to steer scale-down (lower goes first).
 pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";

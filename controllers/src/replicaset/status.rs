@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use registry::object;
 use serde_json::{json, Map, Value};
 
-use crate::controller_utils::{is_pod_available, is_pod_ready, pod_ready_since};
+use client::controller_utils::{is_pod_available, is_pod_ready, pod_ready_since};
 
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 

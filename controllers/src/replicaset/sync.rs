@@ -15,11 +15,11 @@ use tracing::{debug, warn};
 use super::controller::ReplicaSetController;
 use super::ranking::pods_to_delete;
 use super::status::{self, Outcome};
-use crate::controller_utils::{
+use client::controller_utils::{
     claim, claim_candidate, controller_ref, is_pod_active, pod_from_template, slow_start_batch,
     Claimable, SyncError,
 };
-use crate::informer::{object_key, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+use client::informer::{object_key, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
 /// A failure to create or delete pods, with the reason the ReplicaFailure condition gives.
 struct ManageError {
@@ -177,7 +177,7 @@ impl ReplicaSetController {
     /// The pods of every set controlled by the same owner as `set` (a Deployment's sets), whose
     /// placement counts when choosing which to delete; just its own pods when it has no owner.
     fn related_pods(&self, set: &Value, own: &[Arc<Value>]) -> Vec<Arc<Value>> {
-        let Some(owner_uid) = crate::informer::controller_uid(set) else {
+        let Some(owner_uid) = client::informer::controller_uid(set) else {
             return own.to_vec();
         };
         let siblings = self

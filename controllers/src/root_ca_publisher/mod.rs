@@ -12,9 +12,9 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 pub const CONFIG_MAP: &str = "kube-root-ca.crt";
 pub const DATA_KEY: &str = "ca.crt";

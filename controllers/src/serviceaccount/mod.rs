@@ -11,9 +11,9 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 /// The accounts every namespace gets (`--service-account-names`... upstream has just this one).
 const ACCOUNTS: &[&str] = &["default"];

@@ -5,7 +5,7 @@
 use registry::object;
 use serde_json::{json, Map, Value};
 
-use crate::controller_utils::{controller_ref, pod_from_template};
+use client::controller_utils::{controller_ref, pod_from_template};
 
 pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";

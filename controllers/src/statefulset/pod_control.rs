@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::identity::{claims_for, ordinal};
 use super::retention::desired_claim_references;
-use crate::controller_utils::{patch_owner_references, SyncError};
-use crate::events::{EventRecorder, EventType};
-use crate::informer::SharedInformer;
+use client::controller_utils::{patch_owner_references, SyncError};
+use client::events::{EventRecorder, EventType};
+use client::informer::SharedInformer;
 
 pub(super) struct StatefulPodControl {
     pub pods: Arc<Store>,

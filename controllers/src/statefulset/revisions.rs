@@ -9,10 +9,10 @@ use std::sync::Arc;
 use registry::object;
 use serde_json::{json, Value};
 
-use crate::controller_utils::SyncError;
 use crate::history::{
     equal_revision, find_equal_revisions, new_revision, next_revision, revision_number, History,
 };
+use client::controller_utils::SyncError;
 
 /// What a revision records of the set: its pod template, replacing the one it is applied to.
 pub fn revision_data(set: &Value) -> Value {

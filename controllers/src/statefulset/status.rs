@@ -7,7 +7,7 @@ use registry::object;
 use serde_json::{json, Value};
 
 use super::identity::pod_revision;
-use crate::controller_utils::{is_pod_available, is_pod_ready};
+use client::controller_utils::{is_pod_available, is_pod_ready};
 
 pub fn is_created(pod: &Value) -> bool {
     !pod["status"]["phase"]

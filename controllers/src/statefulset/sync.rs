@@ -15,9 +15,9 @@ use super::controller::{selector, StatefulSetController};
 use super::identity::{is_member_of, pod_revision};
 use super::revisions::resolve;
 use super::status::{min_ready_seconds, SetStatus};
-use crate::controller_utils::{claim, Claimable, SyncError};
 use crate::history::sort_revisions;
-use crate::informer::NAMESPACE_INDEX;
+use client::controller_utils::{claim, Claimable, SyncError};
+use client::informer::NAMESPACE_INDEX;
 
 impl StatefulSetController {
     /// Syncs the set `key`; Ok(Some(d)) asks to look again after `d`.

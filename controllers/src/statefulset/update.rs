@@ -21,8 +21,8 @@ use super::status::{
     is_failed, is_healthy, is_running_and_available, is_succeeded, is_terminating,
     min_ready_seconds, SetStatus,
 };
-use crate::controller_utils::SyncError;
-use crate::events::EventType;
+use client::controller_utils::SyncError;
+use client::events::EventType;
 
 /// The revision and template a new pod of `ordinal` gets (upstream's
 /// newVersionedStatefulSetPod): below the partition (or, without one, among the current

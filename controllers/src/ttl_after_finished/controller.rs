@@ -12,14 +12,14 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::clock::{self, Clock};
-use crate::controller_utils::SyncError;
-use crate::informer::{
+use crate::job::finished_condition;
+use client::clock::{self, Clock};
+use client::controller_utils::SyncError;
+use client::informer::{
     dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
 };
-use crate::job::finished_condition;
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
 pub enum TtlError {

@@ -14,8 +14,8 @@ use super::{
     ANN_BETA_STORAGE_CLASS, ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_PROVISIONED_BY,
     PROVISIONER,
 };
-use crate::controller_utils::SyncError;
-use crate::events::EventType;
+use client::controller_utils::SyncError;
+use client::events::EventType;
 
 /// The class a claim asks for: spec.storageClassName, or the legacy annotation.
 pub(super) fn claim_class(claim: &Value) -> &str {

@@ -9,10 +9,10 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::events::EventRecorder;
-use crate::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use crate::worker::{run_when_synced, Next};
-use crate::workqueue::RateLimitingQueue;
+use client::events::EventRecorder;
+use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::{run_when_synced, Next};
+use client::workqueue::RateLimitingQueue;
 
 const WORKERS: usize = 2;
 

@@ -15,8 +15,8 @@ use super::{
     ANN_BETA_STORAGE_PROVISIONER, ANN_BOUND_BY_CONTROLLER, ANN_PROVISIONED_BY, ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER, PROVISIONER, VOLUME_ROOT,
 };
-use crate::controller_utils::SyncError;
-use crate::events::EventType;
+use client::controller_utils::SyncError;
+use client::events::EventType;
 
 /// The name upstream gives a provisioned volume.
 pub(super) fn volume_name_for(claim: &Value) -> String {

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use registry::options::{ListOptions, WriteOptions};
 use registry::{RegistryError, Store, Subresource};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ mod registry_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use kubelet::{KubeletTimings, NodeConfig, Nodes};
 use registry::options::{ListOptions, WriteOptions};
 use registry::{RegistryError, Store};

@@ -9,7 +9,7 @@ mod registry_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use controllers::informer::{InformerConfig, InformerFactory};
+use client::informer::{InformerConfig, InformerFactory};
 use registry::options::ListOptions;
 use registry::{Store, Subresource};
 use scheduler::{Scheduler, SchedulerConfig};

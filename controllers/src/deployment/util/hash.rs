@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-pub use crate::controller_utils::hash::compute_hash;
-use crate::controller_utils::hash::normalize;
+pub use client::controller_utils::hash::compute_hash;
+use client::controller_utils::hash::normalize;
 
 use super::POD_TEMPLATE_HASH;
 

@@ -3,7 +3,7 @@
 
 use tracing::{debug, trace};
 
-use crate::events::{EventType, InvolvedObject};
+use client::events::{EventType, InvolvedObject};
 
 use super::super::graph::{Graph, Node};
 use super::super::reference::{ObjectReference, OwnerReference, ReferenceDiff, Uid};

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::workqueue::ItemExponentialFailureRateLimiter;
+use client::workqueue::ItemExponentialFailureRateLimiter;
 
 fn builder() -> GraphBuilder {
     let queue = || {

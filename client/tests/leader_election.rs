@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use controllers::leader_election::{LeaderElectionConfig, LeaderElector, Leadership, StopSignal};
+use client::leader_election::{LeaderElectionConfig, LeaderElector, Leadership, StopSignal};
 use registry::options::{ListOptions, WriteOptions};
 use registry::{Catalogue, Registry, RegistryError, Store, Subresource};
 use serde_json::Value;

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use controllers::events::{EventRecorder, EventType};
+use client::events::{EventRecorder, EventType};
 use serde_json::{json, Value};
 use support::*;
 

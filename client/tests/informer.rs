@@ -3,7 +3,7 @@
 
 mod support;
 
-use controllers::informer::{
+use client::informer::{
     wait_for_sync, DeltaObject, FactoryError, InformerConfig, InformerFactory, Notification,
     SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
-use controllers::informer::{controller_uid_index, Indexer, CONTROLLER_UID_INDEX};
+use client::informer::{controller_uid_index, Indexer, CONTROLLER_UID_INDEX};
 use registry::store::{Decoder, Encoded};
 use serde_json::{json, Value};
 
