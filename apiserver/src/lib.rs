@@ -17,7 +17,6 @@ pub mod options;
 pub mod secure;
 pub mod server;
 mod start;
-pub mod start_up;
 mod storage_class;
 pub mod table;
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! kube-apiserver's HTTP surface.
 
 mod allocator;
-mod code_pages;
 
 use std::process::ExitCode;
 
@@ -33,10 +32,6 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.spawn(async {
-        apiserver::start_up::complete().await;
-        code_pages::page_out();
-    });
     match runtime.block_on(apiserver::run(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

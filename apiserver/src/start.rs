@@ -250,11 +250,6 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
-    tokio::spawn(crate::start_up::finish(
-        informers.clone(),
-        controllers.clone(),
-        !options.disable_controllers,
-    ));
     let limits = crate::limits::Limits::new(
         options.max_requests_inflight,
         options.max_mutating_requests_inflight,

@@ -128,11 +128,6 @@ impl InformerFactory {
         informer
     }
 
-    /// Whether every informer started so far has listed its resource.
-    pub fn all_synced(&self) -> bool {
-        self.informers().values().all(|e| e.informer.has_synced())
-    }
-
     fn is_served(&self, store: &Arc<Store>) -> bool {
         let info = &store.info;
         self.registry
