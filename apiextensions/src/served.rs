@@ -82,6 +82,9 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         field_selectors: Vec::new(),
         has_generation: true,
         storage_path: format!("/{}/{}", crd.spec.group, names.plural),
+        // Custom resources get their Strategy when installed (`install_with`).
+        strategy: registry::strategy::generic,
+        store_hooks: Vec::new(),
     }
 }
 

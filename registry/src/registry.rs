@@ -15,7 +15,7 @@ use crate::fields::FieldSchemas;
 use crate::options::WriteOptions;
 use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
-use crate::strategy::{self, Strategy, StrategyConfig};
+use crate::strategy::{Strategy, StrategyConfig};
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
@@ -162,7 +162,7 @@ impl Registry {
 
     /// Creates (or replaces) the Store of a resource.
     pub fn install(&self, info: Arc<ResourceInfo>) -> Arc<Store> {
-        let strategy = strategy::for_resource(&info, &self.strategies);
+        let strategy = (info.strategy)(&info, &self.strategies);
         self.install_with(info, strategy)
     }
 
@@ -175,10 +175,8 @@ impl Registry {
         let cache: Arc<dyn Interface> = self.cache_for(&info.storage_path);
         let mut store = Store::new(info.clone(), strategy, cache, self.admission.clone())
             .with_field_schemas(self.fields.clone());
-        // Services allocate cluster IPs and node ports around their writes (upstream wraps
-        // their generic store with the allocators).
-        if info.group.is_empty() && info.kind == "Service" {
-            store = store.with_hooks(self.service_allocator());
+        for hooks in &info.store_hooks {
+            store = store.with_hooks(hooks(self));
         }
         let store = Arc::new(store);
         let mut stores = self.stores.write().unwrap_or_else(|p| p.into_inner());

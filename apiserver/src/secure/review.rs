@@ -65,6 +65,9 @@ pub fn create_only(group: &str, version: &str, kind: &str, namespaced: bool) -> 
         field_selectors: Vec::new(),
         has_generation: false,
         storage_path: String::new(),
+        // Nothing is stored: the reviews answer from the request.
+        strategy: registry::strategy::generic,
+        store_hooks: Vec::new(),
     }
 }
 

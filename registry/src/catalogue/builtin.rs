@@ -3,6 +3,8 @@
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource};
+use crate::strategy::{self, defaults, rbac, storage_class, workloads};
+use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
 const NAMESPACED: bool = true;
 const CLUSTER: bool = false;
@@ -44,6 +46,8 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
         field_selectors: Vec::new(),
         has_generation: false,
         storage_path: format!("/{plural}"),
+        strategy: strategy::generic,
+        store_hooks: Vec::new(),
     }
 }
 
@@ -76,6 +80,7 @@ fn core() -> Vec<ResourceInfo> {
             other_subresources: strings(&["finalize"]),
             columns: printers::namespace_columns(),
             field_selectors: strings(&["status.phase"]),
+            strategy: |_, _| Box::new(NamespaceStrategy),
             ..resource("", "Namespace", "namespaces", CLUSTER)
         },
         ResourceInfo {
@@ -95,6 +100,7 @@ fn core() -> Vec<ResourceInfo> {
                 "status.nominatedNodeName",
             ]),
             has_generation: true,
+            strategy: |_, _| Box::new(PodStrategy),
             ..resource("", "Pod", "pods", NAMESPACED)
         },
         ResourceInfo {
@@ -104,12 +110,17 @@ fn core() -> Vec<ResourceInfo> {
             columns: printers::service_columns(),
             field_selectors: strings(&["spec.clusterIP", "spec.type"]),
             storage_path: "/services/specs".to_string(),
+            strategy: |_, _| Box::new(defaults::ServiceStrategy),
+            // Services allocate cluster IPs and node ports around their writes (upstream
+            // wraps their generic store with the allocators).
+            store_hooks: vec![|registry| registry.service_allocator()],
             ..resource("", "Service", "services", NAMESPACED)
         },
         ResourceInfo {
             short_names: strings(&["ep"]),
             columns: printers::endpoints_columns(),
             storage_path: "/services/endpoints".to_string(),
+            strategy: |_, _| Box::new(defaults::CreateOnUpdateStrategy),
             ..resource("", "Endpoints", "endpoints", NAMESPACED)
         },
         ResourceInfo {
@@ -120,6 +131,7 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             columns: printers::secret_columns(),
             field_selectors: strings(&["type"]),
+            strategy: |_, _| Box::new(defaults::SecretStrategy),
             ..resource("", "Secret", "secrets", NAMESPACED)
         },
         ResourceInfo {
@@ -144,6 +156,7 @@ fn core() -> Vec<ResourceInfo> {
                 "source",
                 "type",
             ]),
+            strategy: |info, config| Box::new(EventStrategy::new(info, config.event_ttl)),
             ..resource("", "Event", "events", NAMESPACED)
         },
         ResourceInfo {
@@ -154,12 +167,14 @@ fn core() -> Vec<ResourceInfo> {
             // The kubelet's endpoints, reached through the server (`kubelet::proxy`).
             other_subresources: strings(&["proxy"]),
             storage_path: "/minions".to_string(),
+            strategy: |_, _| Box::new(defaults::NodeStrategy),
             ..resource("", "Node", "nodes", CLUSTER)
         },
         ResourceInfo {
             short_names: strings(&["pvc"]),
             status_subresource: true,
             columns: printers::pvc_columns(),
+            strategy: |_, _| Box::new(defaults::VolumeStrategy),
             ..resource(
                 "",
                 "PersistentVolumeClaim",
@@ -171,6 +186,7 @@ fn core() -> Vec<ResourceInfo> {
             short_names: strings(&["pv"]),
             status_subresource: true,
             columns: printers::pv_columns(),
+            strategy: |_, _| Box::new(defaults::VolumeStrategy),
             ..resource("", "PersistentVolume", "persistentvolumes", CLUSTER)
         },
         ResourceInfo {
@@ -184,6 +200,7 @@ fn core() -> Vec<ResourceInfo> {
             field_selectors: strings(&["status.replicas"]),
             has_generation: true,
             storage_path: "/controllers".to_string(),
+            strategy: |_, _| Box::new(workloads::ReplicationControllerStrategy),
             ..resource(
                 "",
                 "ReplicationController",
@@ -193,6 +210,7 @@ fn core() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["limits"]),
+            strategy: |_, _| Box::new(defaults::CreateOnUpdateStrategy),
             ..resource("", "LimitRange", "limitranges", NAMESPACED)
         },
         ResourceInfo {
@@ -213,6 +231,7 @@ fn apps() -> Vec<ResourceInfo> {
             scale: replicas_scale(),
             columns: printers::deployment_columns(),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::DeploymentStrategy),
             ..resource("apps", "Deployment", "deployments", NAMESPACED)
         },
         ResourceInfo {
@@ -223,6 +242,7 @@ fn apps() -> Vec<ResourceInfo> {
             columns: printers::replicaset_columns(),
             field_selectors: strings(&["status.replicas"]),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::ReplicaSetStrategy),
             ..resource("apps", "ReplicaSet", "replicasets", NAMESPACED)
         },
         ResourceInfo {
@@ -232,6 +252,7 @@ fn apps() -> Vec<ResourceInfo> {
             scale: replicas_scale(),
             columns: printers::statefulset_columns(),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::StatefulSetStrategy),
             ..resource("apps", "StatefulSet", "statefulsets", NAMESPACED)
         },
         ResourceInfo {
@@ -240,6 +261,7 @@ fn apps() -> Vec<ResourceInfo> {
             status_subresource: true,
             columns: printers::daemonset_columns(),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::DaemonSetStrategy),
             ..resource("apps", "DaemonSet", "daemonsets", NAMESPACED)
         },
         ResourceInfo {
@@ -264,6 +286,7 @@ fn others() -> Vec<ResourceInfo> {
             // A field label, not a path: it selects on status.succeeded.
             field_selectors: strings(&["status.successful"]),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::JobStrategy),
             ..resource("batch", "Job", "jobs", NAMESPACED)
         },
         ResourceInfo {
@@ -272,6 +295,7 @@ fn others() -> Vec<ResourceInfo> {
             status_subresource: true,
             columns: printers::cronjob_columns(),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::CronJobStrategy),
             ..resource("batch", "CronJob", "cronjobs", NAMESPACED)
         },
         ResourceInfo {
@@ -286,10 +310,12 @@ fn others() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["sc"]),
             columns: printers::storageclass_columns(),
+            strategy: |_, _| Box::new(storage_class::StorageClassStrategy),
             ..resource("storage.k8s.io", "StorageClass", "storageclasses", CLUSTER)
         },
         ResourceInfo {
             columns: printers::lease_columns(),
+            strategy: |_, _| Box::new(defaults::CreateOnUpdateStrategy),
             ..resource("coordination.k8s.io", "Lease", "leases", NAMESPACED)
         },
         ResourceInfo {
@@ -310,6 +336,7 @@ fn others() -> Vec<ResourceInfo> {
             ]),
             // Upstream serves both event APIs from one storage (`/events`, the default path),
             // kept in the core shape; the strategy converts (`strategy::EventsV1`).
+            strategy: |info, config| Box::new(EventStrategy::new(info, config.event_ttl)),
             ..resource("events.k8s.io", "Event", "events", NAMESPACED)
         },
         ResourceInfo {
@@ -317,6 +344,7 @@ fn others() -> Vec<ResourceInfo> {
             status_subresource: true,
             columns: printers::pdb_columns(),
             has_generation: true,
+            strategy: |_, _| Box::new(workloads::PodDisruptionBudgetStrategy),
             ..resource(
                 "policy",
                 "PodDisruptionBudget",
@@ -324,14 +352,22 @@ fn others() -> Vec<ResourceInfo> {
                 NAMESPACED,
             )
         },
-        resource(RBAC, "Role", "roles", NAMESPACED),
+        ResourceInfo {
+            strategy: |_, _| Box::new(rbac::RoleStrategy::role()),
+            ..resource(RBAC, "Role", "roles", NAMESPACED)
+        },
         ResourceInfo {
             columns: printers::rolebinding_columns(),
+            strategy: |_, _| Box::new(rbac::BindingStrategy::role_binding()),
             ..resource(RBAC, "RoleBinding", "rolebindings", NAMESPACED)
         },
-        resource(RBAC, "ClusterRole", "clusterroles", CLUSTER),
+        ResourceInfo {
+            strategy: |_, _| Box::new(rbac::RoleStrategy::cluster_role()),
+            ..resource(RBAC, "ClusterRole", "clusterroles", CLUSTER)
+        },
         ResourceInfo {
             columns: printers::clusterrolebinding_columns(),
+            strategy: |_, _| Box::new(rbac::BindingStrategy::cluster_role_binding()),
             ..resource(RBAC, "ClusterRoleBinding", "clusterrolebindings", CLUSTER)
         },
         ResourceInfo {

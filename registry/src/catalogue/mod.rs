@@ -1,6 +1,7 @@
 //! The resource catalogue: what each resource is (names, scope, verbs, subresources, Table
-//! columns, selectable fields, default deletion policy). Resources are data; behaviour that
-//! differs per kind lives in its Strategy.
+//! columns, selectable fields, default deletion policy, its Strategy and Store hooks). A
+//! built-in kind is one entry of `builtin.rs`; its strategic-merge-patch metadata comes from
+//! the OpenAPI definitions by group, version and kind.
 
 mod builtin;
 mod printers;
@@ -17,6 +18,9 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::Qualified;
+use crate::store::hooks::StoreHooks;
+use crate::strategy::StrategyFactory;
+use crate::Registry;
 
 /// What deleting an owner does to its dependents when the request names no policy
 /// (upstream's GarbageCollectionPolicy).
@@ -107,7 +111,14 @@ pub struct ResourceInfo {
     /// The key segment under the storage prefix: `/pods`, `/deployments`, `/<group>/<plural>`
     /// for custom resources (upstream's layout).
     pub storage_path: String,
+    /// What is special about the kind's writes and deletes.
+    pub strategy: StrategyFactory,
+    /// What its Store runs around writes, in order (Services' allocators).
+    pub store_hooks: Vec<HooksFactory>,
 }
+
+/// Makes hooks a kind's Store runs around its writes, over the registry that serves it.
+pub type HooksFactory = fn(&Registry) -> Arc<dyn StoreHooks>;
 
 impl ResourceInfo {
     /// `v1` or `apps/v1`.

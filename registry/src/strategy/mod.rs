@@ -3,13 +3,13 @@
 //! the generic Store.
 
 pub mod conversion;
-mod defaults;
+pub(crate) mod defaults;
 mod events;
 mod namespace;
 mod pod;
-mod rbac;
-mod storage_class;
-mod workloads;
+pub(crate) mod rbac;
+pub(crate) mod storage_class;
+pub(crate) mod workloads;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,44 +157,13 @@ impl Default for StrategyConfig {
     }
 }
 
-/// The Strategy of a catalogued resource.
-pub fn for_resource(info: &ResourceInfo, config: &StrategyConfig) -> Box<dyn Strategy> {
-    match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Pod") => Box::new(PodStrategy),
-        ("", "Namespace") => Box::new(NamespaceStrategy),
-        ("", "Service") => Box::new(defaults::ServiceStrategy),
-        ("", "Secret") => Box::new(defaults::SecretStrategy),
-        ("", "Node") => Box::new(defaults::NodeStrategy),
-        ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => {
-            Box::new(defaults::VolumeStrategy)
-        }
-        ("storage.k8s.io", "StorageClass") => Box::new(storage_class::StorageClassStrategy),
-        ("", "ReplicationController") => Box::new(workloads::ReplicationControllerStrategy),
-        ("apps", "Deployment") => Box::new(workloads::DeploymentStrategy),
-        ("apps", "ReplicaSet") => Box::new(workloads::ReplicaSetStrategy),
-        ("apps", "StatefulSet") => Box::new(workloads::StatefulSetStrategy),
-        ("apps", "DaemonSet") => Box::new(workloads::DaemonSetStrategy),
-        ("batch", "Job") => Box::new(workloads::JobStrategy),
-        ("batch", "CronJob") => Box::new(workloads::CronJobStrategy),
-        ("policy", "PodDisruptionBudget") => Box::new(workloads::PodDisruptionBudgetStrategy),
-        ("", "Event") | ("events.k8s.io", "Event") => {
-            Box::new(EventStrategy::new(info, config.event_ttl))
-        }
-        ("rbac.authorization.k8s.io", "Role") => Box::new(rbac::RoleStrategy::role()),
-        ("rbac.authorization.k8s.io", "ClusterRole") => {
-            Box::new(rbac::RoleStrategy::cluster_role())
-        }
-        ("rbac.authorization.k8s.io", "RoleBinding") => {
-            Box::new(rbac::BindingStrategy::role_binding())
-        }
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
-            Box::new(rbac::BindingStrategy::cluster_role_binding())
-        }
-        ("coordination.k8s.io", "Lease") | ("", "Endpoints") | ("", "LimitRange") => {
-            Box::new(defaults::CreateOnUpdateStrategy)
-        }
-        _ => Box::new(GenericStrategy),
-    }
+/// How a kind's registration makes its Strategy (upstream's per-kind strategy.go), given the
+/// server's configuration.
+pub type StrategyFactory = fn(&ResourceInfo, &StrategyConfig) -> Box<dyn Strategy>;
+
+/// The Strategy of kinds with no behaviour of their own.
+pub fn generic(_: &ResourceInfo, _: &StrategyConfig) -> Box<dyn Strategy> {
+    Box::new(GenericStrategy)
 }
 
 /// Sets `obj[path...] = value` unless something is already there, creating maps on the way.
