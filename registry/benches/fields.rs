@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use registry::fields::{check, FieldSchemas, Written};
+use registry::field_validation::{check, FieldSchemas, Written};
 use registry::options::WriteOptions;
 use serde_json::{json, Value};
 

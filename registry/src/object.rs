@@ -3,6 +3,14 @@
 
 use serde_json::{Map, Value};
 
+/// JSON text with object keys sorted at every depth: one spelling per value, whatever order
+/// its maps had (the one canonical-JSON printer, structured-merge's).
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    structured_merge::canonical_json(v, &mut out);
+    out
+}
+
 pub type Object = Value;
 
 pub const FINALIZER_ORPHAN: &str = "orphan";

@@ -29,3 +29,4 @@ pub use remove::{remove, remove_in_place};
 pub use set::Set;
 pub use to_field_set::{to_field_set, to_field_set_allowing_duplicates};
 pub use updater::{Applied, ApplyError, ManagedFields, Updater, VersionedSet};
+pub use value_order::canonical_json;

@@ -103,7 +103,7 @@ pub(crate) fn compare_fields<'a>(
 
 /// Writes `v` as compact JSON with object keys sorted, as upstream's encoder does, so a key
 /// or value path element has one spelling whatever order the input object had.
-pub(crate) fn canonical_json(v: &Value, out: &mut String) {
+pub fn canonical_json(v: &Value, out: &mut String) {
     match v {
         Value::Object(m) => {
             let mut entries: Vec<_> = m.iter().collect();

@@ -132,7 +132,7 @@ fn check_one(
         if &pruned != default {
             causes.push(Cause::invalid(
                 path,
-                super::gofmt::error_value(default),
+                registry::go_fmt::error_value(default),
                 "must not have unknown fields",
             ));
         }

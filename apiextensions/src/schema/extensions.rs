@@ -3,10 +3,11 @@
 //! x-kubernetes-list-type `set` items and `map` keys. Paths are field.Path style: properties as
 //! children, additionalProperties keys and indices in brackets.
 
-use super::gofmt::{error_value, sharp};
 use super::node::Node;
 use super::{child, key};
 use registry::error::Cause;
+use registry::go_fmt::{error_value, sharp};
+use registry::object::canonical_json;
 use registry::validation::{
     is_dns1035_label, name_is_dns_label, path_segment_name, validate_annotations, validate_labels,
 };
@@ -202,7 +203,7 @@ fn lists(x: &Value, node: &Node, path: &Path, causes: &mut Vec<Cause>) {
         Value::Array(items) => {
             match node.list_type.as_deref() {
                 Some("set") => {
-                    for i in second_appearances(items, canonical) {
+                    for i in second_appearances(items, canonical_json) {
                         let field = Path::Index(path, i).render();
                         causes.push(Cause::duplicate(&field, error_value(&items[i])));
                     }
@@ -279,28 +280,7 @@ fn second_appearances<T: PartialEq>(items: &[T], identity: impl Fn(&T) -> String
 fn key_identity(key: &[Option<&Value>]) -> String {
     let parts: Vec<String> = key
         .iter()
-        .map(|v| v.map_or_else(String::new, canonical))
+        .map(|v| v.map_or_else(String::new, canonical_json))
         .collect();
     parts.join("\u{0}")
-}
-
-/// A value's JSON text with object keys sorted: equal texts for equal values (an integer and
-/// a float never share one, as an int64 and a float64 never compare equal upstream).
-fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(map) => {
-            let mut sorted: Vec<(&String, &Value)> = map.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(b.0));
-            let entries: Vec<String> = sorted
-                .into_iter()
-                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v)))
-                .collect();
-            format!("{{{}}}", entries.join(","))
-        }
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(canonical).collect();
-            format!("[{}]", items.join(","))
-        }
-        other => other.to_string(),
-    }
 }

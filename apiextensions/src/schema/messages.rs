@@ -4,12 +4,12 @@
 //! turns each into a field error whose kind and value display depend on the failure.
 
 use super::convert::FORMAT_PREFIX;
-use super::gofmt::{error_value, float, is_int, json_type};
 use super::node::Node;
 use super::{cause, child};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::ValidationError;
 use registry::error::Cause;
+use registry::go_fmt::{error_value, float, is_int, json_type};
 use registry::validation::quote;
 use serde_json::{Map, Value};
 

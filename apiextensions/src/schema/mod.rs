@@ -13,7 +13,6 @@ mod convert;
 mod defaults;
 mod extensions;
 mod formats;
-mod gofmt;
 mod messages;
 mod node;
 mod openapi;

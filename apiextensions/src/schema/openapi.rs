@@ -2,10 +2,10 @@
 //! may not use, defaults where they may not be, and the rules of the x-kubernetes-list-type,
 //! x-kubernetes-list-map-keys and x-kubernetes-map-type extensions.
 
-use super::gofmt::{error_value, string_slice};
 use super::node::{bool_of, str_of, strings_of};
 use super::{cause, child, key};
 use registry::error::Cause;
+use registry::go_fmt::{error_value, string_slice_of};
 use registry::validation::quote;
 use serde_json::{Map, Value};
 
@@ -334,12 +334,12 @@ fn map_list_keys(
             }
             None => {
                 let why = "entries must all be names of item properties";
-                errs.push(Cause::invalid(keys_path, string_slice(keys), why));
+                errs.push(Cause::invalid(keys_path, string_slice_of(keys), why));
             }
         }
         if keys[..i].contains(k) {
             let why = "must not contain duplicate entries";
-            errs.push(Cause::invalid(keys_path, string_slice(keys), why));
+            errs.push(Cause::invalid(keys_path, string_slice_of(keys), why));
         }
     }
 }

@@ -4,11 +4,11 @@
 //! root restricted to name and generateName, and the embedded-resource and int-or-string
 //! invariants.
 
-use super::gofmt::error_value;
 use super::node::{bool_of, str_of};
 use super::validate::pattern_error;
 use super::{child, key};
 use registry::error::Cause;
+use registry::go_fmt::error_value;
 use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, PartialEq)]

@@ -50,42 +50,13 @@ pub fn normalize(v: &Value) -> Option<Value> {
     }
 }
 
-/// JSON with object keys in sorted order, whatever map type serde_json was built with.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 /// The hash of `value` given the owner's `status.collisionCount` (a deployment's
 /// pod-template-hash, a ControllerRevision's name suffix).
 pub fn compute_hash(value: &Value, collision_count: Option<u32>) -> String {
     let mut text = String::new();
-    canonical(&normalize(value).unwrap_or(Value::Null), &mut text);
+    text.push_str(&registry::object::canonical_json(
+        &normalize(value).unwrap_or(Value::Null),
+    ));
     let mut hash = fnv32a(FNV32_OFFSET, text.as_bytes());
     if let Some(count) = collision_count {
         hash = fnv32a(hash, &count.to_le_bytes());

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::gofmt;
 use crate::error::{RegistryError, Result};
+use crate::go_fmt;
 
 /// Upstream's cap on the operations of one JSON patch.
 const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -37,14 +37,14 @@ fn decode_operations(body: &[u8]) -> Result<Vec<Value>> {
         other => {
             return Err(RegistryError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                gofmt::json_kind(&other)
+                go_fmt::json_kind(&other)
             )))
         }
     };
     if let Some(bad) = ops.iter().find(|op| !op.is_object() && !op.is_null()) {
         return Err(RegistryError::BadRequest(format!(
             "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-            gofmt::json_kind(bad)
+            go_fmt::json_kind(bad)
         )));
     }
     Ok(ops)

@@ -4,7 +4,6 @@
 //! (generated from the OpenAPI markers, `openapi::patch_meta`). Works on the object's JSON;
 //! decoding the result into a typed object, defaulting and validation are the caller's.
 
-pub(crate) mod gofmt;
 mod json;
 mod strategic;
 #[cfg(test)]
@@ -112,7 +111,7 @@ fn ensure_object(patched: Value) -> Result<Value> {
     let text = Value::String(patched.to_string()).to_string();
     let why = format!(
         "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-        gofmt::json_kind(&patched)
+        crate::go_fmt::json_kind(&patched)
     );
     Err(RegistryError::invalid(
         &Qualified::default(),

@@ -14,9 +14,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use self::errors::{bad, bad_arg_type, bad_patch_type};
-use super::gofmt;
 use super::{Field, PatchSchema, Strategy, UNTAGGED};
 use crate::error::{RegistryError, Result};
+use crate::go_fmt;
 
 pub(super) type Object = Map<String, Value>;
 
@@ -34,7 +34,7 @@ pub(super) fn apply(original: &Value, body: &[u8], schema: &PatchSchema) -> Resu
         other => {
             return Err(bad(format!(
                 "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                gofmt::json_kind(&other)
+                go_fmt::json_kind(&other)
             )))
         }
     };

@@ -15,7 +15,7 @@ use crate::auth::{
 };
 use crate::error::aggregate;
 use crate::error::RegistryError;
-use crate::registry::Registry;
+use crate::resources::Registry;
 use crate::store::Store;
 
 pub struct RbacAuthorizer {

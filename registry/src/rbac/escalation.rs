@@ -16,7 +16,7 @@ use super::GROUP;
 use crate::auth::{Attributes, Authorizer, UserInfo, MASTERS};
 use crate::error::{Qualified, RegistryError, Result};
 use crate::object::{self, Object};
-use crate::registry::Registry;
+use crate::resources::Registry;
 use crate::store::hooks::{GuardedWrite, WriteGuard};
 
 /// Guards writes of the four RBAC resources from now on: `rbac` knows the writer's rules,

@@ -10,9 +10,9 @@ use super::managed::{Endpoint, Tracking};
 use super::update::{How, Subresource};
 use super::Store;
 use crate::error::{RegistryError, Result};
+use crate::go_fmt;
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
-use crate::patch::gofmt;
 
 /// Rounds of an apply that found the object absent and then lost the create to another.
 const CREATE_RACES: usize = 3;
@@ -33,7 +33,7 @@ pub fn parse_config(body: &[u8]) -> Result<Value> {
     if !value.is_object() {
         return Err(RegistryError::BadRequest(format!(
             "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            gofmt::json_kind(&value)
+            go_fmt::json_kind(&value)
         )));
     }
     Ok(value)

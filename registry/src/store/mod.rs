@@ -7,7 +7,7 @@ mod create;
 mod delete;
 mod delete_collection;
 pub mod encoded;
-mod fields;
+mod field_validation;
 pub mod hooks;
 mod list_stream;
 mod managed;
@@ -28,7 +28,7 @@ use storage::{Interface, KeyValue};
 use crate::admission::Admission;
 use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
-use crate::fields::FieldSchemas;
+use crate::field_validation::FieldSchemas;
 use crate::object::{self, Object};
 use crate::strategy::{Conversion, Strategy};
 

@@ -1,7 +1,6 @@
 //! Upstream's field validation rules and message texts: names, label and annotation syntax, and
 //! the metadata.labels / metadata.annotations checks every resource shares.
 
-pub mod go_value;
 pub mod names;
 
 pub use names::{

@@ -1,8 +1,8 @@
 //! Formats: upstream's list is checked, other formats (int32 included) assert nothing.
 
 use super::super::formats::checker;
-use super::super::gofmt;
 use super::spec_errors;
+use registry::go_fmt;
 use serde_json::json;
 
 fn check(format: &str, value: &str) -> bool {
@@ -179,15 +179,15 @@ fn network_and_identifier_formats() {
 
 #[test]
 fn go_number_printing() {
-    assert_eq!(gofmt::float(1.5), "1.5");
-    assert_eq!(gofmt::float(10.0), "10");
-    assert_eq!(gofmt::float(123456.0), "123456");
-    assert_eq!(gofmt::float(1234567.0), "1.234567e+06");
-    assert_eq!(gofmt::float(0.0001), "0.0001");
-    assert_eq!(gofmt::float(0.00001), "1e-05");
-    assert_eq!(gofmt::float(-2.5e300), "-2.5e+300");
+    assert_eq!(go_fmt::float(1.5), "1.5");
+    assert_eq!(go_fmt::float(10.0), "10");
+    assert_eq!(go_fmt::float(123456.0), "123456");
+    assert_eq!(go_fmt::float(1234567.0), "1.234567e+06");
+    assert_eq!(go_fmt::float(0.0001), "0.0001");
+    assert_eq!(go_fmt::float(0.00001), "1e-05");
+    assert_eq!(go_fmt::float(-2.5e300), "-2.5e+300");
     assert_eq!(
-        gofmt::error_value(&json!({"b": [1, "x", null], "a": 1.5})),
+        go_fmt::error_value(&json!({"b": [1, "x", null], "a": 1.5})),
         "map[string]interface {}{\"a\":1.5, \"b\":[]interface {}{1, \"x\", interface {}(nil)}}"
     );
 }

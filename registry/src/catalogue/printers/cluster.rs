@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::fields::{deleting, get, items, object, text};
 use super::format::{access_modes, quantity};
+use super::zero_values::{deleting, get, items, object, text};
 use super::{age, name, text_column, wide, TableColumn};
 
 const STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::fields::{get, len, object, text};
 use super::format::quantity;
+use super::zero_values::{get, len, object, text};
 use super::{age, column, name, text_column, Cell, TableColumn};
 
 pub(in crate::catalogue) fn configmap_columns() -> Vec<TableColumn> {

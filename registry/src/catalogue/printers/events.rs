@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::fields::{get, int, text, time};
 use super::format::since;
+use super::zero_values::{get, int, text, time};
 use super::{name, text_column, wide, TableColumn};
 
 pub(in crate::catalogue) fn event_columns() -> Vec<TableColumn> {

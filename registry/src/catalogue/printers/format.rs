@@ -3,7 +3,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Map, Value};
 
-use super::fields::{items, text};
+use super::zero_values::{items, text};
 
 /// apimachinery's duration.HumanDuration: about two significant figures, coarser with age.
 pub fn human_duration(d: TimeDelta) -> String {

@@ -7,13 +7,13 @@
 mod cluster;
 mod config;
 mod events;
-mod fields;
 mod format;
 mod network;
 mod pods;
 mod rbac;
 mod storage;
 mod workloads;
+mod zero_values;
 
 pub use format::human_duration;
 
@@ -57,7 +57,7 @@ pub(in crate::catalogue) fn default_columns() -> Vec<TableColumn> {
             "Created At",
             "date",
             CREATED_DOC,
-            Cell::Printer(fields::created_at),
+            Cell::Printer(zero_values::created_at),
         ),
     ]
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::fields::{get, int, items, object, text};
 use super::format::labels;
+use super::zero_values::{get, int, items, object, text};
 use super::{age, name, text_column, wide, TableColumn};
 
 pub(in crate::catalogue) fn service_columns() -> Vec<TableColumn> {

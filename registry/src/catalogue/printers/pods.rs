@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::fields::{condition_true, deleting, get, int, items, text, time};
 use super::format::since;
+use super::zero_values::{condition_true, deleting, get, int, items, text, time};
 use super::{age, name, text_column, wide, TableColumn};
 
 pub(in crate::catalogue) fn pod_columns() -> Vec<TableColumn> {

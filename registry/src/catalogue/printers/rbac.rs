@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::fields::{items, text};
+use super::zero_values::{items, text};
 use super::{age, name, text_column, wide, TableColumn};
 
 pub(in crate::catalogue) fn rolebinding_columns() -> Vec<TableColumn> {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::fields::{get, text};
+use super::zero_values::{get, text};
 use super::{age, column, text_column, Cell, TableColumn, NAME_DOC};
 
 /// The annotation marking the class claims get when they name none (and its beta form,

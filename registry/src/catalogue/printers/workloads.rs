@@ -4,10 +4,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::fields::{condition_true, deleting, get, int, items, len, object, text, time};
 use super::format::{
     containers, human_duration, int_or_string, label_selector, labels, selector, since,
 };
+use super::zero_values::{condition_true, deleting, get, int, items, len, object, text, time};
 use super::{age, column, container_columns, integer, name, text_column, wide, Cell, TableColumn};
 
 const POD_NODE_SELECTOR_DOC: &str = "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/";

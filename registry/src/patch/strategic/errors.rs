@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::Object;
 use crate::error::RegistryError;
-use crate::patch::gofmt;
+use crate::go_fmt;
 
 pub(super) fn bad(message: impl Into<String>) -> RegistryError {
     RegistryError::BadRequest(message.into())
@@ -14,21 +14,21 @@ pub(super) fn bad(message: impl Into<String>) -> RegistryError {
 pub(super) fn bad_arg_type(expected: &str, actual: &Value) -> RegistryError {
     bad(format!(
         "expected a {expected}, but received a {}",
-        gofmt::type_name(actual)
+        go_fmt::type_name(actual)
     ))
 }
 
 pub(super) fn no_merge_key(item: &Object, key: &str) -> RegistryError {
     bad(format!(
         "map: {} does not contain declared merge key: {key}",
-        gofmt::map(item)
+        go_fmt::map(item)
     ))
 }
 
 pub(super) fn bad_patch_type(directive: &Value, item: &Object) -> RegistryError {
     bad(format!(
         "unknown patch type: {} in map: {}",
-        gofmt::value(directive),
-        gofmt::map(item)
+        go_fmt::value(directive),
+        go_fmt::map(item)
     ))
 }

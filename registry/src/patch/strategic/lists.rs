@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::errors::{bad, bad_arg_type, bad_patch_type, no_merge_key};
 use super::{fresh_map, merge_map, DIRECTIVE};
 use crate::error::{RegistryError, Result};
-use crate::patch::gofmt;
+use crate::go_fmt;
 use crate::patch::{Field, PatchSchema, Strategy, UNTAGGED};
 
 /// The Go type of a decoded JSON object.
@@ -245,8 +245,8 @@ fn validate_order(patch: &[Value], order: &[Value], key: Option<&str>) -> Result
     if p < items.len() {
         return Err(bad(format!(
             "The order in patch list:\n{}\n doesn't match $setElementOrder list:\n{}\n",
-            gofmt::list(patch),
-            gofmt::list(order)
+            go_fmt::list(patch),
+            go_fmt::list(order)
         )));
     }
     Ok(())
@@ -275,8 +275,8 @@ fn element_type(a: &[Value], b: &[Value]) -> Result<&'static str> {
         Value::Null => return Err(not_identical(a, b)),
         _ => {}
     }
-    let expected = gofmt::type_name(first);
-    if items.any(|item| gofmt::type_name(item) != expected) {
+    let expected = go_fmt::type_name(first);
+    if items.any(|item| go_fmt::type_name(item) != expected) {
         return Err(not_identical(a, b));
     }
     Ok(expected)
@@ -285,8 +285,8 @@ fn element_type(a: &[Value], b: &[Value]) -> Result<&'static str> {
 fn not_identical(a: &[Value], b: &[Value]) -> RegistryError {
     bad(format!(
         "list element types are not identical: [{} {}]",
-        gofmt::list(a),
-        gofmt::list(b)
+        go_fmt::list(a),
+        go_fmt::list(b)
     ))
 }
 

@@ -4,12 +4,13 @@
 use serde_json::Value;
 
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::rbac::GROUP;
 use crate::selector::labels::LabelSelector;
 use crate::strategy::at;
 use crate::validation::{
-    go_value, is_dns1123_subdomain, is_qualified_name, is_valid_label_value, path_segment_name,
-    quote, validate_labels,
+    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, path_segment_name, quote,
+    validate_labels,
 };
 
 const SERVICE_ACCOUNT: &str = "ServiceAccount";
@@ -76,7 +77,7 @@ pub fn policy_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<Cause> {
     }
     if count(rule, "nonResourceURLs") > 0 {
         let field = format!("{path}.nonResourceURLs");
-        let urls = go_value::string_slice(rule.get("nonResourceURLs"));
+        let urls = go_fmt::string_slice(rule.get("nonResourceURLs"));
         if namespaced {
             causes.push(Cause::invalid(
                 &field,

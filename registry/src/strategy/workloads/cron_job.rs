@@ -8,9 +8,10 @@ use super::job::validate_job_spec;
 use super::template::{default_template, nonnegative};
 use crate::cron::parse_schedule;
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::object;
 use crate::strategy::{at, default_at, Strategy};
-use crate::validation::{go_value, max_len_error, quote, DNS1035_LABEL_MAX_LENGTH};
+use crate::validation::{max_len_error, quote, DNS1035_LABEL_MAX_LENGTH};
 
 pub struct CronJobStrategy;
 
@@ -120,7 +121,7 @@ fn validate_spec(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     {
         causes.push(Cause::invalid(
             "spec.jobTemplate.spec.selector",
-            go_value::label_selector(selector),
+            go_fmt::label_selector(selector),
             "`selector` will be auto-generated",
         ));
     }

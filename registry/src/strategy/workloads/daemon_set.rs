@@ -12,10 +12,10 @@ use super::template::{
     validate_template,
 };
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::object;
 use crate::selector::labels::LabelSelector;
 use crate::strategy::{at, default_at, Strategy};
-use crate::validation::go_value;
 
 pub struct DaemonSetStrategy;
 
@@ -85,7 +85,7 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
             ) {
                 (true, true) => causes.push(Cause::invalid(
                     &format!("{field}.maxSurge"),
-                    go_value::int_or_string(surge),
+                    go_fmt::int_or_string(surge),
                     "may not be set when maxUnavailable is non-zero",
                 )),
                 (false, false) => causes.push(Cause::new(
@@ -119,7 +119,7 @@ fn validate_spec(obj: &Value) -> Vec<Cause> {
             if sel.is_empty() {
                 causes.push(Cause::invalid(
                     "spec.selector",
-                    go_value::label_selector(selector.unwrap_or(&Value::Null)),
+                    go_fmt::label_selector(selector.unwrap_or(&Value::Null)),
                     "empty selector is invalid for daemonset",
                 ));
             }

@@ -8,9 +8,9 @@ use super::template::{
     int_or_percent_value, long_running, nonnegative, selector_unchanged, validate_template,
 };
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::object;
 use crate::strategy::{at, default_at, Strategy};
-use crate::validation::go_value;
 
 pub struct DeploymentStrategy;
 
@@ -61,7 +61,7 @@ fn validate_strategy(obj: &Value) -> Vec<Cause> {
                 if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
                     causes.push(Cause::invalid(
                         &unavailable_field,
-                        go_value::int_or_string(unavailable),
+                        go_fmt::int_or_string(unavailable),
                         "may not be 0 when `maxSurge` is 0",
                     ));
                 }

@@ -11,9 +11,10 @@ use super::template::{
     template_labels, validate_template,
 };
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::object;
 use crate::strategy::{at, at_mut, default_at, Strategy};
-use crate::validation::{go_value, is_dns1123_label, quote};
+use crate::validation::{is_dns1123_label, quote};
 
 pub struct JobStrategy;
 
@@ -106,7 +107,7 @@ fn validate_generated_selector(obj: &Value, prefixed: bool) -> Vec<Cause> {
             )),
             Some(got) if got != *want => causes.push(Cause::invalid(
                 &field,
-                go_value::string_map(labels),
+                go_fmt::string_map(labels),
                 &format!("must be '{want}'"),
             )),
             Some(_) => {}
@@ -120,7 +121,7 @@ fn validate_generated_selector(obj: &Value, prefixed: bool) -> Vec<Cause> {
         if !sel.matches_labels(&Value::Object(expected_labels)) {
             causes.push(Cause::invalid(
                 "spec.selector",
-                go_value::label_selector(selector),
+                go_fmt::label_selector(selector),
                 "`selector` not auto-generated",
             ));
         }
@@ -358,7 +359,7 @@ fn validate_job_update(new: &Value, old: &Value) -> Vec<Cause> {
     if !same_selector(sel.as_ref(), old_sel.as_ref()) {
         causes.push(Cause::invalid(
             "spec.selector",
-            go_value::label_selector(sel.as_ref().unwrap_or(&Value::Null)),
+            go_fmt::label_selector(sel.as_ref().unwrap_or(&Value::Null)),
             "field is immutable",
         ));
     }

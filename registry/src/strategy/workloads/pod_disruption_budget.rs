@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::status;
 use super::template::{at_most_100_percent, int_or_percent};
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::selector::labels::LabelSelector;
 use crate::strategy::{at, Strategy};
-use crate::validation::go_value;
 
 pub struct PodDisruptionBudgetStrategy;
 
@@ -45,7 +45,7 @@ fn validate_budget(obj: &Value) -> Vec<Cause> {
         if let Err(e) = LabelSelector::from_label_selector_json(selector) {
             causes.push(Cause::invalid(
                 "spec.selector",
-                go_value::label_selector(selector),
+                go_fmt::label_selector(selector),
                 e.message(),
             ));
         }

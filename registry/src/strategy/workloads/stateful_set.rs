@@ -9,8 +9,8 @@ use super::template::{
     long_running, nonnegative, template_metadata,
 };
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::strategy::{at, default_at, Strategy};
-use crate::validation::go_value;
 
 pub struct StatefulSetStrategy;
 
@@ -78,7 +78,7 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
                     if int_or_percent_value(max) == 0 {
                         causes.push(Cause::invalid(
                             field,
-                            go_value::int_or_string(max),
+                            go_fmt::int_or_string(max),
                             "cannot be 0",
                         ));
                     }

@@ -4,10 +4,11 @@
 use serde_json::Value;
 
 use crate::error::Cause;
+use crate::go_fmt;
 use crate::selector::labels::LabelSelector;
 use crate::strategy::pod::{default_pod_spec, validate_pod_spec};
 use crate::strategy::{at, at_mut};
-use crate::validation::{self, go_value, names::regex_error};
+use crate::validation::{self, names::regex_error};
 
 /// Pod spec defaults (SetDefaults_PodSpec and friends) for the template at `path`.
 pub(super) fn default_template(obj: &mut Value, path: &[&str]) {
@@ -87,7 +88,7 @@ pub(super) fn selector_matches(
     (!selector.matches_labels(labels.unwrap_or(&Value::Null))).then(|| {
         Cause::invalid(
             &format!("{field}.metadata.labels"),
-            go_value::string_map(labels),
+            go_fmt::string_map(labels),
             "`selector` does not match template `labels`",
         )
     })
@@ -100,7 +101,7 @@ pub(super) fn convert_selector(
     why: &str,
 ) -> Result<LabelSelector, Vec<Cause>> {
     LabelSelector::from_label_selector_json(selector).map_err(|e| {
-        let rendered = go_value::label_selector(selector);
+        let rendered = go_fmt::label_selector(selector);
         let mut causes = vec![Cause::invalid(field, &rendered, e.message())];
         causes.push(if why.is_empty() {
             Cause::new(
@@ -141,7 +142,7 @@ pub(super) fn apps_selector(obj: &Value, kind: &str, why_invalid: &str) -> Vec<C
     if converted.is_empty() {
         causes.push(Cause::invalid(
             "spec.selector",
-            go_value::label_selector(selector),
+            go_fmt::label_selector(selector),
             &format!("empty selector is invalid for {kind}"),
         ));
     } else {
@@ -177,7 +178,7 @@ pub(super) fn selector_unchanged(new: &Value, old: &Value) -> Option<Cause> {
     (!same_selector(n, o)).then(|| {
         Cause::invalid(
             "spec.selector",
-            go_value::label_selector(n.unwrap_or(&Value::Null)),
+            go_fmt::label_selector(n.unwrap_or(&Value::Null)),
             "field is immutable",
         )
     })
@@ -221,7 +222,7 @@ pub(super) fn int_or_percent(value: &Value, field: &str) -> Option<Cause> {
     match value {
         Value::String(_) if percent(value).is_none() => Some(Cause::invalid(
             field,
-            go_value::int_or_string(value),
+            go_fmt::int_or_string(value),
             &regex_error(
                 "a valid percent string must be a numeric string followed by an ending '%'",
                 "[0-9]+%",
@@ -242,7 +243,7 @@ pub(super) fn at_most_100_percent(value: &Value, field: &str) -> Option<Cause> {
     percent(value).filter(|p| *p > 100).map(|_| {
         Cause::invalid(
             field,
-            go_value::int_or_string(value),
+            go_fmt::int_or_string(value),
             "must not be greater than 100%",
         )
     })

@@ -11,7 +11,7 @@ use tracing::info;
 use crate::admission::{plugins, Admission, SYSTEM_NAMESPACES};
 use crate::catalogue::{Catalogue, ResourceInfo};
 use crate::error::{RegistryError, Result};
-use crate::fields::FieldSchemas;
+use crate::field_validation::FieldSchemas;
 use crate::options::WriteOptions;
 use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;

@@ -3,7 +3,7 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::fields::Written;
+use crate::field_validation::Written;
 use crate::object::Object;
 use crate::options::WriteOptions;
 
