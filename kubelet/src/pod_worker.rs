@@ -3,6 +3,7 @@
 //! writes every change of status, and on deletion runs seed 004's flow: preStop, SIGTERM,
 //! the grace period, kill, network tear-down, the final status, the final DELETE.
 
+use registry::types::PodPhase;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,10 +54,6 @@ struct Worker {
     written: Option<Value>,
 }
 
-fn is_terminal(phase: &str) -> bool {
-    phase == "Succeeded" || phase == "Failed"
-}
-
 pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: CancellationToken) {
     let Some(pod) = updates.borrow().clone() else {
         return;
@@ -73,7 +70,7 @@ pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: Cancellat
         ctx.timings.crash_loop_backoff,
         owned_by_job(&pod),
     );
-    let finished = is_terminal(pod["status"]["phase"].as_str().unwrap_or_default());
+    let finished = PodPhase::terminal(&pod);
     let start_time = pod["status"]["startTime"]
         .as_str()
         .map(str::to_string)
@@ -156,7 +153,7 @@ impl Worker {
         let events = self.rt.advance(now, Utc::now());
         self.record(events);
         let phase = crate::status::generate::phase(&self.rt, false);
-        if is_terminal(phase) {
+        if phase.is_terminal() {
             // A finished pod's sandbox goes (upstream kills it); its IP stays in the status.
             self.tear_down().await;
             self.finished = true;

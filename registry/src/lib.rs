@@ -21,6 +21,7 @@ pub mod service;
 pub mod serviceaccount;
 pub mod store;
 pub mod strategy;
+pub mod types;
 pub mod validation;
 pub mod warning;
 

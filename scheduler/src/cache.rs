@@ -3,6 +3,7 @@
 //! the pods this scheduler has just bound and the informer has not shown yet ("assumed"), so
 //! the next decision already counts them.
 
+use registry::types::PodPhase;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -185,8 +186,7 @@ impl Cache {
             .to_string();
         let info = Arc::new(PodInfo::new(pod));
         self.remove_pod(&info.key);
-        let phase = info.pod["status"]["phase"].as_str().unwrap_or_default();
-        if node.is_empty() || matches!(phase, "Succeeded" | "Failed") {
+        if node.is_empty() || PodPhase::terminal(&info.pod) {
             return;
         }
         self.placed

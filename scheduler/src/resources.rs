@@ -2,6 +2,7 @@
 //! resource.Quantity and resourcehelper.PodRequests): the larger of the sum of the containers'
 //! requests and the largest init container's request, plus the pod overhead.
 
+use registry::types::ContainerRestartPolicy;
 use serde_json::Value;
 
 /// CPU in millicores, memory and ephemeral storage in bytes.
@@ -60,7 +61,7 @@ pub fn pod_requests(pod: &Value) -> Resources {
     let mut init_max = Resources::default();
     let mut sidecars = Resources::default();
     for c in spec["initContainers"].as_array().into_iter().flatten() {
-        if c["restartPolicy"] == "Always" {
+        if ContainerRestartPolicy::restartable(c) {
             sidecars.add(&requests(c));
             init_max.max(&sidecars);
         } else {

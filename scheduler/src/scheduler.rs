@@ -4,6 +4,7 @@
 //! message and a FailedScheduling event, and waits in the unschedulable set until a node or
 //! pod change moves it back (after its backoff), or a periodic flush.
 
+use registry::types::PodPhase;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -164,10 +165,7 @@ impl Scheduler {
         match n {
             Notification::Add(pod) | Notification::Update { new: pod, .. } => {
                 if !node_name(&pod).is_empty() {
-                    let finished = matches!(
-                        pod["status"]["phase"].as_str(),
-                        Some("Succeeded" | "Failed")
-                    );
+                    let finished = PodPhase::terminal(&pod);
                     lock(&self.cache).add_pod(pod, false);
                     if finished {
                         self.move_unschedulable();

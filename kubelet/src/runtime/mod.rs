@@ -11,7 +11,7 @@ pub mod probe;
 mod resume;
 
 pub use container::{Container, State, Termination};
-pub use pod::{PodRuntime, RestartPolicy, RuntimeEvent};
+pub use pod::{PodRuntime, RuntimeEvent};
 
 /// A duration as Go prints it (`10s`, `2m40s`, `500ms`), for messages upstream formats so.
 pub fn go_duration(d: std::time::Duration) -> String {

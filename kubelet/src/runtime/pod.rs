@@ -8,37 +8,14 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use registry::types::RestartPolicy;
+
 use super::container::{Container, State, StopCause, KILLED};
 use super::go_duration;
 use crate::behavior::PodBehavior;
 
 /// Bounds the state changes one advance makes to one container (start, stop, restart...).
 const MAX_PASSES: usize = 64;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RestartPolicy {
-    Always,
-    OnFailure,
-    Never,
-}
-
-impl RestartPolicy {
-    pub fn of(pod: &Value) -> Self {
-        match pod["spec"]["restartPolicy"].as_str() {
-            Some("OnFailure") => Self::OnFailure,
-            Some("Never") => Self::Never,
-            _ => Self::Always,
-        }
-    }
-
-    fn restarts(self, exit_code: i32) -> bool {
-        match self {
-            Self::Always => true,
-            Self::OnFailure => exit_code != 0,
-            Self::Never => false,
-        }
-    }
-}
 
 /// What happened, for the pod's events (reason, message, warning?).
 #[derive(Clone, Debug, PartialEq)]

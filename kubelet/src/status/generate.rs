@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use super::conditions::{self, names_message, Condition};
-use crate::runtime::{Container, PodRuntime, RestartPolicy, State};
+use registry::types::{PodPhase, RestartPolicy};
+
+use crate::runtime::{Container, PodRuntime, State};
 
 /// What the status is made of.
 pub struct PodView<'a> {
@@ -25,12 +27,12 @@ pub struct PodView<'a> {
 }
 
 /// upstream's getPhase.
-pub fn phase(rt: &PodRuntime, terminal: bool) -> &'static str {
+pub fn phase(rt: &PodRuntime, terminal: bool) -> PodPhase {
     if !rt.initialized() {
         return if rt.init_failed() || terminal {
-            "Failed"
+            PodPhase::Failed
         } else {
-            "Pending"
+            PodPhase::Pending
         };
     }
     let (mut waiting, mut running, mut stopped, mut succeeded) = (0, 0, 0, 0);
@@ -48,19 +50,23 @@ pub fn phase(rt: &PodRuntime, terminal: bool) -> &'static str {
         }
     }
     if waiting > 0 {
-        return if terminal { "Failed" } else { "Pending" };
+        return if terminal {
+            PodPhase::Failed
+        } else {
+            PodPhase::Pending
+        };
     }
     if running > 0 {
-        return "Running";
+        return PodPhase::Running;
     }
     if stopped == 0 {
-        return "Pending";
+        return PodPhase::Pending;
     }
     match (terminal, rt.restart_policy) {
-        (false, RestartPolicy::Always) => "Running",
-        _ if stopped == succeeded => "Succeeded",
-        (false, RestartPolicy::OnFailure) => "Running",
-        _ => "Failed",
+        (false, RestartPolicy::Always) => PodPhase::Running,
+        _ if stopped == succeeded => PodPhase::Succeeded,
+        (false, RestartPolicy::OnFailure) => PodPhase::Running,
+        _ => PodPhase::Failed,
     }
 }
 
@@ -184,7 +190,7 @@ pub fn generate(view: &PodView) -> Value {
             Some(names_message("incomplete", &pending_init)),
         )
     });
-    let containers_ready = if phase == "Succeeded" {
+    let containers_ready = if phase == PodPhase::Succeeded {
         Condition::no("ContainersReady", Some("PodCompleted"), None)
     } else if !unready.is_empty() {
         Condition::no(
@@ -209,7 +215,7 @@ pub fn generate(view: &PodView) -> Value {
     owned.push(containers_ready);
     owned.push(ready);
 
-    status.insert("phase".into(), json!(phase));
+    status.insert("phase".into(), json!(phase.as_str()));
     status.insert(
         "conditions".into(),
         conditions::merge(&old["conditions"], owned, view.wall),

@@ -5,6 +5,7 @@
 
 pub mod budget;
 
+use crate::types::PodPhase;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -137,20 +138,18 @@ fn delete_options(eviction: &Object, dry_run: DryRun) -> Result<DeleteOptions> {
     Ok(options)
 }
 
-fn phase(pod: &Object) -> &str {
-    pod["status"]["phase"].as_str().unwrap_or_default()
-}
-
 /// Upstream's canIgnorePDB.
 fn can_ignore_budget(pod: &Object) -> bool {
-    matches!(phase(pod), "Succeeded" | "Failed" | "Pending")
-        || object::deletion_timestamp(pod).is_some()
+    matches!(
+        PodPhase::of(pod),
+        Some(PodPhase::Succeeded | PodPhase::Failed | PodPhase::Pending)
+    ) || object::deletion_timestamp(pod).is_some()
 }
 
 /// A pending pod is deleted only as the version seen, so it cannot turn ready meanwhile
 /// unnoticed (upstream's shouldEnforceResourceVersion).
 fn should_enforce_resource_version(pod: &Object) -> bool {
-    !matches!(phase(pod), "Succeeded" | "Failed") && object::deletion_timestamp(pod).is_none()
+    !PodPhase::terminal(pod) && object::deletion_timestamp(pod).is_none()
 }
 
 fn has_resource_version(options: &DeleteOptions) -> bool {

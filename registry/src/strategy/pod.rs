@@ -1,6 +1,7 @@
 //! Pods: upstream's defaults for pod specs (shared with every pod template) and graceful
 //! deletion of pods bound to a node.
 
+use crate::types::{PodPhase, RestartPolicy};
 use serde_json::{json, Value};
 
 use super::{at, at_mut, default_at, Strategy};
@@ -98,7 +99,7 @@ pub fn validate_pod_spec(spec: Option<&Value>, field: &str) -> Vec<Cause> {
         .and_then(|s| s.get("restartPolicy"))
         .and_then(Value::as_str)
     {
-        if !matches!(policy, "Always" | "OnFailure" | "Never") {
+        if policy.parse::<RestartPolicy>().is_err() {
             causes.push(Cause::not_supported(
                 &format!("{field}.restartPolicy"),
                 policy,
@@ -195,10 +196,7 @@ impl Strategy for PodStrategy {
         let node = at(obj, &["spec", "nodeName"])
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let phase = at(obj, &["status", "phase"])
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if node.is_empty() || matches!(phase, "Failed" | "Succeeded") {
+        if node.is_empty() || PodPhase::terminal(obj) {
             period = 0;
         }
         Some(period)

@@ -3,6 +3,7 @@
 //! `deprecated.daemonset.template.generation` annotation, which the DaemonSet controller
 //! copies to its pods' `pod-template-generation` label.
 
+use crate::types::UpdateStrategyType;
 use serde_json::{json, Value};
 
 use super::status;
@@ -57,9 +58,10 @@ fn set_template_generation(obj: &mut Value, generation: i64) {
 
 fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
     let strategy = at(obj, &["spec", "updateStrategy"]);
-    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str) {
-        Some("OnDelete") => {}
-        Some("RollingUpdate") => {
+    let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
+    match kind.map(str::parse::<UpdateStrategyType>) {
+        Some(Ok(UpdateStrategyType::OnDelete)) => {}
+        Some(Ok(UpdateStrategyType::RollingUpdate)) => {
             let Some(rolling) = strategy
                 .and_then(|s| s.get("rollingUpdate"))
                 .filter(|r| !r.is_null())
@@ -96,9 +98,9 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
                 _ => {}
             }
         }
-        other => causes.push(Cause::not_supported(
+        _ => causes.push(Cause::not_supported(
             "spec.updateStrategy",
-            other.unwrap_or_default(),
+            kind.unwrap_or_default(),
             &["RollingUpdate", "OnDelete"],
         )),
     }

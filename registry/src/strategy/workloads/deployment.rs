@@ -1,5 +1,6 @@
 //! Deployments (apps/v1 SetDefaults_Deployment, ValidateDeployment, deploymentStrategy).
 
+use crate::types::DeploymentStrategyType;
 use serde_json::{json, Value};
 
 use super::status;
@@ -35,8 +36,9 @@ fn validate_strategy(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let strategy = at(obj, &["spec", "strategy"]);
     let rolling = at(obj, &["spec", "strategy", "rollingUpdate"]).filter(|r| !r.is_null());
-    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str) {
-        Some("Recreate") => {
+    let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
+    match kind.map(str::parse::<DeploymentStrategyType>) {
+        Some(Ok(DeploymentStrategyType::Recreate)) => {
             if rolling.is_some() {
                 causes.push(Cause::forbidden(
                     "spec.strategy.rollingUpdate",
@@ -44,7 +46,7 @@ fn validate_strategy(obj: &Value) -> Vec<Cause> {
                 ));
             }
         }
-        Some("RollingUpdate") => match rolling {
+        Some(Ok(DeploymentStrategyType::RollingUpdate)) => match rolling {
             None => causes.push(Cause::new(
                 "FieldValueRequired",
                 "spec.strategy.rollingUpdate",
@@ -68,9 +70,9 @@ fn validate_strategy(obj: &Value) -> Vec<Cause> {
                 causes.extend(at_most_100_percent(unavailable, &unavailable_field));
             }
         },
-        other => causes.push(Cause::not_supported(
+        _ => causes.push(Cause::not_supported(
             "spec.strategy",
-            other.unwrap_or_default(),
+            kind.unwrap_or_default(),
             &["Recreate", "RollingUpdate"],
         )),
     }

@@ -1,6 +1,7 @@
 //! StatefulSets (apps/v1 SetDefaults_StatefulSet, ValidateStatefulSet, statefulSetStrategy).
 //! `serviceName` is optional, as upstream has made it.
 
+use crate::types::UpdateStrategyType;
 use serde_json::{json, Value};
 
 use super::status;
@@ -51,9 +52,13 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
     let rolling = strategy
         .and_then(|s| s.get("rollingUpdate"))
         .filter(|r| !r.is_null());
-    match strategy.and_then(|s| s.get("type")).and_then(Value::as_str) {
-        None | Some("") => causes.push(Cause::required("spec.updateStrategy")),
-        Some("OnDelete") => {
+    let kind = strategy.and_then(|s| s.get("type")).and_then(Value::as_str);
+    match kind
+        .filter(|k| !k.is_empty())
+        .map(|k| (k, k.parse::<UpdateStrategyType>()))
+    {
+        None => causes.push(Cause::required("spec.updateStrategy")),
+        Some((_, Ok(UpdateStrategyType::OnDelete))) => {
             if let Some(r) = rolling {
                 causes.push(Cause::invalid(
                     "spec.updateStrategy.rollingUpdate",
@@ -62,7 +67,7 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
                 ));
             }
         }
-        Some("RollingUpdate") => {
+        Some((_, Ok(UpdateStrategyType::RollingUpdate))) => {
             if rolling.is_some() {
                 nonnegative(
                     obj,
@@ -86,7 +91,7 @@ fn validate_update_strategy(obj: &Value, causes: &mut Vec<Cause>) {
                 }
             }
         }
-        Some(other) => causes.push(Cause::invalid(
+        Some((other, Err(_))) => causes.push(Cause::invalid(
             "spec.updateStrategy",
             crate::validation::quote(other),
             "must be 'RollingUpdate' or 'OnDelete'",
