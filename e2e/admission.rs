@@ -167,3 +167,28 @@ fn always_deny_refuses_every_write() {
     let r = s.request("DELETE", "/api/v1/namespaces/kube-public", &[], b"");
     assert_eq!(r.status, 403, "{}", r.body);
 }
+
+/// TaintNodesByCondition: a node is created not ready for scheduling (the node lifecycle
+/// controller, off here, takes the taint away once the node is Ready); disabled, it is not.
+#[test]
+fn nodes_are_created_with_the_not_ready_taint() {
+    let node = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "fresh"}}"#;
+    let s = start_embedded_with(&["--disable-controllers", "--nodes", "0"]);
+    s.with_manifest("create", node);
+    let created = s.json(&["get", "node", "fresh"]);
+    assert_eq!(
+        created["spec"]["taints"],
+        serde_json::json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
+        "{created}"
+    );
+    let s = start_embedded_with(&[
+        "--disable-controllers",
+        "--nodes",
+        "0",
+        "--disable-admission-plugins",
+        "TaintNodesByCondition",
+    ]);
+    s.with_manifest("create", node);
+    let created = s.json(&["get", "node", "fresh"]);
+    assert!(created["spec"]["taints"].is_null(), "{created}");
+}

@@ -20,6 +20,7 @@ mod default_toleration_seconds;
 mod namespace_lifecycle;
 pub mod plugins;
 pub mod service_account;
+mod taint_nodes_by_condition;
 
 use std::sync::{Arc, PoisonError, RwLock};
 

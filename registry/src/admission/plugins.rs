@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{
     always_admit, always_deny, default_storage_class, default_toleration_seconds,
-    namespace_lifecycle, service_account, Chain, Plugin,
+    namespace_lifecycle, service_account, taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -44,7 +44,11 @@ pub static ORDERED: &[Entry] = &[
     plugin("LimitRanger", true, None),
     plugin("ServiceAccount", true, Some(service_account::build)),
     plugin("NodeRestriction", false, None),
-    plugin("TaintNodesByCondition", true, None),
+    plugin(
+        "TaintNodesByCondition",
+        true,
+        Some(taint_nodes_by_condition::build),
+    ),
     plugin("AlwaysPullImages", false, None),
     plugin("ImagePolicyWebhook", false, None),
     plugin("PodSecurity", true, None),
@@ -184,6 +188,7 @@ mod tests {
             [
                 "NamespaceLifecycle",
                 "ServiceAccount",
+                "TaintNodesByCondition",
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass"
             ]
@@ -205,6 +210,7 @@ mod tests {
                 "AlwaysAdmit",
                 "NamespaceLifecycle",
                 "ServiceAccount",
+                "TaintNodesByCondition",
                 "DefaultStorageClass",
                 "AlwaysDeny"
             ]
