@@ -192,3 +192,52 @@ fn nodes_are_created_with_the_not_ready_taint() {
     let created = s.json(&["get", "node", "fresh"]);
     assert!(created["spec"]["taints"].is_null(), "{created}");
 }
+
+fn claim(name: &str, class: &str, size: &str) -> String {
+    format!(
+        r#"{{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {{"name": "{name}", "namespace": "default"}},
+            "spec": {{"storageClassName": "{class}", "accessModes": ["ReadWriteOnce"],
+                      "resources": {{"requests": {{"storage": "{size}"}}}}}}}}"#
+    )
+}
+
+fn bound(s: &Server, name: &str) {
+    test_support::wait_until(
+        "the claim bound",
+        std::time::Duration::from_secs(30),
+        || s.json(&["get", "pvc", name])["status"]["phase"] == "Bound",
+    );
+}
+
+/// PersistentVolumeClaimResize: a bound claim grows only when its class allows expansion.
+#[test]
+fn claims_grow_only_where_their_class_allows_it() {
+    let s = start_embedded_with(&[]);
+    s.with_manifest(
+        "apply",
+        r#"{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "expandable"}, "provisioner": "sim.kube.io/hostpath",
+            "allowVolumeExpansion": true}"#,
+    );
+    s.with_manifest("create", &claim("fixed", "standard", "1Gi"));
+    s.with_manifest("create", &claim("growing", "expandable", "1Gi"));
+    bound(&s, "fixed");
+    bound(&s, "growing");
+
+    let out = s.manifest_output(&["apply", "-f", "-"], &claim("fixed", "standard", "2Gi"));
+    let said = support::output_text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"),
+        "{said}"
+    );
+    s.with_manifest("apply", &claim("growing", "expandable", "2Gi"));
+    let grown = s.json(&["get", "pvc", "growing"]);
+    assert_eq!(
+        grown["spec"]["resources"]["requests"]["storage"], "2Gi",
+        "{grown}"
+    );
+    // Shrinking is not this plugin's to refuse; an equal size passes it.
+    s.with_manifest("apply", &claim("fixed", "standard", "1Gi"));
+}

@@ -213,11 +213,50 @@ string_enum! {
     }
 }
 
+/// A quantity as a number of base units ("100m" → 0.1, "1Gi" → 1073741824).
+pub fn parse_quantity(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let factor = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        _ => return None,
+    };
+    let value: f64 = number.parse().ok()?;
+    value.is_finite().then_some(value * factor)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_quantity("100m"), Some(0.1));
+        assert_eq!(parse_quantity("2"), Some(2.0));
+        assert_eq!(parse_quantity("1Gi"), Some(1073741824.0));
+        assert_eq!(parse_quantity("1e3"), Some(1000.0));
+        assert_eq!(parse_quantity("1.5k"), Some(1500.0));
+        assert_eq!(parse_quantity("bad"), None);
+        assert_eq!(parse_quantity("1Zi"), None);
+    }
 
     #[test]
     fn spellings_round_trip() {

@@ -109,7 +109,7 @@ impl NodeInfo {
         self.allocatable = Resources::from_list(allocatable);
         self.allowed_pods = allocatable["pods"]
             .as_str()
-            .and_then(crate::resources::parse_quantity)
+            .and_then(registry::types::parse_quantity)
             .map(|p| p as i64)
             .or_else(|| allocatable["pods"].as_i64())
             .unwrap_or(0);

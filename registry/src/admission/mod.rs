@@ -18,6 +18,7 @@ mod always_deny;
 mod default_storage_class;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
+mod persistent_volume_claim_resize;
 pub mod plugins;
 pub mod service_account;
 mod taint_nodes_by_condition;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::{
     always_admit, always_deny, default_storage_class, default_toleration_seconds,
-    namespace_lifecycle, service_account, taint_nodes_by_condition, Chain, Plugin,
+    namespace_lifecycle, persistent_volume_claim_resize, service_account, taint_nodes_by_condition,
+    Chain, Plugin,
 };
 use crate::Registry;
 
@@ -69,7 +70,11 @@ pub static ORDERED: &[Entry] = &[
     ),
     plugin("StorageObjectInUseProtection", true, None),
     plugin("OwnerReferencesPermissionEnforcement", false, None),
-    plugin("PersistentVolumeClaimResize", true, None),
+    plugin(
+        "PersistentVolumeClaimResize",
+        true,
+        Some(persistent_volume_claim_resize::build),
+    ),
     plugin("RuntimeClass", true, None),
     plugin("CertificateApproval", true, None),
     plugin("CertificateSigning", true, None),
@@ -190,7 +195,8 @@ mod tests {
                 "ServiceAccount",
                 "TaintNodesByCondition",
                 "DefaultTolerationSeconds",
-                "DefaultStorageClass"
+                "DefaultStorageClass",
+                "PersistentVolumeClaimResize"
             ]
         );
         assert!(resolved.unavailable.contains(&"LimitRanger"));
@@ -212,6 +218,7 @@ mod tests {
                 "ServiceAccount",
                 "TaintNodesByCondition",
                 "DefaultStorageClass",
+                "PersistentVolumeClaimResize",
                 "AlwaysDeny"
             ]
         );
