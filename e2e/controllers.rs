@@ -1,7 +1,7 @@
 //! The in-process controllers through the HTTP surface of the real binary, on the embedded
 //! store and on etcd: garbage collection under the three propagation policies (curl and
 //! kubectl), foreground deletion blocked and unblocked the seed's three ways, namespace
-//! deletion, and leader election between two servers on one etcd.
+//! deletion, leader election between two servers on one etcd, and `--controllers`.
 
 mod support;
 
@@ -558,4 +558,68 @@ fn default_service_accounts(s: &Server) {
         let r = s.get(path);
         r.status == 200 && r.json()["metadata"]["uid"] != first
     });
+}
+
+fn workload(kind: &str, name: &str, replicas: u32) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    })
+}
+
+fn count(s: &Server, collection: &str, app: &str) -> usize {
+    let r = s.get(&format!("{collection}?labelSelector=app%3D{app}"));
+    assert_eq!(r.status, 200, "{collection}: {}", r.body);
+    r.json()["items"].as_array().map_or(0, Vec::len)
+}
+
+/// `--controllers` chooses kube-controller-manager's controllers by upstream's names: without
+/// the deployment controller a Deployment gets no ReplicaSet, while the ReplicaSet controller
+/// still gives a ReplicaSet its pods; an unknown name is refused at start.
+#[test]
+fn controllers_are_chosen_by_upstream_names() {
+    let s = start_with_args(None, None, &["--controllers=*,-deployment-controller"]);
+    let apps = "/apis/apps/v1/namespaces/default";
+    // The Deployment first: by the time the later ReplicaSet has its pods, a running
+    // deployment controller would have made the Deployment's.
+    create(
+        &s,
+        &format!("{apps}/deployments"),
+        workload("Deployment", "dep", 1),
+    );
+    create(
+        &s,
+        &format!("{apps}/replicasets"),
+        workload("ReplicaSet", "direct", 2),
+    );
+    wait_until("the ReplicaSet's pods", LONG, || {
+        count(&s, "/api/v1/namespaces/default/pods", "direct") == 2
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(count(&s, &format!("{apps}/replicasets"), "dep"), 0);
+    assert_eq!(count(&s, "/api/v1/namespaces/default/pods", "dep"), 0);
+    let deployment = s.get(&format!("{apps}/deployments/dep")).json();
+    assert!(
+        deployment["status"]["observedGeneration"].is_null(),
+        "synced by a disabled controller: {deployment}"
+    );
+    assert_eq!(s.logged("controller disabled"), 1);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let said = support::refused_start(dir.path(), &["--controllers=nosuch"]);
+    assert!(
+        said.contains(r#"--controllers: "nosuch" is not in the list of known controllers"#),
+        "{said}"
+    );
+    let said = support::refused_start(dir.path(), &["--controllers=*,-nosuch"]);
+    assert!(said.contains(r#""nosuch" is not in the list"#), "{said}");
 }

@@ -90,9 +90,21 @@ pub struct Options {
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: registry::service::PortRange,
 
-    /// Do not run the in-process controllers (garbage collector, namespace controller).
+    /// Do not run the in-process controllers (garbage collector, namespace controller), the
+    /// scheduler nor the nodes.
     #[arg(long)]
     pub disable_controllers: bool,
+
+    /// The kube-controller-manager controllers to run (its --controllers), a comma list of
+    /// upstream's names: `*` is every controller on by default, `name` turns one on, `-name`
+    /// turns one off, e.g. `*,-deployment-controller`. An unknown name fails start.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "*",
+        allow_hyphen_values = true
+    )]
+    pub controllers: Vec<String>,
 
     /// Simulated nodes to register, each with an in-process kubelet that runs the pods bound
     /// to it. 0 runs none (pods bound to a node then wait for a kubelet from elsewhere).

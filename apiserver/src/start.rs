@@ -44,6 +44,8 @@ pub enum StartError {
     AuthorizationMode(#[from] secure::authz::ModeError),
     #[error("admission: {0}")]
     Admission(#[from] registry::admission::PluginConfigError),
+    #[error("--controllers: {0}")]
+    Controllers(#[from] controllers::UnknownController),
     #[error(
         "--bind-address {address} is not a loopback address, and plain HTTP (--port {port}) serves \
          without authentication: it is only served on loopback. Pass --port 0 to serve only \
@@ -85,6 +87,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         &options.enable_admission_plugins,
         &options.disable_admission_plugins,
     )?;
+    let selection = controllers::Selection::parse(&options.controllers)?;
     // A bad --encryption-provider-config too.
     let encryption = match &options.encryption_provider_config {
         Some(path) => Some(
@@ -146,6 +149,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         informers.clone(),
         ControllerOptions {
             enabled: !options.disable_controllers,
+            selection,
             leader_elect: options.leader_elect,
             lease_duration: options.leader_elect_lease_duration,
             renew_deadline: options.leader_elect_renew_deadline,

@@ -8,7 +8,7 @@ mod delta_fifo;
 mod dispatch;
 mod factory;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod indexer;
 mod key;
 mod lister_watcher;

@@ -13,10 +13,11 @@ use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use client::informer::{dispatch, InformerFactory, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::controller::Controller;
+use client::informer::{InformerFactory, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 /// Upstream's field manager for the aggregated rules.
@@ -51,32 +52,18 @@ impl ClusterRoleAggregationController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting ClusterRoleAggregator controller");
-        let this = self.clone();
-        // Which aggregated role a change feeds is not known without the whole graph, and
-        // ClusterRoles are few: any change looks at every aggregated role again.
-        let handler = dispatch(self.cluster_roles.subscribe(), stop.clone(), move |_| {
-            this.enqueue_aggregated();
-        });
-        let this = self.clone();
-        run_when_synced(
-            "clusterrole-aggregation",
-            &[&self.cluster_roles],
-            self.queue.clone(),
-            WORKERS,
-            stop.clone(),
-            move |name| {
-                let this = this.clone();
-                async move {
-                    Next::after_sync(this.sync(&name).await, |e| {
-                        warn!(clusterrole = %name, error = %e, "aggregating rules failed; retrying")
-                    })
-                }
-            },
-        )
-        .await;
-        let _ = handler.await;
-        info!("ClusterRoleAggregator controller stopped");
+        let name = "clusterrole-aggregation-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(WORKERS)
+            // Which aggregated role a change feeds is not known without the whole graph, and
+            // ClusterRoles are few: any change looks at every aggregated role again.
+            .handles(&self.cluster_roles, |cra, _| cra.enqueue_aggregated())
+            .run(stop, |cra, role| async move {
+                Next::after_sync(cra.sync(&role).await, |e| {
+                    warn!(clusterrole = %role, error = %e, "aggregating rules failed; retrying")
+                })
+            })
+            .await
     }
 
     fn enqueue_aggregated(&self) {

@@ -3,19 +3,18 @@
 
 use std::sync::Arc;
 
-use registry::{object, Registry, Store};
+use registry::{Registry, Store};
 use serde_json::Value;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::config::CronJobControllerConfig;
 use super::COMPONENT;
+use client::controller::Controller;
 use client::events::EventRecorder;
-use client::informer::{
-    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
-};
-use client::worker::{run_when_synced, Next};
+use client::informer::{object_key, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -61,34 +60,17 @@ impl CronJobController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(workers = self.config.workers, "starting cronjob controller");
-        let this = self.clone();
-        let cronjobs = dispatch(self.cronjob_informer.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(cj) | Notification::Update { new: cj, .. } = &n {
-                this.enqueue(cj);
-            }
-        });
-        let this = self.clone();
-        let jobs = dispatch(self.job_informer.subscribe(), stop.clone(), move |n| {
-            if let Some(job) = n.latest() {
-                this.enqueue_controller_of(job);
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "cronjob",
-            &[&self.cronjob_informer, &self.job_informer],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        let _ = tokio::join!(cronjobs, jobs);
-        info!("cronjob controller stopped");
+        Controller::new(COMPONENT, self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            // Adds and updates only: a deleted CronJob leaves nothing to sync.
+            .primary_with(&self.cronjob_informer, "CronJob", |cj, n| {
+                if let Notification::Add(cronjob) | Notification::Update { new: cronjob, .. } = &n {
+                    cj.enqueue(cronjob);
+                }
+            })
+            .owns(&self.job_informer)
+            .run(stop, |cj, key| async move { cj.process(key).await })
+            .await
     }
 
     async fn process(&self, key: String) -> Next {
@@ -101,26 +83,6 @@ impl CronJobController {
 
     fn enqueue(&self, cronjob: &Value) {
         if let Ok(key) = object_key(cronjob) {
-            self.queue.add(key);
-        }
-    }
-
-    fn enqueue_controller_of(&self, job: &Value) {
-        let Some(reference) = job["metadata"]["ownerReferences"]
-            .as_array()
-            .and_then(|r| r.iter().find(|r| r["controller"].as_bool() == Some(true)))
-        else {
-            return;
-        };
-        if reference["kind"] != "CronJob" || reference["apiVersion"] != "batch/v1" {
-            return;
-        }
-        let Some(name) = reference["name"].as_str() else {
-            return;
-        };
-        let key = format!("{}/{name}", object::namespace(job));
-        let current = self.cronjob_informer.indexer().get(&key);
-        if current.is_some_and(|cj| object::uid(&cj) == reference["uid"].as_str().unwrap_or("")) {
             self.queue.add(key);
         }
     }

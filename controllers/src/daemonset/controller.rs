@@ -8,20 +8,21 @@ use registry::selector::labels::LabelSelector;
 use registry::{object, Store};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::backoff::FailedPodsBackoff;
 use super::config::DaemonSetControllerConfig;
 use crate::history::History;
+use client::controller::Controller;
 use client::controller_utils::{
     controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
 };
 use client::events::EventRecorder;
 use client::informer::{
-    dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
+    object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
     NAMESPACE_INDEX,
 };
-use client::worker::{run_when_synced, Next};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 pub struct DaemonSetController {
@@ -70,49 +71,16 @@ impl DaemonSetController {
 
     /// Runs until `stop` fires; runs once.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(
-            workers = self.config.workers,
-            "starting daemon sets controller"
-        );
-        let mut dispatchers = Vec::new();
-        for (informer, kind) in [
-            (&self.ds_informer, Kind::DaemonSet),
-            (&self.pod_informer, Kind::Pod),
-            (&self.node_informer, Kind::Node),
-            (self.history.informer(), Kind::Revision),
-        ] {
-            let this = self.clone();
-            dispatchers.push(dispatch(informer.subscribe(), stop.clone(), move |n| {
-                this.on_notification(kind, n)
-            }));
-        }
-        let informers = [
-            &self.ds_informer,
-            &self.pod_informer,
-            &self.node_informer,
-            self.history.informer(),
-        ];
-        // Back-offs of failed pods are forgotten on their own clock, synced or not.
-        let gc = tokio::spawn(self.clone().backoff_gc(stop.clone()));
-        let this = self.clone();
-        run_when_synced(
-            "daemonset",
-            &informers,
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        stop.cancel();
-        let _ = gc.await;
-        for d in dispatchers {
-            let _ = d.await;
-        }
-        info!("daemon sets controller stopped");
+        Controller::new("daemonset-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            // Expectations bookkeeping, and adoption of orphan pods.
+            .primary_with(&self.ds_informer, "DaemonSet", |ds, n| ds.on_daemon_set(n))
+            .handles(&self.pod_informer, |ds, n| ds.on_pod(n))
+            .handles(&self.node_informer, |ds, n| ds.on_node(&n))
+            .owns(self.history.informer())
+            .spawns(Self::backoff_gc)
+            .run(stop, |ds, key| async move { ds.process(key).await })
+            .await
     }
 
     /// Forgets back-offs of failed pods long quiet, once a minute as upstream.
@@ -147,22 +115,27 @@ impl DaemonSetController {
         }
     }
 
-    fn on_notification(&self, kind: Kind, n: Notification) {
-        match (kind, n) {
-            (Kind::DaemonSet, Notification::Add(ds)) => self.enqueue(&ds),
-            (Kind::DaemonSet, Notification::Update { old, new }) => {
+    fn on_daemon_set(&self, n: Notification) {
+        match n {
+            Notification::Add(ds) => self.enqueue(&ds),
+            Notification::Update { old, new } => {
                 if object::uid(&old) != object::uid(&new) {
                     self.expectations.forget(&key(&old));
                 }
                 self.enqueue(&new);
             }
-            (Kind::DaemonSet, Notification::Delete(ds)) => {
+            Notification::Delete(ds) => {
                 if let Ok(k) = ds.key() {
                     self.expectations.forget(&k);
                     self.queue.add(k);
                 }
             }
-            (Kind::Pod, Notification::Add(pod)) => {
+        }
+    }
+
+    fn on_pod(&self, n: Notification) {
+        match n {
+            Notification::Add(pod) => {
                 if object::deletion_timestamp(&pod).is_some() {
                     self.pod_gone(&DeltaObject::Object(pod));
                 } else if let Some(ds) = self.controller_of(&pod, "DaemonSet") {
@@ -172,29 +145,20 @@ impl DaemonSetController {
                     self.enqueue_selecting(&pod);
                 }
             }
-            (Kind::Pod, Notification::Update { old, new }) => self.pod_updated(&old, &new),
-            (Kind::Pod, Notification::Delete(pod)) => self.pod_gone(&pod),
-            (Kind::Node, Notification::Update { old, new }) => {
-                // Status-only updates (heartbeats) never change where daemons run.
-                if old["metadata"]["labels"] != new["metadata"]["labels"]
-                    || old["spec"] != new["spec"]
-                {
-                    self.enqueue_all();
-                }
-            }
-            (Kind::Node, _) => self.enqueue_all(),
-            (Kind::Revision, Notification::Add(r))
-            | (Kind::Revision, Notification::Update { new: r, .. }) => {
-                if let Some(ds) = self.controller_of(&r, "DaemonSet") {
-                    self.enqueue(&ds);
-                }
-            }
-            (Kind::Revision, Notification::Delete(r)) => {
-                if let Some(ds) = r.object().and_then(|r| self.controller_of(r, "DaemonSet")) {
-                    self.enqueue(&ds);
-                }
+            Notification::Update { old, new } => self.pod_updated(&old, &new),
+            Notification::Delete(pod) => self.pod_gone(&pod),
+        }
+    }
+
+    fn on_node(&self, n: &Notification) {
+        if let Notification::Update { old, new } = n {
+            // Status-only updates (heartbeats) never change where daemons run.
+            if old["metadata"]["labels"] == new["metadata"]["labels"] && old["spec"] == new["spec"]
+            {
+                return;
             }
         }
+        self.enqueue_all();
     }
 
     fn pod_updated(&self, old: &Arc<Value>, new: &Arc<Value>) {
@@ -253,14 +217,6 @@ impl DaemonSetController {
             }
         }
     }
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    DaemonSet,
-    Pod,
-    Node,
-    Revision,
 }
 
 pub(super) fn key(obj: &Value) -> String {

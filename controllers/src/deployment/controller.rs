@@ -9,16 +9,16 @@ use registry::selector::labels::LabelSelector;
 use registry::{object, Store};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::config::DeploymentControllerConfig;
+use client::controller::Controller;
 use client::controller_utils::resolve_controller_ref;
 use client::events::EventRecorder;
 use client::informer::{
-    controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
-    NAMESPACE_INDEX,
+    controller_uid, FactoryError, InformerFactory, Notification, SharedInformer, NAMESPACE_INDEX,
 };
-use client::worker::{run_when_synced, Next};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 pub struct DeploymentController {
@@ -54,42 +54,14 @@ impl DeploymentController {
 
     /// Runs until `stop` fires; runs once.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(
-            workers = self.config.workers,
-            "starting deployment controller"
-        );
-        let mut dispatchers = Vec::new();
-        for (informer, kind) in [
-            (&self.deployment_informer, Kind::Deployment),
-            (&self.rs_informer, Kind::ReplicaSet),
-            (&self.pod_informer, Kind::Pod),
-        ] {
-            let this = self.clone();
-            dispatchers.push(dispatch(informer.subscribe(), stop.clone(), move |n| {
-                this.on_notification(kind, &n)
-            }));
-        }
-        let this = self.clone();
-        run_when_synced(
-            "deployment",
-            &[
-                &self.deployment_informer,
-                &self.rs_informer,
-                &self.pod_informer,
-            ],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        for d in dispatchers {
-            let _ = d.await;
-        }
-        info!("deployment controller stopped");
+        Controller::new("deployment-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .primary(&self.deployment_informer, "Deployment")
+            // Adoption of orphans, and a Recreate rollout that waits for the old pods to go.
+            .handles(&self.rs_informer, |d, n| d.on_replica_set_change(&n))
+            .handles(&self.pod_informer, |d, n| d.on_pod(&n))
+            .run(stop, |d, key| async move { d.process(key).await })
+            .await
     }
 
     async fn process(&self, key: String) -> Next {
@@ -107,38 +79,30 @@ impl DeploymentController {
         self.queue.add(key(d));
     }
 
-    fn on_notification(&self, kind: Kind, n: &Notification) {
-        match (kind, n) {
-            (Kind::Deployment, Notification::Add(d)) => self.enqueue(d),
-            (Kind::Deployment, Notification::Update { new, .. }) => self.enqueue(new),
-            (Kind::Deployment, Notification::Delete(d)) => match d.object() {
-                Some(d) => self.enqueue(d),
-                None => {
-                    if let Ok(k) = d.key() {
-                        self.queue.add(k);
-                    }
-                }
-            },
-            (Kind::ReplicaSet, Notification::Add(rs)) => self.on_replica_set(rs, None),
-            (Kind::ReplicaSet, Notification::Update { old, new }) => {
+    fn on_replica_set_change(&self, n: &Notification) {
+        match n {
+            Notification::Add(rs) => self.on_replica_set(rs, None),
+            Notification::Update { old, new } => {
                 if object::resource_version(old) != object::resource_version(new) {
                     self.on_replica_set(new, Some(old));
                 }
             }
-            (Kind::ReplicaSet, Notification::Delete(rs)) => {
+            Notification::Delete(rs) => {
                 if let Some(d) = rs.object().and_then(|rs| self.controlling_deployment(rs)) {
                     self.enqueue(&d);
                 }
             }
-            // A Recreate rollout waits for the old pods to be gone.
-            (Kind::Pod, Notification::Delete(pod)) => {
-                if let Some(d) = pod.object().and_then(|p| self.deployment_of_pod(p)) {
-                    if d["spec"]["strategy"]["type"] == "Recreate" {
-                        self.enqueue(&d);
-                    }
+        }
+    }
+
+    /// A Recreate rollout waits for the old pods to be gone.
+    fn on_pod(&self, n: &Notification) {
+        if let Notification::Delete(pod) = n {
+            if let Some(d) = pod.object().and_then(|p| self.deployment_of_pod(p)) {
+                if d["spec"]["strategy"]["type"] == "Recreate" {
+                    self.enqueue(&d);
                 }
             }
-            (Kind::Pod, _) => {}
         }
     }
 
@@ -215,13 +179,6 @@ impl DeploymentController {
         }
         map
     }
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Deployment,
-    ReplicaSet,
-    Pod,
 }
 
 pub(super) fn key(obj: &Value) -> String {

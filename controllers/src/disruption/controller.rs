@@ -12,14 +12,15 @@ use registry::{object, RegistryError, Store, Subresource};
 use serde_json::Value;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::scale::Finders;
 use super::status::{self, Expected};
+use client::controller::Controller;
 use client::controller_utils::SyncError;
 use client::events::{EventRecorder, EventType};
-use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
-use client::worker::{run_when_synced, Next};
+use client::informer::{FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -88,50 +89,24 @@ impl DisruptionController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting disruption controller");
-        let this = self.clone();
-        let budgets = dispatch(self.budgets.subscribe(), stop.clone(), move |n| {
-            if let Some(pdb) = n.latest() {
-                this.queue.add(key(pdb));
-            }
-        });
-        let this = self.clone();
-        let pods = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            for pod in n.states() {
-                for pdb in this.budgets_of(pod) {
-                    this.queue.add(pdb);
-                }
-            }
-        });
-        let this = self.clone();
         let f = &self.finders;
-        run_when_synced(
-            "disruption",
-            &[
-                &self.budgets,
-                &self.pods,
-                &f.replica_sets,
-                &f.deployments,
-                &f.replication_controllers,
-                &f.stateful_sets,
-            ],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&key).await;
-                    if let Err(e) = &result {
-                        warn!(budget = %key, error = %e, "syncing PodDisruptionBudget failed; retrying");
-                    }
-                    Next::from(result)
+        Controller::new("disruption-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .primary(&self.budgets, "PodDisruptionBudget")
+            .watches(&self.pods, |dc, pod| dc.budgets_of(pod))
+            // Read to find each pod's controller and its scale.
+            .reads(&f.replica_sets)
+            .reads(&f.deployments)
+            .reads(&f.replication_controllers)
+            .reads(&f.stateful_sets)
+            .run(stop, |dc, key| async move {
+                let result = dc.sync(&key).await;
+                if let Err(e) = &result {
+                    warn!(budget = %key, error = %e, "syncing PodDisruptionBudget failed; retrying");
                 }
-            },
-        )
-        .await;
-        let _ = tokio::join!(budgets, pods);
-        info!("disruption controller stopped");
+                Next::from(result)
+            })
+            .await
     }
 
     /// The budgets whose selector matches the pod (upstream picks one; every one of them

@@ -8,15 +8,16 @@ use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::endpointslice::pods::{
     endpoint_ready, has_endpoint, pod_ip, resolved_ports, selected_pods, service_selector,
     services_for_pod, target_ref, terminating,
 };
+use client::controller::Controller;
 use client::controller_utils::SyncError;
-use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::informer::{FactoryError, InformerFactory, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 /// Upstream labels the Endpoints of a headless Service so.
@@ -71,43 +72,19 @@ impl EndpointsController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting endpoints controller");
-        let this = self.clone();
-        let services = dispatch(self.services.subscribe(), stop.clone(), move |n| {
-            if let Some(svc) = n.latest() {
-                this.queue
-                    .add(format!("{}/{}", object::namespace(svc), object::name(svc)));
-            }
-        });
-        let this = self.clone();
-        let pods = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            for pod in n.states() {
-                for svc in services_for_pod(&this.services, pod) {
-                    this.queue.add(svc);
+        Controller::new("endpoints-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .primary(&self.services, "Service")
+            .watches(&self.pods, |ep, pod| services_for_pod(&ep.services, pod))
+            .reads(&self.endpoints)
+            .run(stop, |ep, key| async move {
+                let result = ep.sync(&key).await;
+                if let Err(e) = &result {
+                    warn!(service = %key, error = %e, "syncing endpoints failed; retrying");
                 }
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "endpoint",
-            &[&self.services, &self.pods, &self.endpoints],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&key).await;
-                    if let Err(e) = &result {
-                        warn!(service = %key, error = %e, "syncing endpoints failed; retrying");
-                    }
-                    Next::from(result.map(|()| None::<Duration>))
-                }
-            },
-        )
-        .await;
-        let _ = tokio::join!(services, pods);
-        info!("endpoints controller stopped");
+                Next::from(result.map(|()| None::<Duration>))
+            })
+            .await
     }
 
     async fn sync(&self, key: &str) -> Result<(), SyncError> {

@@ -11,16 +11,17 @@ use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::pods::{
     endpoint_ready, has_endpoint, pod_ip, pod_ready, resolved_ports, selected_pods,
     service_selector, services_for_pod, target_ref, terminating,
 };
 use super::reconcile::{reconcile, Desired, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY};
+use client::controller::Controller;
 use client::controller_utils::SyncError;
-use client::informer::{dispatch, FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
-use client::worker::{run_when_synced, Next};
+use client::informer::{FactoryError, InformerFactory, SharedInformer, NAMESPACE_INDEX};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 /// How soon a Service is looked at again while the slice cache has not caught up with this
@@ -81,52 +82,23 @@ impl EndpointSliceController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting endpointslice controller");
-        let this = self.clone();
-        let services = dispatch(self.services.subscribe(), stop.clone(), move |n| {
-            if let Some(svc) = n.latest() {
-                this.queue
-                    .add(key(object::namespace(svc), object::name(svc)));
-            }
-        });
-        let this = self.clone();
-        let pods = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            for pod in n.states() {
-                for svc in services_for_pod(&this.services, pod) {
-                    this.queue.add(svc);
+        Controller::new("endpointslice-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .primary(&self.services, "Service")
+            .watches(&self.pods, |eps, pod| services_for_pod(&eps.services, pod))
+            // A change of a slice this controller manages queues its Service.
+            .watches(&self.slices, |_, slice| {
+                let service = slice["metadata"]["labels"][LABEL_SERVICE_NAME].as_str();
+                managed(slice).then(|| key(object::namespace(slice), service.unwrap_or("")))
+            })
+            .run(stop, |eps, key| async move {
+                let result = eps.sync(&key).await;
+                if let Err(e) = &result {
+                    warn!(service = %key, error = %e, "syncing endpoint slices failed; retrying");
                 }
-            }
-        });
-        let this = self.clone();
-        let slices = dispatch(self.slices.subscribe(), stop.clone(), move |n| {
-            if let Some(slice) = n.latest().filter(|s| managed(s)) {
-                let svc = slice["metadata"]["labels"][LABEL_SERVICE_NAME]
-                    .as_str()
-                    .unwrap_or("");
-                this.queue.add(key(object::namespace(slice), svc));
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "endpointslice",
-            &[&self.services, &self.pods, &self.slices],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&key).await;
-                    if let Err(e) = &result {
-                        warn!(service = %key, error = %e, "syncing endpoint slices failed; retrying");
-                    }
-                    Next::from(result)
-                }
-            },
-        )
-        .await;
-        let _ = tokio::join!(services, pods, slices);
-        info!("endpointslice controller stopped");
+                Next::from(result)
+            })
+            .await
     }
 
     /// This Service's slices as this controller manages them.

@@ -8,20 +8,21 @@ use registry::{object, Registry, Store};
 use serde_json::Value;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::backoff::BackoffStore;
 use super::config::JobControllerConfig;
 use super::pods::has_tracking_finalizer;
 use super::COMPONENT;
+use client::controller::Controller;
 use client::controller_utils::{controller_reference, resolve_controller_ref};
 use client::controller_utils::{Expectations, OwnWrites, PodControl};
 use client::events::EventRecorder;
 use client::informer::{
-    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
-    CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
+    object_key, FactoryError, InformerFactory, Notification, SharedInformer, CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
 };
-use client::worker::{run_when_synced, Next};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -91,30 +92,13 @@ impl JobController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(workers = self.config.workers, "starting job controller");
-        let this = self.clone();
-        let jobs = dispatch(self.job_informer.subscribe(), stop.clone(), move |n| {
-            this.on_job(&n)
-        });
-        let this = self.clone();
-        let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
-            this.on_pod(&n)
-        });
-        let this = self.clone();
-        run_when_synced(
-            "job",
-            &[&self.job_informer, &self.pod_informer],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        let _ = tokio::join!(jobs, pods);
-        info!("job controller stopped");
+        // Both handlers are the controller's own: expectations, tracking finalizers, orphans.
+        Controller::new(COMPONENT, self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .handles(&self.job_informer, |job, n| job.on_job(&n))
+            .handles(&self.pod_informer, |job, n| job.on_pod(&n))
+            .run(stop, |job, key| async move { job.process(key).await })
+            .await
     }
 
     async fn process(&self, key: Key) -> Next {

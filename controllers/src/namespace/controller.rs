@@ -8,14 +8,15 @@ use std::time::Instant;
 use registry::{object, Registry};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::config::NamespaceControllerConfig;
 use super::content::ContentDeleter;
 use super::deleter::{DeletionError, NamespacedResourcesDeleter};
 use super::estimate;
-use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use client::worker::{run_workers, Next};
+use client::controller::Controller;
+use client::informer::{FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimitingQueue,
 };
@@ -64,49 +65,17 @@ impl NamespaceController {
         }))
     }
 
-    /// Runs until `stop` fires: starts the informer, waits for it to sync, then works the
-    /// queue. A namespace being worked on when `stop` fires is left where it got to (every step
-    /// is safe to repeat, so whoever runs next carries on). Runs once: a stopped controller
-    /// stays stopped.
+    /// Runs until `stop` fires: waits for the informer to sync, then works the queue. A
+    /// namespace being worked on when `stop` fires is left where it got to (every step is safe
+    /// to repeat, so whoever runs next carries on). Runs once: a stopped controller stays
+    /// stopped.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(
-            workers = self.config.workers,
-            "starting namespace controller"
-        );
-        let notifications = self.informer.subscribe();
-        let dispatcher = {
-            let this = self.clone();
-            dispatch(notifications, stop.clone(), move |n| {
-                this.on_notification(&n)
-            })
-        };
-        let synced = tokio::select! {
-            synced = self.informer.wait_for_sync() => synced,
-            () = stop.cancelled() => false,
-        };
-        if synced {
-            let resync = tokio::spawn(self.clone().resync(stop.clone()));
-            let this = self.clone();
-            run_workers(
-                "namespace",
-                self.queue.clone(),
-                self.config.workers,
-                stop.clone(),
-                move |name| {
-                    let this = this.clone();
-                    async move { this.process(name).await }
-                },
-            )
-            .await;
-            let _ = resync.await;
-        } else if !stop.is_cancelled() {
-            warn!("namespace informer stopped before it synced");
-        }
-        self.queue.shut_down();
-        if let Err(e) = dispatcher.await {
-            warn!(error = %e, "namespace event dispatch failed");
-        }
-        info!("namespace controller stopped");
+        Controller::new("namespace-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .handles(&self.informer, |nc, n| nc.on_notification(&n))
+            .spawns(Self::resync)
+            .run(stop, |nc, name| async move { nc.process(name).await })
+            .await
     }
 
     /// Looks at every deleting namespace again each resync period although nothing changed

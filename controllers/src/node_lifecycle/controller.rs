@@ -9,15 +9,16 @@ use registry::options::WriteOptions;
 use registry::{object, RegistryError, Store, Subresource};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::health::{silenced_conditions, HealthConfig};
 use super::taints::reconciled_taints;
 use client::clock::{self, Clock};
+use client::controller::Controller;
 use client::controller_utils::SyncError;
 use client::events::{EventRecorder, EventType};
-use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::informer::{FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 /// Where kubelets renew their Leases.
@@ -69,35 +70,24 @@ impl NodeLifecycleController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting node lifecycle controller");
-        let this = self.clone();
-        let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
-                this.queue.add(object::name(&node).to_string());
-            }
-        });
-        let monitor = tokio::spawn(self.clone().monitor(stop.clone()));
-        let this = self.clone();
-        run_when_synced(
-            "node-lifecycle",
-            &[&self.node_informer, &self.lease_informer],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |name| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&name).await;
-                    if let Err(e) = &result {
-                        warn!(node = %name, error = %e, "node health update failed; retrying");
-                    }
-                    Next::from(result.map(|()| None::<Duration>))
+        let name = "node-lifecycle-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .handles(&self.node_informer, |nlc, n| {
+                if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
+                    nlc.queue.add(object::name(&node).to_string());
                 }
-            },
-        )
-        .await;
-        let _ = tokio::join!(nodes, monitor);
-        info!("node lifecycle controller stopped");
+            })
+            .reads(&self.lease_informer)
+            .spawns(Self::monitor)
+            .run(stop, |nlc, node| async move {
+                let result = nlc.sync(&node).await;
+                if let Err(e) = &result {
+                    warn!(node = %node, error = %e, "node health update failed; retrying");
+                }
+                Next::from(result.map(|()| None::<Duration>))
+            })
+            .await
     }
 
     /// Upstream's monitorNodeHealth loop: silence is noticed by looking, not by an event.

@@ -16,13 +16,15 @@ use tracing::{info, warn};
 use super::eviction::{eviction, Eviction};
 use super::missing_node::MissingNodes;
 use client::clock::{self, Clock};
+use client::controller::Controller;
 use client::controller_utils::SyncError;
 use client::events::{EventRecorder, EventType};
-use client::informer::{
-    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
-};
-use client::worker::{run_when_synced, Next};
+use client::informer::{object_key, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
+
+/// Pods looked at at once.
+const WORKERS: usize = 4;
 
 pub struct TaintEvictionController {
     clock: Arc<dyn Clock>,
@@ -59,49 +61,30 @@ impl TaintEvictionController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting taint eviction controller");
-        let this = self.clone();
-        let pods = dispatch(
-            self.pod_informer.subscribe(),
-            stop.clone(),
-            move |n| match n {
-                Notification::Add(pod) | Notification::Update { new: pod, .. } => {
-                    this.enqueue(&pod)
-                }
+        let name = "taint-eviction-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(WORKERS)
+            .handles(&self.pod_informer, |te, n| match n {
+                Notification::Add(pod) | Notification::Update { new: pod, .. } => te.enqueue(&pod),
                 Notification::Delete(gone) => {
                     if let Some(pod) = gone.object() {
-                        this.missing_nodes.forget(object::uid(pod));
+                        te.missing_nodes.forget(object::uid(pod));
                     }
                 }
-            },
-        );
-        let this = self.clone();
-        let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
-                this.enqueue_pods_on(object::name(&node));
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "taint-eviction",
-            &[&self.pod_informer, &self.node_informer],
-            self.queue.clone(),
-            4,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&key).await;
-                    if let Err(e) = &result {
-                        warn!(pod = %key, error = %e, "taint eviction failed; retrying");
-                    }
-                    Next::from(result)
+            })
+            .handles(&self.node_informer, |te, n| {
+                if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
+                    te.enqueue_pods_on(object::name(&node));
                 }
-            },
-        )
-        .await;
-        let _ = tokio::join!(pods, nodes);
-        info!("taint eviction controller stopped");
+            })
+            .run(stop, |te, key| async move {
+                let result = te.sync(&key).await;
+                if let Err(e) = &result {
+                    warn!(pod = %key, error = %e, "taint eviction failed; retrying");
+                }
+                Next::from(result)
+            })
+            .await
     }
 
     fn enqueue(&self, pod: &Value) {

@@ -8,19 +8,20 @@ use registry::{object, Store};
 use serde_json::Value;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::kind::ReplicaSetKind;
 use super::status::min_ready_seconds;
+use client::controller::Controller;
 use client::controller_utils::{
     controller_reference, is_pod_ready, resolve_controller_ref, Expectations, PodControl,
 };
 use client::events::EventRecorder;
 use client::informer::{
-    dispatch, object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
+    object_key, DeltaObject, FactoryError, InformerFactory, Notification, SharedInformer,
     NAMESPACE_INDEX,
 };
-use client::worker::{run_when_synced, Next};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -96,39 +97,13 @@ impl ReplicaSetController {
 
     /// Runs until `stop` fires; a set being synced then is picked up by whoever runs next.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let component = self.kind().component();
-        info!(
-            controller = component,
-            workers = self.config.workers,
-            "starting"
-        );
-        let set_events = {
-            let this = self.clone();
-            dispatch(self.sets.subscribe(), stop.clone(), move |n| this.on_set(n))
-        };
-        let pod_events = {
-            let this = self.clone();
-            dispatch(self.pods.subscribe(), stop.clone(), move |n| this.on_pod(n))
-        };
-        let this = self.clone();
-        run_when_synced(
-            component,
-            &[&self.sets, &self.pods],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        for events in [set_events, pod_events] {
-            if let Err(e) = events.await {
-                warn!(controller = component, error = %e, "event dispatch failed");
-            }
-        }
-        info!(controller = component, "stopped");
+        // Both handlers are the controller's own: they keep the expectations in step.
+        Controller::new(self.kind().name(), self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .handles(&self.sets, |rs, n| rs.on_set(n))
+            .handles(&self.pods, |rs, n| rs.on_pod(n))
+            .run(stop, |rs, key| async move { rs.process(key).await })
+            .await
     }
 
     async fn process(&self, key: String) -> Next {

@@ -41,6 +41,14 @@ impl ReplicaSetKind {
         }
     }
 
+    /// The controller's name in kube-controller-manager (`--controllers`, logs).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReplicaSet => "replicaset-controller",
+            Self::ReplicationController => "replicationcontroller-controller",
+        }
+    }
+
     /// The event source, as kube-controller-manager names these controllers.
     pub fn component(self) -> &'static str {
         match self {

@@ -10,10 +10,11 @@ use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::controller::Controller;
+use client::informer::{FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 pub const CONFIG_MAP: &str = "kube-root-ca.crt";
@@ -61,45 +62,30 @@ impl RootCaPublisher {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting root CA certificate publisher");
-        let this = self.clone();
-        let namespaces = dispatch(self.namespaces.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
-                this.queue.add(object::name(&ns).to_string());
-            }
-        });
-        let this = self.clone();
-        let config_maps = dispatch(self.config_maps.subscribe(), stop.clone(), move |n| {
-            let changed = match &n {
-                Notification::Update { new, .. } => Some(new.clone()),
-                Notification::Delete(gone) => gone.object().cloned(),
-                Notification::Add(_) => None,
-            };
-            if let Some(cm) = changed.filter(|cm| object::name(cm) == CONFIG_MAP) {
-                this.queue.add(object::namespace(&cm).to_string());
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "root-ca-cert-publisher",
-            &[&self.namespaces, &self.config_maps],
-            self.queue.clone(),
-            WORKERS,
-            stop.clone(),
-            move |ns| {
-                let this = this.clone();
-                async move {
-                    Next::after_sync(this.sync(&ns).await, |e| {
-                        warn!(namespace = %ns, error = %e, "publishing the root CA failed; retrying")
-                    })
+        let name = "root-ca-certificate-publisher-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(WORKERS)
+            .handles(&self.namespaces, |ca, n| {
+                if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
+                    ca.queue.add(object::name(&ns).to_string());
                 }
-            },
-        )
-        .await;
-        for task in [namespaces, config_maps] {
-            let _ = task.await;
-        }
-        info!("root CA certificate publisher stopped");
+            })
+            // Ours changed or went: it is put back.
+            .handles(&self.config_maps, |ca, n| {
+                let changed = match &n {
+                    Notification::Add(_) => None,
+                    other => other.latest(),
+                };
+                if let Some(cm) = changed.filter(|cm| object::name(cm) == CONFIG_MAP) {
+                    ca.queue.add(object::namespace(cm).to_string());
+                }
+            })
+            .run(stop, |ca, ns| async move {
+                Next::after_sync(ca.sync(&ns).await, |e| {
+                    warn!(namespace = %ns, error = %e, "publishing the root CA failed; retrying")
+                })
+            })
+            .await
     }
 
     /// The ConfigMap's data and annotation as they must be.

@@ -9,10 +9,11 @@ use registry::{object, RegistryError, Store};
 use serde_json::json;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
-use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::controller::Controller;
+use client::informer::{FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 /// The accounts every namespace gets (`--service-account-names`... upstream has just this one).
@@ -50,43 +51,27 @@ impl ServiceAccountController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting serviceaccount controller");
-        let this = self.clone();
-        let namespaces = dispatch(self.namespaces.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
-                this.queue.add(object::name(&ns).to_string());
-            }
-        });
-        let this = self.clone();
-        let accounts = dispatch(self.accounts.subscribe(), stop.clone(), move |n| {
+        Controller::new("serviceaccount-controller", self.clone(), self.queue.clone())
+            .workers(WORKERS)
+            .handles(&self.namespaces, |sa, n| {
+                if let Notification::Add(ns) | Notification::Update { new: ns, .. } = n {
+                    sa.queue.add(object::name(&ns).to_string());
+                }
+            })
             // Only a deleted account needs anything: it is made again.
-            if let Notification::Delete(gone) = n {
-                if let Some(sa) = gone.object() {
-                    this.queue.add(object::namespace(sa).to_string());
+            .handles(&self.accounts, |sa, n| {
+                if let Notification::Delete(gone) = n {
+                    if let Some(account) = gone.object() {
+                        sa.queue.add(object::namespace(account).to_string());
+                    }
                 }
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "serviceaccount",
-            &[&self.namespaces, &self.accounts],
-            self.queue.clone(),
-            WORKERS,
-            stop.clone(),
-            move |ns| {
-                let this = this.clone();
-                async move {
-                    Next::after_sync(this.sync(&ns).await, |e| {
-                        warn!(namespace = %ns, error = %e, "creating service accounts failed; retrying")
-                    })
-                }
-            },
-        )
-        .await;
-        for task in [namespaces, accounts] {
-            let _ = task.await;
-        }
-        info!("serviceaccount controller stopped");
+            })
+            .run(stop, |sa, ns| async move {
+                Next::after_sync(sa.sync(&ns).await, |e| {
+                    warn!(namespace = %ns, error = %e, "creating service accounts failed; retrying")
+                })
+            })
+            .await
     }
 
     async fn sync(&self, namespace: &str) -> Result<(), RegistryError> {

@@ -7,18 +7,18 @@ use registry::selector::labels::LabelSelector;
 use registry::{object, Store};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::config::StatefulSetControllerConfig;
 use super::pod_control::StatefulPodControl;
 use crate::history::History;
+use client::controller::Controller;
 use client::controller_utils::resolve_controller_ref;
 use client::events::EventRecorder;
 use client::informer::{
-    controller_uid, dispatch, FactoryError, InformerFactory, Notification, SharedInformer,
-    NAMESPACE_INDEX,
+    controller_uid, FactoryError, InformerFactory, Notification, SharedInformer, NAMESPACE_INDEX,
 };
-use client::worker::{run_when_synced, Next};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 pub struct StatefulSetController {
@@ -59,44 +59,15 @@ impl StatefulSetController {
 
     /// Runs until `stop` fires; runs once.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(
-            workers = self.config.workers,
-            "starting statefulset controller"
-        );
-        let mut dispatchers = Vec::new();
-        for (informer, kind) in [
-            (&self.set_informer, Kind::Set),
-            (&self.pod_informer, Kind::Owned),
-            (self.history.informer(), Kind::Owned),
-        ] {
-            let this = self.clone();
-            dispatchers.push(dispatch(informer.subscribe(), stop.clone(), move |n| {
-                this.on_notification(kind, &n)
-            }));
-        }
-        let informers = [
-            &self.set_informer,
-            &self.pod_informer,
-            self.history.informer(),
-            &self.pod_control.claim_informer,
-        ];
-        let this = self.clone();
-        run_when_synced(
-            "statefulset",
-            &informers,
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.process(key).await }
-            },
-        )
-        .await;
-        for d in dispatchers {
-            let _ = d.await;
-        }
-        info!("statefulset controller stopped");
+        Controller::new("statefulset-controller", self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .primary(&self.set_informer, "StatefulSet")
+            // Pods and revisions are owned, but an orphan may also be adopted.
+            .handles(&self.pod_informer, |s, n| s.on_owned_change(&n))
+            .handles(self.history.informer(), |s, n| s.on_owned_change(&n))
+            .reads(&self.pod_control.claim_informer)
+            .run(stop, |s, key| async move { s.process(key).await })
+            .await
     }
 
     async fn process(&self, key: String) -> Next {
@@ -114,25 +85,15 @@ impl StatefulSetController {
         self.queue.add(key(set));
     }
 
-    fn on_notification(&self, kind: Kind, n: &Notification) {
-        match (kind, n) {
-            (Kind::Set, Notification::Add(s)) => self.enqueue(s),
-            (Kind::Set, Notification::Update { new, .. }) => self.enqueue(new),
-            (Kind::Set, Notification::Delete(s)) => match s.object() {
-                Some(s) => self.enqueue(s),
-                None => {
-                    if let Ok(k) = s.key() {
-                        self.queue.add(k);
-                    }
-                }
-            },
-            (Kind::Owned, Notification::Add(obj)) => self.on_owned(obj, None),
-            (Kind::Owned, Notification::Update { old, new }) => {
+    fn on_owned_change(&self, n: &Notification) {
+        match n {
+            Notification::Add(obj) => self.on_owned(obj, None),
+            Notification::Update { old, new } => {
                 if object::resource_version(old) != object::resource_version(new) {
                     self.on_owned(new, Some(old));
                 }
             }
-            (Kind::Owned, Notification::Delete(obj)) => {
+            Notification::Delete(obj) => {
                 if let Some(set) = obj.object().and_then(|o| self.controlling_set(o)) {
                     self.enqueue(&set);
                 }
@@ -176,13 +137,6 @@ impl StatefulSetController {
             })
             .collect()
     }
-}
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Set,
-    /// Pods and ControllerRevisions: both found through their controller reference.
-    Owned,
 }
 
 pub(super) fn key(obj: &Value) -> String {

@@ -14,11 +14,10 @@ use tracing::{info, warn};
 
 use crate::job::finished_condition;
 use client::clock::{self, Clock};
+use client::controller::Controller;
 use client::controller_utils::SyncError;
-use client::informer::{
-    dispatch, object_key, FactoryError, InformerFactory, Notification, SharedInformer,
-};
-use client::worker::{run_when_synced, Next};
+use client::informer::{object_key, FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 #[derive(Debug, Error)]
@@ -84,38 +83,26 @@ impl TtlAfterFinishedController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting TTL after finished controller");
-        let this = self.clone();
-        let events = dispatch(self.informer.subscribe(), stop.clone(), move |n| {
-            if let Notification::Add(job) | Notification::Update { new: job, .. } = &n {
-                if needs_cleanup(job) {
-                    if let Ok(key) = object_key(job) {
-                        this.queue.add(key);
+        let name = "ttl-after-finished-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(self.config.workers)
+            .handles(&self.informer, |ttl, n| {
+                if let Notification::Add(job) | Notification::Update { new: job, .. } = &n {
+                    if needs_cleanup(job) {
+                        if let Ok(key) = object_key(job) {
+                            ttl.queue.add(key);
+                        }
                     }
                 }
-            }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "ttl-after-finished",
-            &[&self.informer],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = this.sync(&key).await;
-                    if let Err(e) = &result {
-                        warn!(job = %key, error = %e, "TTL cleanup failed; retrying");
-                    }
-                    Next::from(result)
+            })
+            .run(stop, |ttl, key| async move {
+                let result = ttl.sync(&key).await;
+                if let Err(e) = &result {
+                    warn!(job = %key, error = %e, "TTL cleanup failed; retrying");
                 }
-            },
-        )
-        .await;
-        let _ = events.await;
-        info!("TTL after finished controller stopped");
+                Next::from(result)
+            })
+            .await
     }
 
     /// Deletes the Job `key` if it expired; Some(d): it expires in `d`.

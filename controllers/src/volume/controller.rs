@@ -7,11 +7,12 @@ use registry::{object, Store};
 use serde_json::Value;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
+use client::controller::Controller;
 use client::events::EventRecorder;
-use client::informer::{dispatch, FactoryError, InformerFactory, Notification, SharedInformer};
-use client::worker::{run_when_synced, Next};
+use client::informer::{FactoryError, InformerFactory, Notification, SharedInformer};
+use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
 const WORKERS: usize = 2;
@@ -65,71 +66,59 @@ impl PersistentVolumeController {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!("starting persistent volume controller");
-        let this = self.clone();
-        let claims = dispatch(self.claims.subscribe(), stop.clone(), move |n| {
-            for claim in n.states() {
-                this.queue.add(Key::Claim(claim_key(claim)));
-                // A claim that went releases its volume.
-                if let Some(volume) = claim["spec"]["volumeName"].as_str() {
-                    if matches!(n, Notification::Delete(_)) && !volume.is_empty() {
-                        this.queue.add(Key::Volume(volume.to_string()));
-                    }
-                }
-            }
-        });
-        let this = self.clone();
-        let volumes = dispatch(self.volumes.subscribe(), stop.clone(), move |n| {
-            for volume in n.states() {
-                this.queue
-                    .add(Key::Volume(object::name(volume).to_string()));
-                if let Some(claim) = claim_ref_key(volume) {
-                    this.queue.add(Key::Claim(claim));
-                }
-            }
-        });
-        let this = self.clone();
-        let classes = dispatch(self.classes.subscribe(), stop.clone(), move |n| {
-            let Some(class) = n.latest() else { return };
+        let name = "persistentvolume-binder-controller";
+        Controller::new(name, self.clone(), self.queue.clone())
+            .workers(WORKERS)
+            .handles(&self.claims, |pv, n| pv.on_claim(&n))
+            .watches(&self.volumes, |_, volume| {
+                let claim = claim_ref_key(volume).map(Key::Claim);
+                [Some(Key::Volume(object::name(volume).to_string())), claim]
+                    .into_iter()
+                    .flatten()
+            })
             // Claims waiting for this class may be provisioned now.
-            for claim in this.claims.indexer().list() {
-                if super::binder::claim_class(&claim) == object::name(class)
-                    && claim["spec"]["volumeName"]
-                        .as_str()
-                        .unwrap_or("")
-                        .is_empty()
-                {
-                    this.queue.add(Key::Claim(claim_key(&claim)));
+            .watches(&self.classes, |pv, class| pv.claims_waiting_for(class))
+            .run(stop, |pv, key| async move {
+                let result = match &key {
+                    Key::Claim(k) => pv.sync_claim(k).await,
+                    Key::Volume(k) => pv.sync_volume(k).await,
+                };
+                Next::after_sync(
+                    result,
+                    |e| warn!(?key, error = %e, "syncing persistent volumes failed; retrying"),
+                )
+            })
+            .await
+    }
+
+    fn on_claim(&self, n: &Notification) {
+        for claim in n.states() {
+            self.queue.add(Key::Claim(claim_key(claim)));
+            // A claim that went releases its volume.
+            if let Some(volume) = claim["spec"]["volumeName"].as_str() {
+                if matches!(n, Notification::Delete(_)) && !volume.is_empty() {
+                    self.queue.add(Key::Volume(volume.to_string()));
                 }
             }
-        });
-        let this = self.clone();
-        run_when_synced(
-            "persistentvolume",
-            &[&self.claims, &self.volumes, &self.classes],
-            self.queue.clone(),
-            WORKERS,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move {
-                    let result = match &key {
-                        Key::Claim(k) => this.sync_claim(k).await,
-                        Key::Volume(k) => this.sync_volume(k).await,
-                    };
-                    match result {
-                        Ok(()) => Next::Done,
-                        Err(e) => {
-                            warn!(?key, error = %e, "syncing persistent volumes failed; retrying");
-                            Next::Retry
-                        }
-                    }
-                }
-            },
-        )
-        .await;
-        let _ = tokio::join!(claims, volumes, classes);
-        info!("persistent volume controller stopped");
+        }
+    }
+
+    fn claims_waiting_for(&self, class: &Value) -> Vec<Key> {
+        let unbound = |claim: &Value| {
+            claim["spec"]["volumeName"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty()
+        };
+        self.claims
+            .indexer()
+            .list()
+            .into_iter()
+            .filter(|claim| {
+                super::binder::claim_class(claim) == object::name(class) && unbound(claim)
+            })
+            .map(|claim| Key::Claim(claim_key(&claim)))
+            .collect()
     }
 }
 
