@@ -213,6 +213,15 @@ string_enum! {
     }
 }
 
+/// The StorageClass a PersistentVolumeClaim names (upstream's GetPersistentVolumeClaimClass):
+/// the legacy `volume.beta.kubernetes.io/storage-class` annotation, else
+/// `spec.storageClassName`; `Some("")` asks for no class, None names none.
+pub fn claim_class(claim: &Value) -> Option<&str> {
+    claim["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"]
+        .as_str()
+        .or_else(|| claim["spec"]["storageClassName"].as_str())
+}
+
 /// A quantity as a number of base units ("100m" → 0.1, "1Gi" → 1073741824).
 pub fn parse_quantity(text: &str) -> Option<f64> {
     let text = text.trim();

@@ -9,23 +9,16 @@ use serde_json::Value;
 use storage::{Interface, ListOptions, ReadRevision};
 use tracing::warn;
 
-use super::{Attributes, Operation, Plugin};
+use super::{on_main, watched, Attributes, Operation, Plugin};
 use crate::catalogue::is_default_class;
 use crate::catalogue::ResourceInfo;
 use crate::error::{Qualified, RegistryError, Result};
 use crate::object::{self, Object};
 use crate::Registry;
 
-/// The legacy annotation that names a claim's class instead of spec.storageClassName.
-const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
-
 pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
-    let path = registry
-        .catalogue()
-        .lookup("storage.k8s.io", "v1", "storageclasses")
-        .map(|r| r.storage_path.clone())
-        .unwrap_or_else(|| "/storageclasses".into());
-    Arc::new(DefaultStorageClass::new(registry.cache_for(&path), &path))
+    let (classes, path) = watched(registry, "storage.k8s.io", "storageclasses");
+    Arc::new(DefaultStorageClass::new(classes, &path))
 }
 
 pub struct DefaultStorageClass {
@@ -87,8 +80,7 @@ impl DefaultStorageClass {
 
 /// Whether the claim names a class (an explicit "" asks for none, and counts).
 fn names_class(claim: &Value) -> bool {
-    !claim["spec"]["storageClassName"].is_null()
-        || !claim["metadata"]["annotations"][BETA_CLASS_ANNOTATION].is_null()
+    crate::types::claim_class(claim).is_some()
 }
 
 #[async_trait]
@@ -98,10 +90,7 @@ impl Plugin for DefaultStorageClass {
     }
 
     fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
-        operation == Operation::Create
-            && subresource.is_empty()
-            && info.group.is_empty()
-            && info.plural == "persistentvolumeclaims"
+        operation == Operation::Create && on_main(info, subresource, "", "persistentvolumeclaims")
     }
 
     async fn admit(&self, _: &Attributes<'_>, claim: Option<&mut Object>) -> Result<()> {

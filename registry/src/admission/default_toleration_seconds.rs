@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Attributes, Operation, Plugin};
+use super::{on_main, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
 use crate::error::Result;
 use crate::object::Object;
@@ -36,9 +36,7 @@ impl Plugin for DefaultTolerationSeconds {
 
     fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
         matches!(operation, Operation::Create | Operation::Update)
-            && subresource.is_empty()
-            && info.group.is_empty()
-            && info.plural == "pods"
+            && on_main(info, subresource, "", "pods")
     }
 
     async fn admit(&self, _: &Attributes<'_>, pod: Option<&mut Object>) -> Result<()> {

@@ -31,6 +31,8 @@ use crate::auth::UserInfo;
 use crate::catalogue::ResourceInfo;
 use crate::error::Result;
 use crate::object::Object;
+use crate::Registry;
+use storage::Interface;
 
 pub use namespace_lifecycle::SYSTEM_NAMESPACES;
 pub use plugins::{resolve, PluginConfigError, Resolved, ORDERED};
@@ -59,11 +61,21 @@ pub struct Attributes<'a> {
     pub dry_run: bool,
 }
 
-impl Attributes<'_> {
-    /// The resource is `group`/`plural` (and its main resource, not a subresource).
-    pub fn is(&self, group: &str, plural: &str) -> bool {
-        self.subresource.is_empty() && self.info.group == group && self.info.plural == plural
-    }
+/// Whether a request is for the main resource of `group`/`plural` (not a subresource): what
+/// most plugins check before their operations.
+pub(crate) fn on_main(info: &ResourceInfo, subresource: &str, group: &str, plural: &str) -> bool {
+    subresource.is_empty() && info.group == group && info.plural == plural
+}
+
+/// The watch cache and key path of a built-in resource a plugin reads (upstream's plugins
+/// read their listers).
+fn watched(registry: &Registry, group: &str, plural: &str) -> (Arc<dyn Interface>, String) {
+    let path = registry
+        .catalogue()
+        .lookup(group, "v1", plural)
+        .map(|r| r.storage_path.clone())
+        .unwrap_or_else(|| format!("/{plural}"));
+    (registry.cache_for(&path), path)
 }
 
 /// One admission plugin (upstream's admission.Interface with MutationInterface and/or

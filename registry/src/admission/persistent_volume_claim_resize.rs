@@ -8,26 +8,16 @@ use async_trait::async_trait;
 use serde_json::Value;
 use storage::{Interface, ReadRevision};
 
-use super::{Attributes, Operation, Plugin};
+use super::{on_main, watched, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
 use crate::object::Object;
-use crate::types::parse_quantity;
+use crate::types::{claim_class, parse_quantity};
 use crate::Registry;
 
-/// The legacy annotation that names a claim's class instead of spec.storageClassName.
-const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
-
 pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
-    let path = registry
-        .catalogue()
-        .lookup("storage.k8s.io", "v1", "storageclasses")
-        .map(|r| r.storage_path.clone())
-        .unwrap_or_else(|| "/storageclasses".into());
-    Arc::new(PersistentVolumeClaimResize {
-        classes: registry.cache_for(&path),
-        prefix: path,
-    })
+    let (classes, prefix) = watched(registry, "storage.k8s.io", "storageclasses");
+    Arc::new(PersistentVolumeClaimResize { classes, prefix })
 }
 
 struct PersistentVolumeClaimResize {
@@ -42,14 +32,6 @@ fn requested(claim: &Value) -> f64 {
         .as_str()
         .and_then(parse_quantity)
         .unwrap_or(0.0)
-}
-
-/// Upstream's GetPersistentVolumeClaimClass: the beta annotation wins over the field.
-fn class_of(claim: &Value) -> &str {
-    claim["metadata"]["annotations"][BETA_CLASS_ANNOTATION]
-        .as_str()
-        .or_else(|| claim["spec"]["storageClassName"].as_str())
-        .unwrap_or_default()
 }
 
 impl PersistentVolumeClaimResize {
@@ -72,10 +54,7 @@ impl Plugin for PersistentVolumeClaimResize {
     }
 
     fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
-        operation == Operation::Update
-            && subresource.is_empty()
-            && info.group.is_empty()
-            && info.plural == "persistentvolumeclaims"
+        operation == Operation::Update && on_main(info, subresource, "", "persistentvolumeclaims")
     }
 
     async fn validate(&self, attrs: &Attributes<'_>, claim: Option<&Object>) -> Result<()> {
@@ -95,6 +74,7 @@ impl Plugin for PersistentVolumeClaimResize {
         if old["status"]["phase"].as_str() != Some("Bound") {
             return forbidden("Only bound persistent volume claims can be expanded");
         }
+        let class_of = |c| claim_class(c).unwrap_or_default();
         let (class, old_class) = (class_of(claim), class_of(old));
         if class.is_empty() || class != old_class || !self.allows_expansion(class).await {
             return forbidden(

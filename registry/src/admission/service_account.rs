@@ -13,7 +13,7 @@ use rand::Rng;
 use serde_json::{json, Value};
 use storage::{Interface, ReadRevision, StorageError};
 
-use super::{Attributes, Operation, Plugin};
+use super::{on_main, watched, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
 use crate::error::{Qualified, RegistryError, Result};
 use crate::object::{self, Object};
@@ -36,15 +36,8 @@ const PROJECTED_DEFAULT_MODE: i64 = 0o644;
 const DEFAULT_ACCOUNT_TRIES: usize = 10;
 
 pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
-    let path = registry
-        .catalogue()
-        .lookup("", "v1", "serviceaccounts")
-        .map(|r| r.storage_path.clone())
-        .unwrap_or_else(|| "/serviceaccounts".into());
-    Arc::new(ServiceAccountAdmission {
-        accounts: registry.cache_for(&path),
-        prefix: path,
-    })
+    let (accounts, prefix) = watched(registry, "", "serviceaccounts");
+    Arc::new(ServiceAccountAdmission { accounts, prefix })
 }
 
 pub struct ServiceAccountAdmission {
@@ -75,10 +68,7 @@ impl Plugin for ServiceAccountAdmission {
 
     /// Upstream's plugin admits pod creates only.
     fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
-        operation == Operation::Create
-            && subresource.is_empty()
-            && info.group.is_empty()
-            && info.plural == "pods"
+        operation == Operation::Create && on_main(info, subresource, "", "pods")
     }
 
     async fn admit(&self, _: &Attributes<'_>, pod: Option<&mut Object>) -> Result<()> {

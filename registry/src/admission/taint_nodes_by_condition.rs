@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{Attributes, Operation, Plugin};
+use super::{on_main, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
 use crate::error::Result;
 use crate::object::Object;
@@ -28,10 +28,7 @@ impl Plugin for TaintNodesByCondition {
     }
 
     fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
-        operation == Operation::Create
-            && subresource.is_empty()
-            && info.group.is_empty()
-            && info.plural == "nodes"
+        operation == Operation::Create && on_main(info, subresource, "", "nodes")
     }
 
     async fn admit(&self, _: &Attributes<'_>, node: Option<&mut Object>) -> Result<()> {
