@@ -140,15 +140,7 @@ impl Store {
         if name.is_empty() {
             causes.push(Cause::required("metadata.name"));
         } else {
-            let problems = match self.info.kind.as_str() {
-                // Namespaces are DNS labels; RBAC objects only need to be path segments.
-                "Namespace" => names::is_dns1123_label(name),
-                "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
-                    names::path_segment_name(name, false)
-                }
-                _ => names::is_dns1123_subdomain(name),
-            };
-            for why in problems {
+            for why in self.strategy.name_problems(name) {
                 causes.push(Cause::invalid("metadata.name", format!("\"{name}\""), &why));
             }
         }

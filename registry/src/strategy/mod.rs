@@ -26,6 +26,12 @@ pub use self::namespace::NamespaceStrategy;
 pub use self::pod::PodStrategy;
 
 pub trait Strategy: Send + Sync {
+    /// What is wrong with an object's name (upstream's per-kind ValidateNameFunc): most kinds
+    /// take DNS subdomains.
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        crate::validation::names::is_dns1123_subdomain(name)
+    }
+
     /// Kind-specific defaults and resets on create, after the generic metadata handling.
     fn prepare_for_create(&self, _obj: &mut Value) {}
 

@@ -11,6 +11,11 @@ use crate::store::DeletePlan;
 pub struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
+    /// Namespaces are DNS labels.
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        crate::validation::names::is_dns1123_label(name)
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         default_at(obj, &["spec", "finalizers"], json!(["kubernetes"]));
         if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {

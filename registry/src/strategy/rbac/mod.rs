@@ -52,6 +52,11 @@ impl RoleStrategy {
 }
 
 impl Strategy for RoleStrategy {
+    /// RBAC objects' names need only be path segments (`system:controller:x`).
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        crate::validation::names::path_segment_name(name, false)
+    }
+
     fn allow_create_on_update(&self) -> bool {
         true
     }
@@ -83,6 +88,11 @@ impl BindingStrategy {
 }
 
 impl Strategy for BindingStrategy {
+    /// RBAC objects' names need only be path segments (`system:controller:x`).
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        crate::validation::names::path_segment_name(name, false)
+    }
+
     /// Upstream's v1 defaults, which its decoder applies to every write.
     fn prepare_for_create(&self, obj: &mut Value) {
         validation::default_binding(obj);
