@@ -12,6 +12,7 @@ mod path;
 pub(crate) mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod response;
+mod subresources;
 mod watch;
 
 use std::sync::Arc;

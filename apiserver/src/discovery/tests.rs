@@ -40,7 +40,7 @@ fn widget(version: &str) -> Arc<ResourceInfo> {
     info.kind = "Widget".to_string();
     info.plural = "widgets".to_string();
     info.singular = "widget".to_string();
-    info.status_subresource = true;
+    info.subresources = vec![registry::catalogue::SubresourceInfo::status()];
     Arc::new(info)
 }
 

@@ -180,7 +180,7 @@ fn subresources_verbs_and_policies() {
         ("apps", "statefulsets"),
     ] {
         let r = lookup(group, plural);
-        let scale = r.scale.as_ref().expect("scale");
+        let scale = r.scale().expect("scale");
         assert_eq!(scale.spec_replicas_path, ".spec.replicas");
         assert!(r.has_subresource("status"), "{plural}");
     }
