@@ -67,6 +67,7 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         categories: names.categories.clone(),
         namespaced: crd.namespaced(),
         verbs: VERBS.iter().map(|v| v.to_string()).collect(),
+        create_only: false,
         subresources: subresources_of(version),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: columns(version),

@@ -71,8 +71,6 @@ pub fn router(
         .merge(crate::openapi::router(openapi))
         .merge(crate::metrics::router(api.registry.clone()))
         .merge(api::router(api))
-        .merge(crate::secure::review::router())
-        .merge(crate::secure::access_review::router(authorization.clone()))
         .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))

@@ -181,6 +181,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let api = api::Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
+        creaters: secure::access_review::creaters(&authorization),
     };
     let health = Health {
         backend: backend.clone(),

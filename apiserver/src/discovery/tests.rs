@@ -66,6 +66,8 @@ fn api_groups_lists_every_named_group_in_priority_order() {
         [
             "apps",
             "events.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
             "batch",
             "policy",
             "rbac.authorization.k8s.io",

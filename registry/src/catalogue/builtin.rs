@@ -38,6 +38,7 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
         categories: Vec::new(),
         namespaced,
         verbs: strings(&ALL_VERBS),
+        create_only: false,
         subresources: Vec::new(),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: printers::default_columns(),
@@ -79,6 +80,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
     all.extend(apps());
     all.extend(others());
+    all.extend(reviews());
     all
 }
 
@@ -425,5 +427,51 @@ fn others() -> Vec<ResourceInfo> {
                 CLUSTER,
             )
         },
+    ]
+}
+
+/// The authentication and authorization reviews: create only, nothing stored (upstream
+/// registers them as REST storage without a store); the apiserver answers each from the
+/// request.
+fn reviews() -> Vec<ResourceInfo> {
+    const AUTHZ: &str = "authorization.k8s.io";
+    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| ResourceInfo {
+        verbs: strings(&["create"]),
+        create_only: true,
+        default_gc_policy: GcPolicy::Unsupported,
+        storage_path: String::new(),
+        ..resource(group, kind, plural, namespaced)
+    };
+    vec![
+        review(
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            NAMESPACED,
+        ),
+        review(
+            AUTHZ,
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            CLUSTER,
+        ),
     ]
 }

@@ -90,6 +90,10 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Upstream verb names: get, list, watch, create, update, patch, delete, deletecollection.
     pub verbs: Vec<String>,
+    /// Nothing is stored (upstream's REST storage without a store: the authentication and
+    /// authorization reviews). The registry builds no Store for it; the apiserver answers a
+    /// create from the request alone.
+    pub create_only: bool,
     /// The subresources served, each with the kind it speaks and its verbs (status first,
     /// then scale, then the others, as the OpenAPI documents list them; discovery sorts).
     pub subresources: Vec<SubresourceInfo>,

@@ -58,3 +58,20 @@ pub(super) fn handler(name: &str) -> Option<&'static dyn Handler> {
         .find(|(registered, _)| *registered == name)
         .map(|(_, handler)| *handler)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_registered_subresource_has_a_handler() {
+        for info in registry::Catalogue::builtin().all().iter() {
+            for sub in &info.subresources {
+                assert!(
+                    super::handler(sub.name).is_some(),
+                    "{}/{}",
+                    info.plural,
+                    sub.name
+                );
+            }
+        }
+    }
+}
