@@ -13,11 +13,10 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::api::{self, response, Api};
+use crate::authn::{self, impersonation, UserInfo};
+use crate::authz::{self, Authorization};
 use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
-use crate::secure::authn::{self, UserInfo};
-use crate::secure::authz::{self, Authorization};
-use crate::secure::impersonation;
 use crate::version;
 
 /// The router on the loopback HTTP port: the trusted local port, whose requests act as

@@ -52,11 +52,11 @@ pub async fn start() -> Server {
         .await
         .expect("create namespace");
     let shutdown = CancellationToken::new();
-    let authorization = apiserver::secure::authz::Authorization::always_allow();
+    let authorization = apiserver::authz::Authorization::always_allow();
     let api = Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
-        creaters: apiserver::secure::access_review::creaters(&authorization),
+        creaters: apiserver::reviews::creaters(&authorization),
     };
     let health = Health {
         backend,

@@ -7,9 +7,9 @@ use axum::http::{header, HeaderMap};
 use registry::RegistryError;
 use serde_json::{json, Map, Value};
 
-use super::authn::UserInfo;
 use crate::api::create_only::{Creater, Creation};
 use crate::api::response;
+use crate::authn::UserInfo;
 
 pub const GROUP: &str = "authentication.k8s.io";
 pub const VERSION: &str = "v1";

@@ -19,36 +19,15 @@ use registry::RegistryError;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::authz::Authorization;
-use crate::api::create_only::{Creater, Creaters, Creation};
+use crate::api::create_only::{Creater, Creation};
+use crate::authz::Authorization;
 use types::{AccessSpec, AccessStatus, Review, RulesSpec, RulesStatus};
 pub use types::{GROUP, VERSION};
 
-const SUBJECT: &str = "SubjectAccessReview";
-const LOCAL: &str = "LocalSubjectAccessReview";
-const SELF: &str = "SelfSubjectAccessReview";
-const RULES: &str = "SelfSubjectRulesReview";
-
-/// The Creaters of the reviews' catalogue entries (create-only): the access reviews', which
-/// ask `authorization`, and SelfSubjectReview's.
-pub fn creaters(authorization: &Authorization) -> Creaters {
-    let authorization = || authorization.clone();
-    Creaters::new([
-        (
-            GROUP,
-            SUBJECT,
-            Arc::new(SubjectAccess(authorization())) as Arc<dyn Creater>,
-        ),
-        (GROUP, LOCAL, Arc::new(LocalSubjectAccess(authorization()))),
-        (GROUP, SELF, Arc::new(SelfSubjectAccess(authorization()))),
-        (GROUP, RULES, Arc::new(SelfSubjectRules(authorization()))),
-        (
-            super::review::GROUP,
-            super::review::KIND,
-            Arc::new(super::review::SelfSubjectReview),
-        ),
-    ])
-}
+pub const SUBJECT: &str = "SubjectAccessReview";
+pub const LOCAL: &str = "LocalSubjectAccessReview";
+pub const SELF: &str = "SelfSubjectAccessReview";
+pub const RULES: &str = "SelfSubjectRulesReview";
 
 /// The body of a create as an object.
 fn read(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::api::create_only;
-use crate::secure::authz::Mode;
+use crate::authz::Mode;
+use crate::reviews::creaters;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, Method};
