@@ -216,6 +216,7 @@ async fn a_full_lists_peak_allocation_does_not_grow_with_the_collection() {
     let app = router(Api {
         registry: registry.clone(),
         shutdown: Default::default(),
+        creaters: Default::default(),
     });
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 

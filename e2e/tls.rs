@@ -174,8 +174,8 @@ fn secure_serving(s: &Server) {
 
     // A client certificate of another CA is refused at the handshake; the server carries on.
     let other = tempfile::tempdir().expect("tmp");
-    let foreign = apiserver::secure::certs::Pki::in_dir(other.path());
-    apiserver::secure::certs::ensure(&foreign, None).expect("a foreign CA");
+    let foreign = apiserver::tls::certs::Pki::in_dir(other.path());
+    apiserver::tls::certs::ensure(&foreign, None).expect("a foreign CA");
     let out = curl(&[
         "--cacert",
         &pki(s, "ca.crt"),

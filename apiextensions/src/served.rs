@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::definition::{Definition, Names, Version};
 use registry::catalogue::{
-    custom_columns, Cell, GcPolicy, ResourceInfo, ScaleSubresource, TableColumn,
+    custom_columns, Cell, GcPolicy, ResourceInfo, ScaleSubresource, SubresourceInfo, TableColumn,
 };
 
 /// The verbs of every custom resource, in the order upstream's discovery lists them for
@@ -47,7 +47,6 @@ pub fn served_versions(crd: &Definition) -> Vec<ServedVersion> {
 }
 
 fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
-    let subresources = version.subresources.as_ref();
     let list_kind = if names.list_kind.is_empty() {
         format!("{}List", names.kind)
     } else {
@@ -68,15 +67,8 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         categories: names.categories.clone(),
         namespaced: crd.namespaced(),
         verbs: VERBS.iter().map(|v| v.to_string()).collect(),
-        status_subresource: subresources.is_some_and(|s| s.status.is_some()),
-        scale: subresources
-            .and_then(|s| s.scale.as_ref())
-            .map(|s| ScaleSubresource {
-                spec_replicas_path: s.spec_replicas_path.clone(),
-                status_replicas_path: s.status_replicas_path.clone(),
-                label_selector_path: s.label_selector_path.clone(),
-            }),
-        other_subresources: Vec::new(),
+        create_only: false,
+        subresources: subresources_of(version),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: columns(version),
         field_selectors: Vec::new(),
@@ -86,6 +78,22 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         strategy: registry::strategy::generic,
         store_hooks: Vec::new(),
     }
+}
+
+/// The version's status and scale subresources, as it declares them.
+fn subresources_of(version: &Version) -> Vec<SubresourceInfo> {
+    let declared = version.subresources.as_ref();
+    let status = declared
+        .and_then(|s| s.status.as_ref())
+        .map(|_| SubresourceInfo::status());
+    let scale = declared.and_then(|s| s.scale.as_ref()).map(|s| {
+        SubresourceInfo::scale(ScaleSubresource {
+            spec_replicas_path: s.spec_replicas_path.clone(),
+            status_replicas_path: s.status_replicas_path.clone(),
+            label_selector_path: s.label_selector_path.clone(),
+        })
+    });
+    status.into_iter().chain(scale).collect()
 }
 
 /// The declared printer columns, after NAME (and AGE when none are declared).

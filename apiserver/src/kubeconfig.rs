@@ -73,8 +73,8 @@ pub fn write(path: &Path, addr: SocketAddr, tls: Option<Tls<'_>>) -> std::io::Re
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    crate::secure::certs::write_file(path, &render(addr, tls), true).map_err(|e| match e {
-        crate::secure::certs::CertError::Io { source, .. } => source,
+    crate::tls::certs::write_file(path, &render(addr, tls), true).map_err(|e| match e {
+        crate::tls::certs::CertError::Io { source, .. } => source,
         other => std::io::Error::other(other.to_string()),
     })
 }

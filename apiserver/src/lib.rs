@@ -3,6 +3,8 @@
 
 pub mod api;
 pub mod audit;
+pub mod authn;
+pub mod authz;
 pub mod controllers;
 pub mod custom_resources;
 pub mod discovery;
@@ -14,13 +16,15 @@ pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod options;
-pub mod secure;
+pub mod reviews;
 pub mod server;
+pub mod service_account_keys;
 mod start;
 mod storage_class;
 pub mod table;
 #[cfg(test)]
 mod testing;
+pub mod tls;
 pub mod version;
 
 pub use start::{run, StartError};

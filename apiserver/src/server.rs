@@ -13,11 +13,10 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::api::{self, response, Api};
+use crate::authn::{self, impersonation, UserInfo};
+use crate::authz::{self, Authorization};
 use crate::controllers::Controllers;
 use crate::health::{self, Endpoint, Health, HealthQuery};
-use crate::secure::authn::{self, UserInfo};
-use crate::secure::authz::{self, Authorization};
-use crate::secure::impersonation;
 use crate::version;
 
 /// The router on the loopback HTTP port: the trusted local port, whose requests act as
@@ -71,8 +70,6 @@ pub fn router(
         .merge(crate::openapi::router(openapi))
         .merge(crate::metrics::router(api.registry.clone()))
         .merge(api::router(api))
-        .merge(crate::secure::review::router())
-        .merge(crate::secure::access_review::router(authorization.clone()))
         .fallback(response::not_found)
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))

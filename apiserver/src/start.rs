@@ -13,9 +13,9 @@ use tracing::info;
 use crate::controllers::{self, ControllerOptions};
 use crate::health::Health;
 use crate::options::Options;
-use crate::secure::certs::CertError;
-use crate::secure::tls::TlsListener;
-use crate::{api, kubeconfig, secure, server};
+use crate::tls::certs::CertError;
+use crate::tls::serving::TlsListener;
+use crate::{api, authn, authz, kubeconfig, reviews, server, service_account_keys, tls};
 
 #[derive(Debug, Error)]
 pub enum StartError {
@@ -33,15 +33,15 @@ pub enum StartError {
     #[error("TLS: {0}")]
     Tls(#[from] CertError),
     #[error("authentication: {0}")]
-    Authentication(#[from] secure::authn::TokenFileError),
+    Authentication(#[from] authn::TokenFileError),
     #[error("service account tokens: {0}")]
-    ServiceAccountKeys(#[from] secure::service_accounts::KeyError),
+    ServiceAccountKeys(#[from] service_account_keys::KeyError),
     #[error("--encryption-provider-config: {0}")]
     Encryption(storage::StorageError),
     #[error("audit: {0}")]
     Audit(#[from] crate::audit::AuditError),
     #[error("--authorization-mode: {0}")]
-    AuthorizationMode(#[from] secure::authz::ModeError),
+    AuthorizationMode(#[from] authz::ModeError),
     #[error("admission: {0}")]
     Admission(#[from] registry::admission::PluginConfigError),
     #[error("--controllers: {0}")]
@@ -80,9 +80,9 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         return Err(StartError::NoPort);
     }
     // A bad --token-auth-file fails at once, before anything is set up.
-    let mut authenticator = secure::authn::Authenticator::from_options(&options)?;
+    let mut authenticator = authn::Authenticator::from_options(&options)?;
     let auditor = crate::audit::Auditor::from_options(&options)?;
-    let authorization_modes = secure::authz::Mode::parse_list(&options.authorization_mode)?;
+    let authorization_modes = authz::Mode::parse_list(&options.authorization_mode)?;
     let admission = registry::admission::resolve(
         &options.enable_admission_plugins,
         &options.disable_admission_plugins,
@@ -96,8 +96,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         None => None,
     };
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
-    let secure = secure::prepare(&options)?;
-    let service_account_tokens = secure::service_accounts::prepare(&options)?;
+    let secure = tls::prepare(&options)?;
+    let service_account_tokens = service_account_keys::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
         storage::spawn_compactor(backend.clone(), options.etcd_compaction_interval);
@@ -185,6 +185,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let api = api::Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
+        creaters: reviews::creaters(&authorization),
     };
     let health = Health {
         backend: backend.clone(),
@@ -304,7 +305,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         axum::serve(
             listener,
             server::secure(router.clone(), authenticator.clone())
-                .into_make_service_with_connect_info::<secure::authn::Peer>(),
+                .into_make_service_with_connect_info::<authn::Peer>(),
         )
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await
@@ -328,9 +329,9 @@ const RBAC_SYNC: Duration = Duration::from_secs(30);
 /// resolve the writer's rules from RBAC alone; it is in the chain only with mode RBAC.
 async fn start_authorization(
     registry: &Arc<registry::Registry>,
-    modes: &[secure::authz::Mode],
+    modes: &[authz::Mode],
     shutdown: &CancellationToken,
-) -> Result<secure::authz::Authorization, StartError> {
+) -> Result<authz::Authorization, StartError> {
     let rbac = registry::rbac::RbacAuthorizer::new(registry)?;
     tokio::spawn(rbac.clone().run(shutdown.clone()));
     if tokio::time::timeout(RBAC_SYNC, rbac.synced())
@@ -340,9 +341,9 @@ async fn start_authorization(
         tracing::warn!("RBAC roles and bindings not listed yet; serving without them");
     }
     let in_chain = modes
-        .contains(&secure::authz::Mode::Rbac)
+        .contains(&authz::Mode::Rbac)
         .then(|| rbac.clone() as Arc<dyn registry::auth::Authorizer>);
-    let authorization = secure::authz::Authorization::new(modes, in_chain);
+    let authorization = authz::Authorization::new(modes, in_chain);
     registry::rbac::install_escalation_checks(registry, rbac, authorization.authorizer.clone());
     info!(modes = ?modes, "authorization");
     Ok(authorization)

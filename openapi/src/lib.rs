@@ -44,4 +44,4 @@ pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
         .contains_key(&gvk::Gvk::new(group, version, kind))
 }
 pub use service::OpenApi;
-pub use spec::{CustomResource, ResourceSpec};
+pub use spec::{CustomResource, KindSpec, ResourceSpec, SubresourceSpec};

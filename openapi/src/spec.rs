@@ -14,9 +14,32 @@ pub struct ResourceSpec {
     pub namespaced: bool,
     /// Upstream verb names: get, list, watch, create, update, patch, delete, deletecollection.
     pub verbs: Vec<String>,
-    /// Subresource names: status, scale, finalize, binding, eviction, approval, token,
-    /// ephemeralcontainers, resize, log. Others are left out of the documents.
-    pub subresources: Vec<String>,
+    /// The subresources the documents describe, in the catalogue's order.
+    pub subresources: Vec<SubresourceSpec>,
+}
+
+/// A subresource, as the apiserver's catalogue registers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubresourceSpec {
+    /// The last segment of its path: status, scale, finalize, binding, eviction, token, log.
+    pub name: String,
+    /// Upstream verb names: get, update, patch (each read or written in place) and create.
+    pub verbs: Vec<String>,
+    /// The kind its requests and answers speak; `None`: its parent's.
+    pub speaks: Option<KindSpec>,
+    /// Answers plain text (pods' log) rather than an object.
+    pub text: bool,
+}
+
+/// A kind a subresource speaks, and its definition in the documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindSpec {
+    /// "" for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    /// e.g. `io.k8s.api.autoscaling.v1.Scale`.
+    pub definition: String,
 }
 
 /// A custom resource's version, from its CustomResourceDefinition.

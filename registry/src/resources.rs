@@ -83,7 +83,8 @@ impl Registry {
             service_account_tokens: std::sync::OnceLock::new(),
         });
         registry.set_admission_plugins(plugins::IN_PROCESS);
-        for info in registry.catalogue.all().iter() {
+        // Create-only resources store nothing: no Store.
+        for info in registry.catalogue.all().iter().filter(|i| !i.create_only) {
             registry.install(info.clone());
         }
         registry

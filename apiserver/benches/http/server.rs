@@ -52,9 +52,11 @@ pub async fn start() -> Server {
         .await
         .expect("create namespace");
     let shutdown = CancellationToken::new();
+    let authorization = apiserver::authz::Authorization::always_allow();
     let api = Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
+        creaters: apiserver::reviews::creaters(&authorization),
     };
     let health = Health {
         backend,
@@ -80,7 +82,7 @@ pub async fn start() -> Server {
                 api,
                 Default::default(),
                 Arc::new(openapi::OpenApi::new(Vec::new())),
-                apiserver::secure::authz::Authorization::always_allow(),
+                authorization,
             )),
         )
         .with_graceful_shutdown(stop.cancelled_owned())

@@ -1,15 +1,14 @@
 //! One generic handler per verb, for every resource: request info and parameters in, a
-//! registry Store call, JSON or Table out (lists streamed, see `list_body`). No per-kind code.
+//! registry Store call, JSON or Table out (lists streamed, see `list_body`). No per-kind code;
+//! subresources are served by the handlers registered under their names (`subresources`).
 
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use kubelet::proxy::ProxyResponse;
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
-use registry::store::subresources::ScaleChange;
 use registry::{warning, RegistryError, Store, Subresource, Verb};
 use serde_json::Value;
 
@@ -19,6 +18,7 @@ use super::manager::write_options;
 use super::params::Params;
 use super::request_info::RequestInfo;
 use super::response::{self, Format};
+use super::subresources::{self, Call};
 use super::watch;
 use crate::table::{self, IncludeObject};
 
@@ -46,7 +46,7 @@ fn write_options_of(
     Ok(write)
 }
 
-fn method_not_allowed() -> RegistryError {
+pub(super) fn method_not_allowed() -> RegistryError {
     RegistryError::MethodNotAllowed(
         "the server does not allow this method on the requested resource".into(),
     )
@@ -66,7 +66,7 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
 /// registry, which judges them with the unknown fields it finds.
-fn body(req: &Request, write: &mut WriteOptions) -> Result<Value, RegistryError> {
+pub(super) fn body(req: &Request, write: &mut WriteOptions) -> Result<Value, RegistryError> {
     let parsed = super::body::parse(&req.headers, &req.body)?;
     write.decode_errors = parsed.duplicates;
     Ok(parsed.value)
@@ -90,7 +90,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         return Err(method_not_allowed());
     }
     if let Some(sub) = req.info.subresource.as_deref() {
-        return subresource(&store, &req, sub, format).await;
+        return subresource(&store, &req, verb, sub, format).await;
     }
     let include = IncludeObject::try_parse(req.params.get("includeObject"))?;
     let pretty = matches!(req.params.get("pretty"), Some("" | "true" | "1"));
@@ -188,7 +188,10 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
 
 /// The patch's type; a merge patch's duplicated fields ride in `write` as strict decoding
 /// errors, as a body's do.
-fn patch_body(req: &Request, write: &mut WriteOptions) -> Result<PatchType, RegistryError> {
+pub(super) fn patch_body(
+    req: &Request,
+    write: &mut WriteOptions,
+) -> Result<PatchType, RegistryError> {
     let kind = patch_type(&req.headers)?;
     if matches!(kind, PatchType::Merge | PatchType::Strategic) {
         write.decode_errors = super::body::duplicates(&req.body);
@@ -208,135 +211,37 @@ pub fn patch_type(headers: &HeaderMap) -> Result<PatchType, RegistryError> {
     })
 }
 
+/// A request to one of the resource's subresources, served by the handler registered under
+/// its name once the registration allows the verb.
 async fn subresource(
     store: &Store,
     req: &Request,
+    verb: Verb,
     sub: &str,
     format: Format,
 ) -> Result<Response, RegistryError> {
-    let info = &store.info;
-    if !info.has_subresource(sub) {
+    let Some(registered) = store.info.subresource(sub) else {
         return Err(RegistryError::NoSuchResource);
-    }
-    let ns = req.info.namespace.as_deref();
-    let name = req.info.name.as_deref().unwrap_or_default();
-    let verb = req.info.verb;
+    };
     let patch_kind = match verb {
-        Some(Verb::Patch) => Some(patch_type(&req.headers)?),
+        Verb::Patch => Some(patch_type(&req.headers)?),
         _ => None,
     };
-    let mut write = write_options_of(req, patch_kind)?;
-    let part = match sub {
-        "status" => Subresource::Status,
-        "finalize" => Subresource::Finalize,
-        "scale" => {
-            let scale = match verb {
-                Some(Verb::Get) => store.get_scale(ns, name).await?,
-                Some(Verb::Update) => {
-                    let scale = body(req, &mut write)?;
-                    store
-                        .update_scale(ns, name, ScaleChange::Replace(scale), &write)
-                        .await?
-                }
-                Some(Verb::Patch) => {
-                    let kind = patch_body(req, &mut write)?;
-                    store
-                        .update_scale(ns, name, ScaleChange::Patch(kind, &req.body), &write)
-                        .await?
-                }
-                _ => return Err(method_not_allowed()),
-            };
-            return Ok(response::encoded(StatusCode::OK, &scale, format, false));
-        }
-        "binding" => {
-            if verb != Some(Verb::Create) {
-                return Err(method_not_allowed());
-            }
-            let binding = body(req, &mut write)?;
-            // The legacy `bindings` collection names the pod in the Binding only.
-            let name = match name {
-                "" => registry::object::name(&binding).to_string(),
-                name => name.to_string(),
-            };
-            let status = store.bind(ns, &name, &binding, &write).await?;
-            return Ok(response::encoded(
-                StatusCode::CREATED,
-                &status,
-                format,
-                false,
-            ));
-        }
-        "eviction" => {
-            if verb != Some(Verb::Create) {
-                return Err(method_not_allowed());
-            }
-            let eviction = body(req, &mut write)?;
-            let status = req.registry.evict(ns, name, &eviction, &write).await?;
-            let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);
-            let status =
-                serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
-            return Ok(response::encoded(code, &status, format, false));
-        }
-        "token" => {
-            if verb != Some(Verb::Create) {
-                return Err(method_not_allowed());
-            }
-            let request = body(req, &mut write)?;
-            let issued = req
-                .registry
-                .create_token(ns, name, &request, &write)
-                .await?;
-            return Ok(response::encoded(
-                StatusCode::CREATED,
-                &issued,
-                format,
-                false,
-            ));
-        }
-        "log" => {
-            if verb != Some(Verb::Get) {
-                return Err(method_not_allowed());
-            }
-            let pod = store.get(ns, name, &Default::default()).await?;
-            let text = kubelet::logs::render(&pod, &req.params.log()?)
-                .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
-            return Ok(response::text(StatusCode::OK, text));
-        }
-        "proxy" => {
-            if verb != Some(Verb::Get) {
-                return Err(method_not_allowed());
-            }
-            let path = req.info.proxy_path.as_deref().unwrap_or_default();
-            return Ok(
-                match kubelet::proxy::serve(&req.registry, name, path).await? {
-                    ProxyResponse::Text(text) => response::text(StatusCode::OK, text),
-                    ProxyResponse::Json(body) => response::json(StatusCode::OK, &body),
-                },
-            );
-        }
-        _ => return Err(RegistryError::NoSuchResource),
+    let write = write_options_of(req, patch_kind)?;
+    let Some(handler) = subresources::handler(registered.name) else {
+        return Err(RegistryError::NoSuchResource);
     };
-    let obj = match (verb, part) {
-        (Some(Verb::Get), Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
-        (Some(Verb::Update), _) => {
-            let obj = body(req, &mut write)?;
-            store.update(ns, name, obj, part, &write).await?.0
-        }
-        (Some(Verb::Patch), Subresource::Status) => {
-            let kind = patch_body(req, &mut write)?;
-            if kind == PatchType::Apply {
-                store.apply(ns, name, &req.body, part, &write).await?.0
-            } else {
-                store.patch(ns, name, kind, &req.body, part, &write).await?
-            }
-        }
-        _ => return Err(method_not_allowed()),
+    if !registered.verbs.contains(&verb.as_str()) {
+        return Err(method_not_allowed());
+    }
+    let call = Call {
+        store,
+        req,
+        verb,
+        namespace: req.info.namespace.as_deref(),
+        name: req.info.name.as_deref().unwrap_or_default(),
+        format,
+        write,
     };
-    Ok(match format {
-        Format::Table => response::json(
-            StatusCode::OK,
-            &table::table(info, &[obj], None, IncludeObject::Metadata),
-        ),
-        _ => response::encoded(StatusCode::OK, &obj, format, false),
-    })
+    handler.serve(call).await
 }

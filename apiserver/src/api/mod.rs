@@ -4,6 +4,7 @@
 
 pub mod attributes;
 pub(crate) mod body;
+pub mod create_only;
 mod handlers;
 mod list_body;
 mod manager;
@@ -12,6 +13,7 @@ mod path;
 pub(crate) mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod response;
+mod subresources;
 mod watch;
 
 use std::sync::Arc;
@@ -27,8 +29,10 @@ use registry::{Registry, RegistryError};
 use tokio_util::sync::CancellationToken;
 
 use self::attributes::Requested;
+use self::create_only::{Creater, Creaters};
 use self::handlers::Request;
 use self::params::Params;
+use self::request_info::RequestInfo;
 use crate::discovery;
 
 /// Request bodies above this are refused with 413, as upstream's 3 MiB limit.
@@ -39,6 +43,23 @@ pub struct Api {
     pub registry: Arc<Registry>,
     /// Flips to true when the server shuts down; watches end then.
     pub shutdown: CancellationToken,
+    /// What answers the catalogue's create-only resources (the reviews).
+    pub creaters: Creaters,
+}
+
+impl Api {
+    /// The Creater of the create-only resource whose collection `info` names, if it is one.
+    fn creater(&self, info: &RequestInfo) -> Option<&dyn Creater> {
+        if info.name.is_some() || info.subresource.is_some() {
+            return None;
+        }
+        let entry = self
+            .registry
+            .catalogue()
+            .lookup(&info.group, &info.version, &info.resource)
+            .filter(|entry| entry.create_only && entry.namespaced == info.namespace.is_some())?;
+        self.creaters.get(&entry.group, &entry.kind)
+    }
 }
 
 pub fn router(api: Api) -> Router {
@@ -58,8 +79,7 @@ fn accept(headers: &HeaderMap) -> &str {
 }
 
 fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response {
-    // The catalogue's resources and the ones served outside it (SelfSubjectReview).
-    let resources = crate::secure::review::with_reviews(&api.registry.catalogue().all());
+    let resources = api.registry.catalogue().all();
     match discovery::wants_aggregated(accept(headers)) {
         Some(version) => (
             StatusCode::OK,
@@ -130,6 +150,24 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         requested,
         user,
     } = incoming;
+    let params = Params(query);
+    // Serve exactly what authorization judged.
+    let info = match requested {
+        Some(Requested::Resource(info)) => Some(info),
+        Some(Requested::NonResource { .. }) => None,
+        None => request_info::parse(&method, legacy, &path, params.watch()),
+    };
+    let store = info.as_ref().and_then(|info| {
+        api.registry
+            .store(&info.group, &info.version, &info.resource)
+    });
+    if let (Some(info), None) = (&info, &store) {
+        if let Some(creater) = api.creater(info) {
+            let namespace = info.namespace.as_deref();
+            let user = user.as_deref();
+            return create_only::serve(creater, &method, namespace, &headers, body, user).await;
+        }
+    }
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(body) => body,
         Err(_) => {
@@ -138,20 +176,10 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
             )))
         }
     };
-    let params = Params(query);
-    // Serve exactly what authorization judged.
-    let info = match requested {
-        Some(Requested::Resource(info)) => Some(info),
-        Some(Requested::NonResource { .. }) => None,
-        None => request_info::parse(&method, legacy, &path, params.watch()),
-    };
     let Some(info) = info else {
         return group_discovery(&api, legacy, &path);
     };
-    let Some(store) = api
-        .registry
-        .store(&info.group, &info.version, &info.resource)
-    else {
+    let Some(store) = store else {
         return response::error(RegistryError::NoSuchResource);
     };
     let request = Request {
@@ -169,8 +197,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
 /// `/api/v1`, `/apis/<group>` and `/apis/<group>/<version>`.
 fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    // The catalogue's resources and the ones served outside it (SelfSubjectReview).
-    let resources = crate::secure::review::with_reviews(&api.registry.catalogue().all());
+    let resources = api.registry.catalogue().all();
     let doc = match (legacy, parts.as_slice()) {
         (true, [version]) => discovery::resource_list(&resources, "", version),
         (false, [group]) => discovery::api_group(&resources, group),

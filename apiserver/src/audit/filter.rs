@@ -22,7 +22,7 @@ use super::event::{self, Event, Format, ObjectReference, ResponseStatus, User};
 use super::log::Entry;
 use super::policy::{Level, RequestAuditConfig, Stage};
 use super::Auditor;
-use crate::secure::authn::Peer;
+use crate::authn::Peer;
 
 /// upstream's Audit-ID header.
 pub static AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");

@@ -219,65 +219,35 @@ impl MediaRange {
 
 /// A subresource as discovery describes it.
 struct Subresource {
-    name: String,
+    name: &'static str,
     /// The response kind's group and version when they differ from the parent's.
     group_version: Option<(&'static str, &'static str)>,
     kind: String,
     verbs: &'static [&'static str],
 }
 
-const READ_WRITE: &[&str] = &["get", "patch", "update"];
-const CONNECT: &[&str] = &["create", "get"];
-const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
-const CREATE: &[&str] = &["create"];
-
-/// The subresources a resource serves, with the kinds and verbs upstream lists for them.
+/// The subresources a resource serves, by name, with the kinds and verbs its catalogue entry
+/// registers for them.
 fn subresources(info: &ResourceInfo) -> Vec<Subresource> {
-    let mut names: Vec<&str> = Vec::new();
-    if info.status_subresource {
-        names.push("status");
-    }
-    if info.scale.is_some() {
-        names.push("scale");
-    }
-    names.extend(info.other_subresources.iter().map(String::as_str));
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|name| {
-            let parent = |verbs| (None, info.kind.clone(), verbs);
-            let suffixed = |suffix: &str, verbs| (None, format!("{}{suffix}", info.kind), verbs);
-            let (group_version, kind, verbs) = match name {
-                "scale" => (Some(("autoscaling", "v1")), "Scale".to_string(), READ_WRITE),
-                "finalize" => parent(&["update"][..]),
-                "log" => parent(&["get"][..]),
-                "binding" => (None, "Binding".to_string(), CREATE),
-                "eviction" => (Some(("policy", "v1")), "Eviction".to_string(), CREATE),
-                "token" => (
-                    Some(("authentication.k8s.io", "v1")),
-                    "TokenRequest".to_string(),
-                    CREATE,
-                ),
-                "exec" => suffixed("ExecOptions", CONNECT),
-                "attach" => suffixed("AttachOptions", CONNECT),
-                "portforward" => suffixed("PortForwardOptions", CONNECT),
-                "proxy" => suffixed("ProxyOptions", PROXY),
-                // status, approval, ephemeralcontainers, resize and anything unknown: the
-                // parent object, read and written in place.
-                _ => parent(READ_WRITE),
-            };
+    let mut subs: Vec<Subresource> = info
+        .subresources
+        .iter()
+        .map(|sub| Subresource {
+            name: sub.name,
             // A kind from the parent's own group and version is not repeated upstream.
-            let group_version =
-                group_version.filter(|(g, v)| !(*g == info.group && *v == info.version));
-            Subresource {
-                name: name.to_string(),
-                group_version,
-                kind,
-                verbs,
-            }
+            group_version: sub
+                .speaks
+                .map(|s| (s.group, s.version))
+                .filter(|(g, v)| !(*g == info.group && *v == info.version)),
+            kind: sub
+                .speaks
+                .map_or_else(|| info.kind.clone(), |s| s.kind.to_string()),
+            verbs: sub.verbs,
         })
-        .collect()
+        .collect();
+    subs.sort_by(|a, b| a.name.cmp(b.name));
+    subs.dedup_by(|a, b| a.name == b.name);
+    subs
 }
 
 fn resource_entry(info: &ResourceInfo) -> Value {

@@ -40,7 +40,7 @@ fn widget(version: &str) -> Arc<ResourceInfo> {
     info.kind = "Widget".to_string();
     info.plural = "widgets".to_string();
     info.singular = "widget".to_string();
-    info.status_subresource = true;
+    info.subresources = vec![registry::catalogue::SubresourceInfo::status()];
     Arc::new(info)
 }
 
@@ -66,6 +66,8 @@ fn api_groups_lists_every_named_group_in_priority_order() {
         [
             "apps",
             "events.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
             "batch",
             "policy",
             "rbac.authorization.k8s.io",

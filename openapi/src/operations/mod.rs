@@ -208,7 +208,7 @@ pub(crate) fn paths(target: &Target) -> Vec<PathItem> {
         let operations = subresources::operations(target, sub);
         if !operations.is_empty() {
             out.push(PathItem {
-                path: format!("{scope}/{}/{{name}}/{sub}", r.plural),
+                path: format!("{scope}/{}/{{name}}/{}", r.plural, sub.name),
                 tag: tag(&r.group, &r.version),
                 params: item_params(),
                 operations,

@@ -1,73 +1,39 @@
-//! Operations of subresources: which verbs each has, what body it takes and which kind it
-//! speaks (status speaks its parent's; scale speaks autoscaling/v1 Scale).
+//! Operations of subresources, as the catalogue describes them: a method per verb, the body
+//! each takes and the kind it speaks (status speaks its parent's; scale speaks
+//! autoscaling/v1 Scale).
 
 use super::{params, responses, Body, Method, Operation, Payload, Target, OBJECT_TYPES};
 use crate::gvk::Gvk;
 use crate::names::capitalize;
+use crate::SubresourceSpec;
 
-/// The kind a subresource reads and writes when it is not its parent's.
-struct Speaks {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    definition: &'static str,
-}
+/// The methods of a subresource's verbs, in the order the documents list them.
+const METHODS: [(&str, Method); 4] = [
+    ("get", Method::Get),
+    ("update", Method::Put),
+    ("patch", Method::Patch),
+    ("create", Method::Post),
+];
 
-const SCALE: Speaks = Speaks {
-    group: "autoscaling",
-    version: "v1",
-    kind: "Scale",
-    definition: "io.k8s.api.autoscaling.v1.Scale",
-};
-const BINDING: Speaks = Speaks {
-    group: "",
-    version: "v1",
-    kind: "Binding",
-    definition: "io.k8s.api.core.v1.Binding",
-};
-const EVICTION: Speaks = Speaks {
-    group: "policy",
-    version: "v1",
-    kind: "Eviction",
-    definition: "io.k8s.api.policy.v1.Eviction",
-};
-const TOKEN: Speaks = Speaks {
-    group: "authentication.k8s.io",
-    version: "v1",
-    kind: "TokenRequest",
-    definition: "io.k8s.api.authentication.v1.TokenRequest",
-};
-
-/// Which methods a subresource has, and the kind it speaks (`None`: its parent's).
-fn shape(name: &str) -> Option<(&'static [Method], Option<Speaks>)> {
-    const READ_WRITE: &[Method] = &[Method::Get, Method::Put, Method::Patch];
-    Some(match name {
-        "status" | "approval" | "ephemeralcontainers" | "resize" => (READ_WRITE, None),
-        "scale" => (READ_WRITE, Some(SCALE)),
-        "finalize" => (&[Method::Put], None),
-        "binding" => (&[Method::Post], Some(BINDING)),
-        "eviction" => (&[Method::Post], Some(EVICTION)),
-        "token" => (&[Method::Post], Some(TOKEN)),
-        "log" => (&[Method::Get], None),
-        _ => return None,
-    })
-}
-
-pub(super) fn operations(target: &Target, name: &str) -> Vec<Operation> {
-    let Some((methods, speaks)) = shape(name) else {
-        return Vec::new();
-    };
+pub(super) fn operations(target: &Target, sub: &SubresourceSpec) -> Vec<Operation> {
+    let name = sub.name.as_str();
+    let methods = METHODS
+        .iter()
+        .filter(|(verb, _)| sub.verbs.iter().any(|v| v == verb))
+        .map(|(_, method)| method);
     let parent = &target.resource.kind;
-    let (gvk, definition) = match &speaks {
-        Some(s) => (Gvk::new(s.group, s.version, s.kind), s.definition),
+    let (gvk, definition) = match &sub.speaks {
+        Some(s) => (
+            Gvk::new(&s.group, &s.version, &s.kind),
+            s.definition.as_str(),
+        ),
         None => (target.gvk(), target.definition),
     };
     let suffix = capitalize(name);
     methods
-        .iter()
         .map(|&method| {
-            if name == "log" {
-                return log(target, gvk.clone(), &suffix);
+            if sub.text {
+                return text(target, gvk.clone(), name, &suffix);
             }
             let (verb, action, description, params, codes): (_, _, _, _, &[&'static str]) =
                 match method {
@@ -122,7 +88,8 @@ pub(super) fn operations(target: &Target, name: &str) -> Vec<Operation> {
         .collect()
 }
 
-fn log(target: &Target, gvk: Gvk, suffix: &str) -> Operation {
+/// The read of a subresource that answers plain text (pods' log).
+fn text(target: &Target, gvk: Gvk, name: &str, suffix: &str) -> Operation {
     let mut out = responses(&["200"], "");
     if let Some(ok) = out.first_mut() {
         ok.payload = Payload::Text;
@@ -130,7 +97,7 @@ fn log(target: &Target, gvk: Gvk, suffix: &str) -> Operation {
     Operation {
         method: Method::Get,
         id: target.id("read", "", suffix),
-        description: format!("read log of the specified {}", target.resource.kind),
+        description: format!("read {name} of the specified {}", target.resource.kind),
         action: "get",
         gvk,
         params: params::LOG,

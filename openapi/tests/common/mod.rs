@@ -3,7 +3,7 @@
 // Each test file uses its own part of this module.
 #![allow(dead_code)]
 
-use openapi::{OpenApi, ResourceSpec};
+use openapi::{KindSpec, OpenApi, ResourceSpec, SubresourceSpec};
 use serde_json::Value;
 
 const ALL: &[&str] = &[
@@ -31,7 +31,55 @@ pub fn spec(
         plural: plural.to_string(),
         namespaced,
         verbs: ALL.iter().map(|v| v.to_string()).collect(),
-        subresources: subs.iter().map(|s| s.to_string()).collect(),
+        subresources: subs.iter().map(|s| subresource(s)).collect(),
+    }
+}
+
+/// A subresource as the apiserver's catalogue describes it.
+pub fn subresource(name: &str) -> SubresourceSpec {
+    let kind = |group: &str, kind: &str, definition: &str| {
+        Some(KindSpec {
+            group: group.to_string(),
+            version: "v1".to_string(),
+            kind: kind.to_string(),
+            definition: definition.to_string(),
+        })
+    };
+    let (verbs, speaks, text): (&[&str], _, _) = match name {
+        "status" | "ephemeralcontainers" => (&["get", "patch", "update"], None, false),
+        "scale" => (
+            &["get", "patch", "update"],
+            kind("autoscaling", "Scale", "io.k8s.api.autoscaling.v1.Scale"),
+            false,
+        ),
+        "finalize" => (&["update"], None, false),
+        "binding" => (
+            &["create"],
+            kind("", "Binding", "io.k8s.api.core.v1.Binding"),
+            false,
+        ),
+        "eviction" => (
+            &["create"],
+            kind("policy", "Eviction", "io.k8s.api.policy.v1.Eviction"),
+            false,
+        ),
+        "token" => (
+            &["create"],
+            kind(
+                "authentication.k8s.io",
+                "TokenRequest",
+                "io.k8s.api.authentication.v1.TokenRequest",
+            ),
+            false,
+        ),
+        "log" => (&["get"], None, true),
+        other => panic!("no subresource {other} in the tests"),
+    };
+    SubresourceSpec {
+        name: name.to_string(),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        speaks,
+        text,
     }
 }
 

@@ -2,7 +2,7 @@
 //! describe them.
 
 use super::printers;
-use super::{GcPolicy, ResourceInfo, ScaleSubresource};
+use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::{self, defaults, rbac, storage_class, workloads};
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -38,9 +38,8 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
         categories: Vec::new(),
         namespaced,
         verbs: strings(&ALL_VERBS),
-        status_subresource: false,
-        scale: None,
-        other_subresources: Vec::new(),
+        create_only: false,
+        subresources: Vec::new(),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: printers::default_columns(),
         field_selectors: Vec::new(),
@@ -51,20 +50,37 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
     }
 }
 
-/// The scale subresource of the built-in replicated workloads; their selector is computed
-/// from spec.selector, so no status path carries it.
-fn replicas_scale() -> Option<ScaleSubresource> {
-    Some(ScaleSubresource {
-        spec_replicas_path: ".spec.replicas".to_string(),
-        status_replicas_path: ".status.replicas".to_string(),
-        label_selector_path: None,
-    })
+/// `status` and the `scale` of the built-in replicated workloads; their selector is
+/// computed from spec.selector, so no status path carries it.
+fn status_and_scale() -> Vec<SubresourceInfo> {
+    vec![
+        SubresourceInfo::status(),
+        SubresourceInfo::scale(ScaleSubresource {
+            spec_replicas_path: ".spec.replicas".to_string(),
+            status_replicas_path: ".status.replicas".to_string(),
+            label_selector_path: None,
+        }),
+    ]
 }
+
+/// The core/v1 kind `kind`, as a subresource speaks it.
+const fn core_kind(kind: &'static str, definition: &'static str) -> Speaks {
+    Speaks {
+        group: "",
+        version: "v1",
+        kind,
+        definition,
+    }
+}
+
+/// The verbs upstream lists for a connect subresource such as a node's proxy.
+const CONNECT_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
 
 pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
     all.extend(apps());
     all.extend(others());
+    all.extend(reviews());
     all
 }
 
@@ -76,8 +92,10 @@ fn core() -> Vec<ResourceInfo> {
             verbs: strings(&[
                 "create", "delete", "get", "list", "patch", "update", "watch",
             ]),
-            status_subresource: true,
-            other_subresources: strings(&["finalize"]),
+            subresources: vec![
+                SubresourceInfo::status(),
+                SubresourceInfo::in_place("finalize", &["update"]),
+            ],
             columns: printers::namespace_columns(),
             field_selectors: strings(&["status.phase"]),
             strategy: |_, _| Box::new(NamespaceStrategy),
@@ -86,8 +104,23 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["po"]),
             categories: strings(&["all"]),
-            status_subresource: true,
-            other_subresources: strings(&["binding", "eviction", "log"]),
+            subresources: vec![
+                SubresourceInfo::status(),
+                SubresourceInfo::creates(
+                    "binding",
+                    core_kind("Binding", "io.k8s.api.core.v1.Binding"),
+                ),
+                SubresourceInfo::creates(
+                    "eviction",
+                    Speaks {
+                        group: "policy",
+                        version: "v1",
+                        kind: "Eviction",
+                        definition: "io.k8s.api.policy.v1.Eviction",
+                    },
+                ),
+                SubresourceInfo::text("log"),
+            ],
             columns: printers::pod_columns(),
             field_selectors: strings(&[
                 "spec.nodeName",
@@ -106,7 +139,7 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["svc"]),
             categories: strings(&["all"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::service_columns(),
             field_selectors: strings(&["spec.clusterIP", "spec.type"]),
             storage_path: "/services/specs".to_string(),
@@ -137,7 +170,15 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["sa"]),
             columns: printers::serviceaccount_columns(),
-            other_subresources: strings(&["token"]),
+            subresources: vec![SubresourceInfo::creates(
+                "token",
+                Speaks {
+                    group: "authentication.k8s.io",
+                    version: "v1",
+                    kind: "TokenRequest",
+                    definition: "io.k8s.api.authentication.v1.TokenRequest",
+                },
+            )],
             ..resource("", "ServiceAccount", "serviceaccounts", NAMESPACED)
         },
         ResourceInfo {
@@ -161,18 +202,24 @@ fn core() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["no"]),
-            status_subresource: true,
+            // `proxy`: the kubelet's endpoints, reached through the server (`kubelet::proxy`).
+            subresources: vec![
+                SubresourceInfo::status(),
+                SubresourceInfo::connect(
+                    "proxy",
+                    core_kind("NodeProxyOptions", "io.k8s.api.core.v1.NodeProxyOptions"),
+                    CONNECT_VERBS,
+                ),
+            ],
             columns: printers::node_columns(),
             field_selectors: strings(&["spec.unschedulable"]),
-            // The kubelet's endpoints, reached through the server (`kubelet::proxy`).
-            other_subresources: strings(&["proxy"]),
             storage_path: "/minions".to_string(),
             strategy: |_, _| Box::new(defaults::NodeStrategy),
             ..resource("", "Node", "nodes", CLUSTER)
         },
         ResourceInfo {
             short_names: strings(&["pvc"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::pvc_columns(),
             strategy: |_, _| Box::new(defaults::VolumeStrategy),
             ..resource(
@@ -184,7 +231,7 @@ fn core() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["pv"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::pv_columns(),
             strategy: |_, _| Box::new(defaults::VolumeStrategy),
             ..resource("", "PersistentVolume", "persistentvolumes", CLUSTER)
@@ -192,8 +239,7 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["rc"]),
             categories: strings(&["all"]),
-            status_subresource: true,
-            scale: replicas_scale(),
+            subresources: status_and_scale(),
             // core/v1 keeps orphaning as its default for compatibility with old clients.
             default_gc_policy: GcPolicy::OrphanDependents,
             columns: printers::replicationcontroller_columns(),
@@ -215,7 +261,7 @@ fn core() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["quota"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::resourcequota_columns(),
             ..resource("", "ResourceQuota", "resourcequotas", NAMESPACED)
         },
@@ -227,8 +273,7 @@ fn apps() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["deploy"]),
             categories: strings(&["all"]),
-            status_subresource: true,
-            scale: replicas_scale(),
+            subresources: status_and_scale(),
             columns: printers::deployment_columns(),
             has_generation: true,
             strategy: |_, _| Box::new(workloads::DeploymentStrategy),
@@ -237,8 +282,7 @@ fn apps() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["rs"]),
             categories: strings(&["all"]),
-            status_subresource: true,
-            scale: replicas_scale(),
+            subresources: status_and_scale(),
             columns: printers::replicaset_columns(),
             field_selectors: strings(&["status.replicas"]),
             has_generation: true,
@@ -248,8 +292,7 @@ fn apps() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["sts"]),
             categories: strings(&["all"]),
-            status_subresource: true,
-            scale: replicas_scale(),
+            subresources: status_and_scale(),
             columns: printers::statefulset_columns(),
             has_generation: true,
             strategy: |_, _| Box::new(workloads::StatefulSetStrategy),
@@ -258,7 +301,7 @@ fn apps() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["ds"]),
             categories: strings(&["all"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::daemonset_columns(),
             has_generation: true,
             strategy: |_, _| Box::new(workloads::DaemonSetStrategy),
@@ -281,7 +324,7 @@ fn others() -> Vec<ResourceInfo> {
     vec![
         ResourceInfo {
             categories: strings(&["all"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::job_columns(),
             // A field label, not a path: it selects on status.succeeded.
             field_selectors: strings(&["status.successful"]),
@@ -292,7 +335,7 @@ fn others() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["cj"]),
             categories: strings(&["all"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::cronjob_columns(),
             has_generation: true,
             strategy: |_, _| Box::new(workloads::CronJobStrategy),
@@ -341,7 +384,7 @@ fn others() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["pdb"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             columns: printers::pdb_columns(),
             has_generation: true,
             strategy: |_, _| Box::new(workloads::PodDisruptionBudgetStrategy),
@@ -373,7 +416,7 @@ fn others() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["crd", "crds"]),
             categories: strings(&["api-extensions"]),
-            status_subresource: true,
+            subresources: vec![SubresourceInfo::status()],
             has_generation: true,
             // The extensions server keys by group as well as resource.
             storage_path: "/apiextensions.k8s.io/customresourcedefinitions".to_string(),
@@ -384,5 +427,51 @@ fn others() -> Vec<ResourceInfo> {
                 CLUSTER,
             )
         },
+    ]
+}
+
+/// The authentication and authorization reviews: create only, nothing stored (upstream
+/// registers them as REST storage without a store); the apiserver answers each from the
+/// request.
+fn reviews() -> Vec<ResourceInfo> {
+    const AUTHZ: &str = "authorization.k8s.io";
+    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| ResourceInfo {
+        verbs: strings(&["create"]),
+        create_only: true,
+        default_gc_policy: GcPolicy::Unsupported,
+        storage_path: String::new(),
+        ..resource(group, kind, plural, namespaced)
+    };
+    vec![
+        review(
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            NAMESPACED,
+        ),
+        review(
+            AUTHZ,
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            CLUSTER,
+        ),
+        review(
+            AUTHZ,
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            CLUSTER,
+        ),
     ]
 }

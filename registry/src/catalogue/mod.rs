@@ -5,9 +5,13 @@
 
 mod builtin;
 mod printers;
+mod subresource;
 mod verb;
 
 pub use printers::{custom_columns, human_duration, is_default_class, DEFAULT_CLASS_ANNOTATIONS};
+pub use subresource::{
+    Answer, ScaleSubresource, Speaks, SubresourceInfo, CREATE, READ_WRITE, SCALE,
+};
 pub use verb::Verb;
 #[cfg(test)]
 mod tests;
@@ -32,17 +36,6 @@ pub enum GcPolicy {
     OrphanDependents,
     /// The resource takes no part in garbage collection policies.
     Unsupported,
-}
-
-/// The `scale` subresource: where replicas live in the object.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScaleSubresource {
-    /// JSON path of the desired replicas, e.g. `.spec.replicas`.
-    pub spec_replicas_path: String,
-    /// JSON path of the observed replicas, e.g. `.status.replicas`.
-    pub status_replicas_path: String,
-    /// JSON path of the label selector string in status, if any (custom resources).
-    pub label_selector_path: Option<String>,
 }
 
 /// How one Table cell is computed from an object.
@@ -97,10 +90,13 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Upstream verb names: get, list, watch, create, update, patch, delete, deletecollection.
     pub verbs: Vec<String>,
-    pub status_subresource: bool,
-    pub scale: Option<ScaleSubresource>,
-    /// Other subresources served (e.g. namespaces' `finalize`).
-    pub other_subresources: Vec<String>,
+    /// Nothing is stored (upstream's REST storage without a store: the authentication and
+    /// authorization reviews). The registry builds no Store for it; the apiserver answers a
+    /// create from the request alone.
+    pub create_only: bool,
+    /// The subresources served, each with the kind it speaks and its verbs (status first,
+    /// then scale, then the others, as the OpenAPI documents list them; discovery sorts).
+    pub subresources: Vec<SubresourceInfo>,
     pub default_gc_policy: GcPolicy,
     pub columns: Vec<TableColumn>,
     /// Selectable fields beyond metadata.name and metadata.namespace, as dotted paths into
@@ -146,14 +142,11 @@ impl ResourceInfo {
 
     /// How the OpenAPI documents describe the resource.
     pub fn openapi_spec(&self) -> openapi::ResourceSpec {
-        let mut subresources = Vec::new();
-        if self.status_subresource {
-            subresources.push("status".to_string());
-        }
-        if self.scale.is_some() {
-            subresources.push("scale".to_string());
-        }
-        subresources.extend(self.other_subresources.iter().cloned());
+        let subresources = self
+            .subresources
+            .iter()
+            .filter_map(SubresourceInfo::openapi_spec)
+            .collect();
         openapi::ResourceSpec {
             group: self.group.clone(),
             version: self.version.clone(),
@@ -165,12 +158,24 @@ impl ResourceInfo {
         }
     }
 
+    /// The subresource served under `name`.
+    pub fn subresource(&self, name: &str) -> Option<&SubresourceInfo> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+
     pub fn has_subresource(&self, name: &str) -> bool {
-        match name {
-            "status" => self.status_subresource,
-            "scale" => self.scale.is_some(),
-            other => self.other_subresources.iter().any(|s| s == other),
-        }
+        self.subresource(name).is_some()
+    }
+
+    /// Whether status is written through its own subresource only (the main resource's
+    /// writes keep the stored status).
+    pub fn status_subresource(&self) -> bool {
+        self.has_subresource("status")
+    }
+
+    /// Where the `scale` subresource finds replicas, when there is one.
+    pub fn scale(&self) -> Option<&ScaleSubresource> {
+        self.subresource("scale").and_then(|s| s.scale.as_ref())
     }
 }
 

@@ -105,6 +105,41 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &["crd", "crds"],
             false,
         ),
+        (
+            "authentication.k8s.io",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            &[],
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            &[],
+            true,
+        ),
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            &[],
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews",
+            "SelfSubjectRulesReview",
+            &[],
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            &[],
+            false,
+        ),
     ];
     let catalogue = Catalogue::builtin();
     assert_eq!(catalogue.all().len(), expected.len());
@@ -180,7 +215,7 @@ fn subresources_verbs_and_policies() {
         ("apps", "statefulsets"),
     ] {
         let r = lookup(group, plural);
-        let scale = r.scale.as_ref().expect("scale");
+        let scale = r.scale().expect("scale");
         assert_eq!(scale.spec_replicas_path, ".spec.replicas");
         assert!(r.has_subresource("status"), "{plural}");
     }
@@ -193,8 +228,14 @@ fn subresources_verbs_and_policies() {
     assert!(Catalogue::builtin()
         .all()
         .iter()
-        .filter(|r| r.plural != "replicationcontrollers")
+        .filter(|r| r.plural != "replicationcontrollers" && !r.create_only)
         .all(|r| r.default_gc_policy == GcPolicy::DeleteDependents));
+    // Nothing stored, nothing collected.
+    assert!(Catalogue::builtin()
+        .all()
+        .iter()
+        .filter(|r| r.create_only)
+        .all(|r| r.default_gc_policy == GcPolicy::Unsupported && r.verbs == ["create"]));
 }
 
 #[test]
@@ -274,6 +315,8 @@ fn every_resource_has_a_name_column_and_a_time_column() {
             "roles" | "clusterroles" | "limitranges" | "customresourcedefinitions" => {
                 assert!(created_at && r.columns.len() == 2, "{}", r.plural)
             }
+            // The reviews are never listed; they keep the default columns.
+            _ if r.create_only => assert!(created_at && r.columns.len() == 2, "{}", r.plural),
             _ => assert!(has_age, "{} has no Age column", r.plural),
         }
         for c in r.columns.iter() {

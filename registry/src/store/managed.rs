@@ -94,8 +94,7 @@ impl Store {
     /// The replicas path the scale subresource writes, as path steps.
     pub(crate) fn scale_replicas_path(&self) -> Vec<String> {
         self.info
-            .scale
-            .as_ref()
+            .scale()
             .map(|s| {
                 s.spec_replicas_path
                     .trim_start_matches('.')
@@ -114,7 +113,7 @@ impl Store {
             .fields
             .merge_schema(&self.info.group, &self.info.version, &self.info.kind);
         let (subresource, ignored) = match endpoint {
-            Endpoint::Main if self.info.status_subresource => {
+            Endpoint::Main if self.info.status_subresource() => {
                 ("", Set::from_paths([vec![PathElement::field("status")]]))
             }
             Endpoint::Main => ("", Set::new()),

@@ -92,7 +92,7 @@ impl Store {
         } else {
             meta.remove("generation");
         }
-        if self.info.status_subresource && !self.strategy.keeps_status_on_create() {
+        if self.info.status_subresource() && !self.strategy.keeps_status_on_create() {
             if let Some(map) = obj.as_object_mut() {
                 map.remove("status");
             }

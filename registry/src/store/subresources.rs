@@ -22,8 +22,7 @@ fn path_parts(path: &str) -> Vec<&str> {
 impl Store {
     fn scale_spec(&self) -> Result<&ScaleSubresource> {
         self.info
-            .scale
-            .as_ref()
+            .scale()
             .ok_or_else(|| RegistryError::not_found(&self.info.qualified_resource(), "scale"))
     }
 

@@ -361,7 +361,7 @@ impl Store {
         let mut new = match sub {
             Subresource::Main => {
                 causes.extend(self.prepare_update_meta(&mut new, &old));
-                if self.info.status_subresource {
+                if self.info.status_subresource() {
                     if let Some(map) = new.as_object_mut() {
                         match old.get("status") {
                             Some(status) => map.insert("status".into(), status.clone()),

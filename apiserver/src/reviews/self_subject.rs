@@ -1,101 +1,34 @@
 //! `authentication.k8s.io/v1` SelfSubjectReview (`kubectl auth whoami`): create-only, nothing
 //! stored; the answer's `status.userInfo` is the user the request authenticated as (upstream's
-//! pkg/registry/authentication/selfsubjectreview). Served here rather than by a registry
-//! Store, as it is no stored resource; discovery lists it through [`with_reviews`].
+//! pkg/registry/authentication/selfsubjectreview). Its catalogue entry is create-only; the
+//! API's create-only path serves it with [`SelfSubjectReview`].
 
-use std::sync::{Arc, OnceLock};
-
-use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, StatusCode};
-use axum::response::Response;
-use axum::routing::any;
-use axum::{Extension, Router};
-use registry::catalogue::GcPolicy;
-use registry::{RegistryError, ResourceInfo};
+use axum::http::{header, HeaderMap};
+use registry::RegistryError;
 use serde_json::{json, Map, Value};
 
-use super::authn::UserInfo;
+use crate::api::create_only::{Creater, Creation};
 use crate::api::response;
-use crate::api::MAX_BODY;
+use crate::authn::UserInfo;
 
 pub const GROUP: &str = "authentication.k8s.io";
 pub const VERSION: &str = "v1";
 pub const KIND: &str = "SelfSubjectReview";
 pub const PLURAL: &str = "selfsubjectreviews";
 
-/// The route of the review (every method: the others are 405 as upstream answers them).
-pub fn router() -> Router {
-    Router::new().route(&format!("/apis/{GROUP}/{VERSION}/{PLURAL}"), any(create))
-}
+/// Answers a SelfSubjectReview with the requester.
+pub struct SelfSubjectReview;
 
-/// The catalogue's resources and the review, for discovery.
-pub fn with_reviews(resources: &[Arc<ResourceInfo>]) -> Vec<Arc<ResourceInfo>> {
-    let mut all = resources.to_vec();
-    all.push(resource_info());
-    all.extend(super::access_review::resource_infos());
-    all
-}
-
-/// The review as discovery lists it: cluster-scoped, create only.
-pub fn resource_info() -> Arc<ResourceInfo> {
-    static INFO: OnceLock<Arc<ResourceInfo>> = OnceLock::new();
-    INFO.get_or_init(|| Arc::new(create_only(GROUP, VERSION, KIND, false)))
-        .clone()
-}
-
-/// A review kind as discovery lists it: nothing stored, create its only verb.
-pub fn create_only(group: &str, version: &str, kind: &str, namespaced: bool) -> ResourceInfo {
-    let singular = kind.to_ascii_lowercase();
-    ResourceInfo {
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        plural: format!("{singular}s"),
-        singular,
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        namespaced,
-        verbs: vec!["create".into()],
-        status_subresource: false,
-        scale: None,
-        other_subresources: Vec::new(),
-        default_gc_policy: GcPolicy::Unsupported,
-        columns: Vec::new(),
-        field_selectors: Vec::new(),
-        has_generation: false,
-        storage_path: String::new(),
-        // Nothing is stored: the reviews answer from the request.
-        strategy: registry::strategy::generic,
-        store_hooks: Vec::new(),
+impl Creater for SelfSubjectReview {
+    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+        check_body(request.headers, request.body).map_err(RegistryError::BadRequest)?;
+        let Some(user) = request.user else {
+            return Err(RegistryError::BadRequest(
+                "no user present on request".into(),
+            ));
+        };
+        Ok(review(user, chrono::Utc::now()))
     }
-}
-
-async fn create(
-    user: Option<Extension<UserInfo>>,
-    method: Method,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    if method != Method::POST {
-        return response::error(RegistryError::MethodNotAllowed(
-            "the server does not allow this method on the requested resource".into(),
-        ));
-    }
-    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return response::error(RegistryError::RequestEntityTooLarge(format!(
-            "limit is {MAX_BODY} bytes"
-        )));
-    };
-    if let Err(message) = check_body(&headers, &body) {
-        return response::error(RegistryError::BadRequest(message));
-    }
-    let Some(Extension(user)) = user else {
-        return response::error(RegistryError::BadRequest(
-            "no user present on request".into(),
-        ));
-    };
-    response::json(StatusCode::CREATED, &review(&user, chrono::Utc::now()))
 }
 
 /// A JSON body must be a SelfSubjectReview (its kind and apiVersion, when given); other
@@ -216,7 +149,7 @@ mod tests {
 
     #[test]
     fn discovery_lists_the_review() {
-        let resources = with_reviews(&registry::Catalogue::builtin().all());
+        let resources = registry::Catalogue::builtin().all();
         let list = crate::discovery::resource_list(&resources, GROUP, VERSION).expect("listed");
         assert_eq!(list["resources"][0]["name"], PLURAL);
         assert_eq!(list["resources"][0]["verbs"], json!(["create"]));

@@ -15,8 +15,8 @@ use registry::serviceaccount::claims::{self as service_account, USERNAME_PREFIX}
 use registry::validation::names::{is_dns1123_label, is_dns1123_subdomain};
 use registry::RegistryError;
 
-use super::authz;
 use crate::api::response;
+use crate::authz;
 
 pub const USER: &str = "impersonate-user";
 pub const GROUP: &str = "impersonate-group";

@@ -103,7 +103,7 @@ fn a_bad_token_is_refused_not_anonymous() {
     let mut at_limit = b"Bearer ".to_vec();
     at_limit.extend(std::iter::repeat_n(
         b'a',
-        crate::secure::tokenfile::MAX_TOKEN_BYTES + 1,
+        crate::authn::tokenfile::MAX_TOKEN_BYTES + 1,
     ));
     assert_eq!(user(&at_limit), Err(Refusal::InvalidToken));
 }

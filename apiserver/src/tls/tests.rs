@@ -3,8 +3,8 @@ use std::os::unix::fs::PermissionsExt;
 
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::authn::{self, UserInfo};
 use super::certs::{self, Ensured, Pki, San};
+use crate::authn::{self, UserInfo};
 
 fn sans(extra: &[&str]) -> Vec<San> {
     let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
@@ -187,14 +187,15 @@ fn the_server_config_takes_the_generated_files() {
     let dir = tempfile::tempdir().expect("tmp");
     let pki = Pki::in_dir(dir.path().join("pki"));
     certs::ensure(&pki, Some(&sans(&[]))).expect("ensure");
-    let config = super::tls::server_config(&pki.serving_cert(), &pki.serving_key(), &pki.ca_cert())
-        .expect("config");
+    let config =
+        super::serving::server_config(&pki.serving_cert(), &pki.serving_key(), &pki.ca_cert())
+            .expect("config");
     assert_eq!(config.alpn_protocols[0], b"h2");
     // A key that is not the certificate's is refused with the file named.
-    let err = super::tls::server_config(&pki.serving_cert(), &pki.admin_key(), &pki.ca_cert())
+    let err = super::serving::server_config(&pki.serving_cert(), &pki.admin_key(), &pki.ca_cert())
         .expect_err("mismatch");
     assert!(err.to_string().contains("apiserver.crt"), "{err}");
-    let err = super::tls::server_config(&pki.serving_cert(), &pki.serving_key(), &pki.ca_key())
+    let err = super::serving::server_config(&pki.serving_cert(), &pki.serving_key(), &pki.ca_key())
         .expect_err("not a CA");
     assert!(err.to_string().contains("ca.key"), "{err}");
 }

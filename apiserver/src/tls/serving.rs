@@ -24,8 +24,8 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::authn::{self, Peer, UserInfo};
 use super::certs::CertError;
+use crate::authn::{self, Peer, UserInfo};
 
 /// How long a client has to finish its handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

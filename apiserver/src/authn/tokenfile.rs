@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tracing::warn;
 
-use super::authn::UserInfo;
+use super::UserInfo;
 
 /// The longest token looked up; a longer bearer token is refused without hashing it.
 pub const MAX_TOKEN_BYTES: usize = 64 * 1024;

@@ -224,5 +224,4 @@ fn sanitize(message: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "authz_tests.rs"]
 mod tests;

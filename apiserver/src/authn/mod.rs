@@ -21,6 +21,9 @@
 //!
 //! Authenticated users get `system:authenticated` added to their groups (upstream's
 //! AuthenticatedGroupAdder).
+//!
+//! Impersonation (`impersonation`), which makes an authenticated request act as another
+//! user, runs later, after authorization's check of the `impersonate` verb.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +35,10 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-pub use super::tokenfile::{TokenFile, TokenFileError};
+pub mod impersonation;
+pub mod tokenfile;
+
+pub use tokenfile::{TokenFile, TokenFileError};
 
 pub use registry::auth::{
     UserInfo, ANONYMOUS, APISERVER_USER, AUTHENTICATED, CREDENTIAL_ID, MASTERS, UNAUTHENTICATED,
@@ -317,5 +323,4 @@ pub async fn authenticate(
 }
 
 #[cfg(test)]
-#[path = "authn_tests.rs"]
 mod tests;

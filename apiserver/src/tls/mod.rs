@@ -1,15 +1,9 @@
-//! Secure serving (kube-apiserver's --secure-port): HTTPS with rustls, the server's own PKI
-//! when no certificate is given, and authentication of the requests that come over it.
+//! Secure serving (kube-apiserver's --secure-port): HTTPS with rustls (`serving`), and the
+//! server's own PKI when no certificate is given (`certs`). Who a request comes from is
+//! `crate::authn`'s matter.
 
-pub mod access_review;
-pub mod authn;
-pub mod authz;
 pub mod certs;
-pub mod impersonation;
-pub mod review;
-pub mod service_accounts;
-pub mod tls;
-pub mod tokenfile;
+pub mod serving;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -70,7 +64,7 @@ pub fn prepare(options: &Options) -> Result<Option<SecureServing>, CertError> {
         .client_ca_file
         .clone()
         .unwrap_or_else(|| pki.ca_cert());
-    let config = tls::server_config(&cert_file, &key_file, &client_ca)?;
+    let config = serving::server_config(&cert_file, &key_file, &client_ca)?;
     let trusted_pem = if own_serving {
         certs::read(&pki.ca_cert())?
     } else {

@@ -34,7 +34,7 @@ pub enum KeyError {
     #[error("generating the service account signing key: {0}")]
     Generate(#[from] rcgen::Error),
     #[error("writing the service account signing key: {0}")]
-    Write(#[from] super::certs::CertError),
+    Write(#[from] crate::tls::certs::CertError),
     #[error("{0}")]
     Flag(String),
 }
@@ -215,7 +215,7 @@ fn signing_key_file(options: &Options) -> Result<PathBuf, KeyError> {
             source,
         })?;
         let key = rcgen::KeyPair::generate()?;
-        super::certs::write_file(&path, &key.serialize_pem(), true)?;
+        crate::tls::certs::write_file(&path, &key.serialize_pem(), true)?;
         tracing::info!(file = %path.display(), "generated the service account signing key");
     }
     Ok(path)

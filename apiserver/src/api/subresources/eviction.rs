@@ -1,0 +1,37 @@
+//! pods' `eviction`: a disruption the PodDisruptionBudgets allow, then the pod's deletion
+//! (`registry::eviction`); 429 when none is left.
+
+use async_trait::async_trait;
+use axum::http::StatusCode;
+use axum::response::Response;
+use registry::{RegistryError, Verb};
+
+use super::{Call, Handler};
+use crate::api::handlers::{body, method_not_allowed};
+use crate::api::response;
+
+pub(super) struct Eviction;
+
+#[async_trait]
+impl Handler for Eviction {
+    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
+        let Call {
+            req,
+            verb,
+            namespace: ns,
+            name,
+            format,
+            mut write,
+            ..
+        } = call;
+        if verb != Verb::Create {
+            return Err(method_not_allowed());
+        }
+        let eviction = body(req, &mut write)?;
+        let status = req.registry.evict(ns, name, &eviction, &write).await?;
+        let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);
+        let status =
+            serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
+        Ok(response::encoded(code, &status, format, false))
+    }
+}

@@ -1,0 +1,34 @@
+//! pods' `log`: the pod's containers' output as the kubelet renders it (`kubelet::logs`),
+//! as plain text.
+
+use async_trait::async_trait;
+use axum::http::StatusCode;
+use axum::response::Response;
+use registry::{RegistryError, Verb};
+
+use super::{Call, Handler};
+use crate::api::handlers::method_not_allowed;
+use crate::api::response;
+
+pub(super) struct Log;
+
+#[async_trait]
+impl Handler for Log {
+    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
+        let Call {
+            store,
+            req,
+            verb,
+            namespace: ns,
+            name,
+            ..
+        } = call;
+        if verb != Verb::Get {
+            return Err(method_not_allowed());
+        }
+        let pod = store.get(ns, name, &Default::default()).await?;
+        let text = kubelet::logs::render(&pod, &req.params.log()?)
+            .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
+        Ok(response::text(StatusCode::OK, text))
+    }
+}

@@ -1,0 +1,77 @@
+//! The subresources' handlers, one file each, found by the name a catalogue entry registers a
+//! subresource under ([`registry::catalogue::SubresourceInfo`]): what a request to
+//! `<resource>/<name>/<subresource>` does once the generic checks passed (the subresource is
+//! registered, the verb is one of its verbs, the write options parse).
+
+mod binding;
+mod eviction;
+mod log;
+mod parent;
+mod proxy;
+mod scale;
+mod token;
+
+use async_trait::async_trait;
+use axum::response::Response;
+use registry::options::WriteOptions;
+use registry::{RegistryError, Store, Subresource, Verb};
+
+use super::handlers::Request;
+use super::response::Format;
+
+/// One request to a subresource.
+pub(super) struct Call<'a> {
+    /// The parent resource's Store.
+    pub store: &'a Store,
+    pub req: &'a Request,
+    pub verb: Verb,
+    pub namespace: Option<&'a str>,
+    /// The parent object's name.
+    pub name: &'a str,
+    pub format: Format,
+    /// The request's write options (with its patch type, for a patch).
+    pub write: WriteOptions,
+}
+
+/// What a subresource does with a request.
+#[async_trait]
+pub(super) trait Handler: Send + Sync {
+    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError>;
+}
+
+/// Every subresource handler, by the name subresources are registered under.
+static HANDLERS: [(&str, &dyn Handler); 8] = [
+    ("status", &parent::InPlace(Subresource::Status)),
+    ("finalize", &parent::InPlace(Subresource::Finalize)),
+    ("scale", &scale::Scale),
+    ("binding", &binding::Binding),
+    ("eviction", &eviction::Eviction),
+    ("token", &token::Token),
+    ("log", &log::Log),
+    ("proxy", &proxy::Proxy),
+];
+
+/// The handler of the subresource registered as `name`.
+pub(super) fn handler(name: &str) -> Option<&'static dyn Handler> {
+    HANDLERS
+        .iter()
+        .find(|(registered, _)| *registered == name)
+        .map(|(_, handler)| *handler)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_registered_subresource_has_a_handler() {
+        for info in registry::Catalogue::builtin().all().iter() {
+            for sub in &info.subresources {
+                assert!(
+                    super::handler(sub.name).is_some(),
+                    "{}/{}",
+                    info.plural,
+                    sub.name
+                );
+            }
+        }
+    }
+}
