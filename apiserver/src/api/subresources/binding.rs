@@ -3,10 +3,10 @@
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::response::Response;
-use registry::{RegistryError, Verb};
+use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::{body, method_not_allowed};
+use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Binding;
@@ -17,15 +17,12 @@ impl Handler for Binding {
         let Call {
             store,
             req,
-            verb,
             namespace: ns,
             name,
             format,
             mut write,
+            ..
         } = call;
-        if verb != Verb::Create {
-            return Err(method_not_allowed());
-        }
         let binding = body(req, &mut write)?;
         // The legacy `bindings` collection names the pod in the Binding only.
         let name = match name {

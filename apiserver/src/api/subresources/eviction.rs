@@ -4,10 +4,10 @@
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::response::Response;
-use registry::{RegistryError, Verb};
+use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::{body, method_not_allowed};
+use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Eviction;
@@ -17,16 +17,12 @@ impl Handler for Eviction {
     async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
         let Call {
             req,
-            verb,
             namespace: ns,
             name,
             format,
             mut write,
             ..
         } = call;
-        if verb != Verb::Create {
-            return Err(method_not_allowed());
-        }
         let eviction = body(req, &mut write)?;
         let status = req.registry.evict(ns, name, &eviction, &write).await?;
         let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);

@@ -4,10 +4,9 @@
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::response::Response;
-use registry::{RegistryError, Verb};
+use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::method_not_allowed;
 use crate::api::response;
 
 pub(super) struct Log;
@@ -18,14 +17,10 @@ impl Handler for Log {
         let Call {
             store,
             req,
-            verb,
             namespace: ns,
             name,
             ..
         } = call;
-        if verb != Verb::Get {
-            return Err(method_not_allowed());
-        }
         let pod = store.get(ns, name, &Default::default()).await?;
         let text = kubelet::logs::render(&pod, &req.params.log()?)
             .map_err(|e| RegistryError::BadRequest(e.to_string()))?;

@@ -33,7 +33,8 @@ pub(super) struct Call<'a> {
     pub write: WriteOptions,
 }
 
-/// What a subresource does with a request.
+/// What a subresource does with a request. Called only with one of the verbs the subresource
+/// is registered with: a handler checks the verb only to tell apart the verbs it has.
 #[async_trait]
 pub(super) trait Handler: Send + Sync {
     async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError>;

@@ -3,10 +3,10 @@
 use async_trait::async_trait;
 use axum::http::StatusCode;
 use axum::response::Response;
-use registry::{RegistryError, Verb};
+use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::{body, method_not_allowed};
+use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Token;
@@ -16,16 +16,12 @@ impl Handler for Token {
     async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
         let Call {
             req,
-            verb,
             namespace: ns,
             name,
             format,
             mut write,
             ..
         } = call;
-        if verb != Verb::Create {
-            return Err(method_not_allowed());
-        }
         let request = body(req, &mut write)?;
         let issued = req
             .registry
