@@ -22,12 +22,4 @@ impl Plugin for AlwaysAdmit {
     fn handles(&self, _: &ResourceInfo, _: Operation, _: &str) -> bool {
         false
     }
-
-    fn mutates(&self) -> bool {
-        false
-    }
-
-    fn validates(&self) -> bool {
-        false
-    }
 }

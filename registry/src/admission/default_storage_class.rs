@@ -108,8 +108,4 @@ impl Plugin for DefaultStorageClass {
     fn mutates(&self) -> bool {
         true
     }
-
-    fn validates(&self) -> bool {
-        false
-    }
 }

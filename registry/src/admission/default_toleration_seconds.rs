@@ -49,10 +49,6 @@ impl Plugin for DefaultTolerationSeconds {
     fn mutates(&self) -> bool {
         true
     }
-
-    fn validates(&self) -> bool {
-        false
-    }
 }
 
 fn add_default_tolerations(pod: &mut Value) {

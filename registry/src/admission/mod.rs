@@ -101,10 +101,14 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Whether `admit` does anything (upstream: implements MutationInterface).
-    fn mutates(&self) -> bool;
+    fn mutates(&self) -> bool {
+        false
+    }
 
     /// Whether `validate` does anything (upstream: implements ValidationInterface).
-    fn validates(&self) -> bool;
+    fn validates(&self) -> bool {
+        false
+    }
 }
 
 /// The enabled plugins in upstream's order.

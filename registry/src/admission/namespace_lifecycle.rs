@@ -153,8 +153,4 @@ impl Plugin for NamespaceLifecycle {
     fn mutates(&self) -> bool {
         true
     }
-
-    fn validates(&self) -> bool {
-        false
-    }
 }

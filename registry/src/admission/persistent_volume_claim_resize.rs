@@ -84,10 +84,6 @@ impl Plugin for PersistentVolumeClaimResize {
         Ok(())
     }
 
-    fn mutates(&self) -> bool {
-        false
-    }
-
     fn validates(&self) -> bool {
         true
     }

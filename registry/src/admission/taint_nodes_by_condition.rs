@@ -41,10 +41,6 @@ impl Plugin for TaintNodesByCondition {
     fn mutates(&self) -> bool {
         true
     }
-
-    fn validates(&self) -> bool {
-        false
-    }
 }
 
 /// Adds the taint unless the node already has one of that key and effect.
