@@ -153,3 +153,30 @@ async fn v3_group_version(
         None => serve(&doc, "application/json", &headers),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// The 200 answer of a DELETE in the v2 document: the deleted object where the kind's
+    /// Strategy returns it (pods), a Status elsewhere.
+    #[test]
+    fn delete_answers_follow_the_kinds_strategy() {
+        let api = super::for_catalogue(&registry::Catalogue::builtin());
+        let doc: Value = serde_json::from_slice(api.v2().bytes()).expect("v2 is JSON");
+        let answer = |path: &str| {
+            doc["paths"][path]["delete"]["responses"]["200"]["schema"]["$ref"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(
+            answer("/api/v1/namespaces/{namespace}/pods/{name}"),
+            "#/definitions/io.k8s.api.core.v1.Pod"
+        );
+        assert_eq!(
+            answer("/api/v1/namespaces/{namespace}/configmaps/{name}"),
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+        );
+    }
+}

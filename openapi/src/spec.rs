@@ -16,6 +16,9 @@ pub struct ResourceSpec {
     pub verbs: Vec<String>,
     /// The subresources the documents describe, in the catalogue's order.
     pub subresources: Vec<SubresourceSpec>,
+    /// DELETE answers with the deleted object rather than a Status (upstream's
+    /// ReturnDeletedObject).
+    pub delete_returns_object: bool,
 }
 
 /// A subresource, as the apiserver's catalogue registers it.

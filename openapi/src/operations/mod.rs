@@ -127,12 +127,10 @@ impl Target<'_> {
         responses(codes, self.definition)
     }
 
-    /// Upstream returns the deleted object instead of a Status for a few kinds; of those we
-    /// serve, pods.
+    /// Upstream returns the deleted object instead of a Status for the kinds whose storage
+    /// says so.
     fn deleted(&self) -> Vec<Response> {
-        let r = self.resource;
-        let returns_object = self.builtin && r.group.is_empty() && r.kind == "Pod";
-        let definition = if returns_object {
+        let definition = if self.resource.delete_returns_object {
             self.definition
         } else {
             STATUS

@@ -32,6 +32,7 @@ pub fn spec(
         namespaced,
         verbs: ALL.iter().map(|v| v.to_string()).collect(),
         subresources: subs.iter().map(|s| subresource(s)).collect(),
+        delete_returns_object: group.is_empty() && kind == "Pod",
     }
 }
 

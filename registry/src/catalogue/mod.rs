@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 use crate::error::Qualified;
 use crate::store::hooks::StoreHooks;
-use crate::strategy::StrategyFactory;
+use crate::strategy::{StrategyConfig, StrategyFactory};
 use crate::Registry;
 
 /// What deleting an owner does to its dependents when the request names no policy
@@ -155,6 +155,9 @@ impl ResourceInfo {
             namespaced: self.namespaced,
             verbs: self.verbs.clone(),
             subresources,
+            // The kind's Strategy decides; made here only to ask (documents are built rarely).
+            delete_returns_object: (self.strategy)(self, &StrategyConfig::default())
+                .returns_deleted_object(),
         }
     }
 
