@@ -20,7 +20,6 @@ pub mod reviews;
 pub mod server;
 pub mod service_account_keys;
 mod start;
-mod storage_class;
 pub mod table;
 #[cfg(test)]
 mod testing;

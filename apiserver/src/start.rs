@@ -124,7 +124,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let authenticator = Arc::new(authenticator);
     registry.set_schemas(crate::openapi::for_validation());
     registry.bootstrap().await?;
-    if let Err(e) = crate::storage_class::ensure_default(&registry).await {
+    if let Err(e) = ::controllers::volume::ensure_default_class(&registry).await {
         tracing::warn!(error = %e, "could not create the default storage class");
     }
     // Upstream's rbac/bootstrap-roles post-start hook, finished before anything is served, so

@@ -9,9 +9,11 @@
 
 mod binder;
 mod controller;
+mod default_class;
 mod provisioner;
 
 pub use controller::{PersistentVolumeController, PersistentVolumeControllerError};
+pub use default_class::ensure_default_class;
 
 /// The provisioner name this controller answers for (a StorageClass's `provisioner`).
 pub const PROVISIONER: &str = "sim.kube.io/hostpath";

@@ -1,19 +1,21 @@
-//! The cluster's default StorageClass, `standard`, served by the simulated provisioner
-//! (`controllers::volume`): made at start when absent and left alone afterwards, as the
+//! The cluster's default StorageClass, `standard`, served by this module's simulated
+//! provisioner: made at start when absent and left alone afterwards, as the
 //! addon manager's EnsureExists mode (and k3s's `local-path`) treat theirs, so a user's edits
 //! stand; a deleted one comes back at the next start.
 
 use std::sync::Arc;
 
-use controllers::volume::PROVISIONER;
 use registry::options::WriteOptions;
 use registry::{Registry, RegistryError};
 use serde_json::json;
 use tracing::info;
 
+use super::PROVISIONER;
+
 const NAME: &str = "standard";
 
-pub async fn ensure_default(registry: &Arc<Registry>) -> Result<(), RegistryError> {
+/// Creates the default class unless one of its name exists (edited or not).
+pub async fn ensure_default_class(registry: &Arc<Registry>) -> Result<(), RegistryError> {
     let Some(classes) = registry.store("storage.k8s.io", "v1", "storageclasses") else {
         return Ok(());
     };
