@@ -213,6 +213,17 @@ string_enum! {
     }
 }
 
+impl ConditionStatus {
+    /// True or False.
+    pub fn from_bool(value: bool) -> Self {
+        if value {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        }
+    }
+}
+
 /// The StorageClass a PersistentVolumeClaim names (upstream's GetPersistentVolumeClaimClass):
 /// the legacy `volume.beta.kubernetes.io/storage-class` annotation, else
 /// `spec.storageClassName`; `Some("")` asks for no class, None names none.
@@ -311,5 +322,16 @@ mod tests {
         ));
         assert!(!ContainerRestartPolicy::restartable(&json!({})));
         assert!(PodPhase::Running == "Running");
+    }
+
+    #[test]
+    fn condition_statuses_from_bools() {
+        assert_eq!(ConditionStatus::from_bool(true), ConditionStatus::True);
+        assert_eq!(ConditionStatus::from_bool(false).as_str(), "False");
+        assert_eq!(
+            ConditionStatus::from_value(&json!("Unknown")),
+            Some(ConditionStatus::Unknown)
+        );
+        assert_eq!(ConditionStatus::from_value(&json!("true")), None);
     }
 }

@@ -2,12 +2,12 @@
 
 use chrono::{DateTime, Duration, Utc};
 use registry::object;
+use registry::types::{ConditionStatus, PodPhase};
 use serde_json::Value;
 
 /// Not finished and not being deleted: counts toward a controller's replicas.
 pub fn is_pod_active(pod: &Value) -> bool {
-    let phase = pod["status"]["phase"].as_str().unwrap_or_default();
-    phase != "Succeeded" && phase != "Failed" && object::deletion_timestamp(pod).is_none()
+    !PodPhase::terminal(pod) && object::deletion_timestamp(pod).is_none()
 }
 
 /// When the pod's Ready condition turned True, if it is True.
@@ -16,7 +16,7 @@ pub fn pod_ready_since(pod: &Value) -> Option<Option<DateTime<Utc>>> {
         .as_array()?
         .iter()
         .find(|c| c["type"] == "Ready")?;
-    (ready["status"] == "True").then(|| {
+    (ConditionStatus::from_value(&ready["status"]) == Some(ConditionStatus::True)).then(|| {
         ready["lastTransitionTime"]
             .as_str()
             .and_then(object::parse_time)

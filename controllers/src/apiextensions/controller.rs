@@ -8,6 +8,7 @@ use std::time::Duration;
 use apiextensions::conditions::set_condition;
 use apiextensions::{Definition, Installer, CLEANUP_FINALIZER};
 use registry::options::WriteOptions;
+use registry::types::ConditionStatus;
 use registry::{object, Registry, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use thiserror::Error;
@@ -208,8 +209,14 @@ impl DefinitionController {
         }
         status["acceptedNames"] = naming.accepted;
         let (state, reason, message) = &naming.condition;
-        set_condition(&mut status, "NamesAccepted", state, reason, message);
-        if state == "True" && !crd.established() {
+        set_condition(
+            &mut status,
+            "NamesAccepted",
+            state.as_str(),
+            reason,
+            message,
+        );
+        if *state == ConditionStatus::True && !crd.established() {
             set_condition(
                 &mut status,
                 "Established",
@@ -217,7 +224,7 @@ impl DefinitionController {
                 "InitialNamesAccepted",
                 "the initial names have been accepted",
             );
-        } else if state != "True" && !crd.established() {
+        } else if *state != ConditionStatus::True && !crd.established() {
             set_condition(
                 &mut status,
                 "Established",

@@ -4,13 +4,14 @@
 //! is Established and served.
 
 use apiextensions::Definition;
+use registry::types::ConditionStatus;
 use registry::ResourceInfo;
 use serde_json::{json, Value};
 
 /// The names and NamesAccepted condition a definition should have.
 pub struct Naming {
     pub accepted: Value,
-    pub condition: (String, String, String),
+    pub condition: (ConditionStatus, String, String),
 }
 
 /// What else holds names in a group: other definitions' accepted names and built-ins.
@@ -76,12 +77,12 @@ pub fn names(crd: &Definition, taken: &Taken<'_>) -> Naming {
     match conflict {
         Some((reason, message)) => Naming {
             accepted: names_value(accepted),
-            condition: ("False".into(), reason, message),
+            condition: (ConditionStatus::False, reason, message),
         },
         None => Naming {
             accepted: names_value(requested),
             condition: (
-                "True".into(),
+                ConditionStatus::True,
                 "NoConflicts".into(),
                 "no conflicts found".into(),
             ),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use registry::options::{ListOptions, WriteOptions};
+use registry::types::ConcurrencyPolicy;
 use registry::{object, RegistryError, Subresource};
 use serde_json::{json, Map, Value};
 use tracing::debug;
@@ -282,8 +283,8 @@ impl CronJobController {
         {
             return Ok(next_in(now));
         }
-        match spec["concurrencyPolicy"].as_str().unwrap_or("Allow") {
-            "Forbid" if !active(status).is_empty() => {
+        match ConcurrencyPolicy::of(cronjob) {
+            ConcurrencyPolicy::Forbid if !active(status).is_empty() => {
                 self.recorder.event(
                     cronjob,
                     EventType::Normal,
@@ -292,7 +293,7 @@ impl CronJobController {
                 );
                 return Ok(next_in(now));
             }
-            "Replace" => {
+            ConcurrencyPolicy::Replace => {
                 for reference in active(status).to_vec() {
                     let name = reference["name"].as_str().unwrap_or_default();
                     let uid = reference["uid"].as_str().unwrap_or_default().to_string();

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use registry::options::{ListOptions, WriteOptions};
 use registry::selector::labels::LabelSelector;
+use registry::types::{PodPhase, UpdateStrategyType};
 use registry::{object, Subresource};
 use serde_json::Value;
 use tracing::debug;
@@ -73,7 +74,8 @@ impl DaemonSetController {
         let (changed, mut requeue) = self.manage(&ds, &nodes, &node_pods, &hash).await?;
         if !changed
             && self.expectations.satisfied(key)
-            && ds["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+            && UpdateStrategyType::from_value(&ds["spec"]["updateStrategy"]["type"])
+                == Some(UpdateStrategyType::RollingUpdate)
         {
             let step = rolling_update_step(&ds, &nodes, &node_pods, &hash, Utc::now())
                 .map_err(SyncError::Failed)?;
@@ -122,9 +124,7 @@ impl DaemonSetController {
         };
         let mut map = NodePods::new();
         for pod in claim(&claimable, candidates).await? {
-            let phase = pod["status"]["phase"].as_str().unwrap_or_default();
-            let terminal = phase == "Succeeded" || phase == "Failed";
-            if terminal && object::deletion_timestamp(&pod).is_some() {
+            if PodPhase::terminal(&pod) && object::deletion_timestamp(&pod).is_some() {
                 continue;
             }
             match super::placement::target_node_name(&pod) {
@@ -199,7 +199,7 @@ impl DaemonSetController {
             if object::deletion_timestamp(pod).is_some() {
                 continue;
             }
-            if pod["status"]["phase"] != "Failed" {
+            if PodPhase::of(pod) != Some(PodPhase::Failed) {
                 running.push(pod.clone());
                 continue;
             }

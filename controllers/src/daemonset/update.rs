@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::UpdateStrategyType;
 use serde_json::Value;
 
 use super::placement::{is_pod_updated, node_should_run, template_generation};
@@ -18,7 +19,8 @@ use client::controller_utils::is_pod_available;
 /// percentages round up, and with both zero one node may be unavailable.
 pub fn surge_and_unavailable(ds: &Value, desired: i32) -> Result<(i32, i32), String> {
     let strategy = &ds["spec"]["updateStrategy"];
-    if strategy["type"] != "RollingUpdate" {
+    if UpdateStrategyType::from_value(&strategy["type"]) != Some(UpdateStrategyType::RollingUpdate)
+    {
         return Ok((0, 0));
     }
     let rolling = &strategy["rollingUpdate"];

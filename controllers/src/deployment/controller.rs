@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use registry::selector::labels::LabelSelector;
+use registry::types::DeploymentStrategyType;
 use registry::{object, Store};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -99,7 +100,7 @@ impl DeploymentController {
     fn on_pod(&self, n: &Notification) {
         if let Notification::Delete(pod) = n {
             if let Some(d) = pod.object().and_then(|p| self.deployment_of_pod(p)) {
-                if d["spec"]["strategy"]["type"] == "Recreate" {
+                if DeploymentStrategyType::of(&d) == DeploymentStrategyType::Recreate {
                     self.enqueue(&d);
                 }
             }

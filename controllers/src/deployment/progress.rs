@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use registry::object;
+use registry::types::ConditionStatus;
 use serde_json::{json, Map, Value};
 
 use super::controller::DeploymentController;
@@ -96,7 +97,7 @@ fn rollout_status(d: &Value, all: &[Value], new_rs: Option<&Value>) -> Value {
             let message = subject("is progressing.");
             let mut condition = new_condition(PROGRESSING, "True", RS_UPDATED, &message);
             if let Some(current) = &current {
-                if current["status"] == "True" {
+                if ConditionStatus::from_value(&current["status"]) == Some(ConditionStatus::True) {
                     condition["lastTransitionTime"] = current["lastTransitionTime"].clone();
                 }
                 remove_condition(&mut status, PROGRESSING);

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use registry::object;
+use registry::types::PodPhase;
 use serde_json::Value;
 
 use super::controller::DeploymentController;
@@ -58,12 +59,7 @@ fn old_pods_running(
     pods.iter()
         .filter(|(uid, _)| new_rs.is_none_or(|rs| object::uid(rs) != uid.as_str()))
         .flat_map(|(_, pods)| pods)
-        .any(|pod| {
-            !matches!(
-                pod["status"]["phase"].as_str(),
-                Some("Failed" | "Succeeded")
-            )
-        })
+        .any(|pod| !PodPhase::terminal(pod))
 }
 
 #[cfg(test)]

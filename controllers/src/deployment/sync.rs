@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use registry::types::DeploymentStrategyType;
 use registry::{object, RegistryError, Subresource};
 use serde_json::{json, Value};
 use tracing::{debug, warn};
@@ -83,7 +84,7 @@ impl DeploymentController {
         if self.is_scaling_event(&mut d, &rss).await? {
             return self.sync(&mut d, &rss).await;
         }
-        if d["spec"]["strategy"]["type"] == "Recreate" {
+        if DeploymentStrategyType::of(&d) == DeploymentStrategyType::Recreate {
             self.rollout_recreate(&mut d, &rss).await
         } else {
             self.rollout_rolling(&mut d, &rss).await

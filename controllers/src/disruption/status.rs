@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use registry::eviction::budget::{self, is_pod_ready};
 use registry::object;
+use registry::types::ConditionStatus;
 use serde_json::{json, Value};
 
 /// How long a pod the eviction subresource recorded in status.disruptedPods is kept out of
@@ -190,9 +191,11 @@ fn conditions_up_to_date(pdb: &Value) -> bool {
         return false;
     }
     if budget::status_count(pdb, "disruptionsAllowed") > 0 {
-        condition["status"] == "True" && condition["reason"] == "SufficientPods"
+        ConditionStatus::from_value(&condition["status"]) == Some(ConditionStatus::True)
+            && condition["reason"] == "SufficientPods"
     } else {
-        condition["status"] == "False" && condition["reason"] == "InsufficientPods"
+        ConditionStatus::from_value(&condition["status"]) == Some(ConditionStatus::False)
+            && condition["reason"] == "InsufficientPods"
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use registry::object;
 use registry::selector::LabelSelector;
+use registry::types::{ConditionStatus, PodPhase};
 use serde_json::{json, Value};
 
 use client::informer::{SharedInformer, NAMESPACE_INDEX};
@@ -50,8 +51,7 @@ pub fn services_for_pod(services: &SharedInformer, pod: &Value) -> Vec<String> {
 
 /// Upstream's ShouldPodBeInEndpoints: a pod with an address that has not finished.
 pub fn has_endpoint(pod: &Value) -> bool {
-    let phase = pod["status"]["phase"].as_str().unwrap_or("");
-    !pod_ip(pod).is_empty() && phase != "Succeeded" && phase != "Failed"
+    !pod_ip(pod).is_empty() && !PodPhase::terminal(pod)
 }
 
 pub fn pod_ip(pod: &Value) -> &str {
@@ -67,7 +67,10 @@ pub fn pod_ready(pod: &Value) -> bool {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        .any(|c| {
+            c["type"] == "Ready"
+                && ConditionStatus::from_value(&c["status"]) == Some(ConditionStatus::True)
+        })
 }
 
 pub fn terminating(pod: &Value) -> bool {

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use registry::object;
+use registry::types::PodPhase;
 
 use super::failure_policy;
 use super::pods;
@@ -102,7 +103,7 @@ fn past_backoff_limit_on_failure(ctx: &SyncCtx) -> bool {
     let restarts: i64 = ctx
         .pods
         .iter()
-        .filter(|p| matches!(pods::phase(p), "Running" | "Pending"))
+        .filter(|p| matches!(PodPhase::of(p), Some(PodPhase::Running | PodPhase::Pending)))
         .map(|p| pods::restarts(p))
         .sum();
     if ctx.spec.backoff_limit == 0 {

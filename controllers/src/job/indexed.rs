@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::PodPhase;
 use serde_json::{json, Value};
 
 use super::failure_policy;
@@ -147,7 +148,7 @@ pub fn succeeded_indexes(
     );
     let new = pods
         .iter()
-        .filter(|p| pods::phase(p) == "Succeeded" && has_tracking_finalizer(p))
+        .filter(|p| PodPhase::of(p) == Some(PodPhase::Succeeded) && has_tracking_finalizer(p))
         .filter_map(|p| valid_index(p, spec));
     let all = recorded.with(new);
     (recorded, all)

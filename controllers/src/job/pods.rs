@@ -2,14 +2,11 @@
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::{ConditionStatus, PodPhase};
 use serde_json::Value;
 
 use super::spec::JobSpec;
 use super::JOB_TRACKING_FINALIZER;
-
-pub fn phase(pod: &Value) -> &str {
-    pod["status"]["phase"].as_str().unwrap_or_default()
-}
 
 pub fn has_tracking_finalizer(pod: &Value) -> bool {
     pod["metadata"]["finalizers"]
@@ -20,18 +17,18 @@ pub fn has_tracking_finalizer(pod: &Value) -> bool {
 /// Whether the pod counts as failed (upstream's isPodFailed): Failed, or, unless only Failed
 /// pods are replaced, deleted before it succeeded (an orphan may never reach a phase).
 pub fn is_failed(pod: &Value, spec: &JobSpec) -> bool {
-    if phase(pod) == "Failed" {
+    if PodPhase::of(pod) == Some(PodPhase::Failed) {
         return true;
     }
     if spec.only_replace_failed {
         return false;
     }
-    object::deletion_timestamp(pod).is_some() && phase(pod) != "Succeeded"
+    object::deletion_timestamp(pod).is_some() && PodPhase::of(pod) != Some(PodPhase::Succeeded)
 }
 
 /// Being deleted and not yet finished (status.terminating).
 pub fn is_terminating(pod: &Value) -> bool {
-    object::deletion_timestamp(pod).is_some() && !matches!(phase(pod), "Succeeded" | "Failed")
+    object::deletion_timestamp(pod).is_some() && !PodPhase::terminal(pod)
 }
 
 /// When the pod finished: the last container's termination, else when it stopped being
@@ -46,10 +43,10 @@ pub fn finished_time(pod: &Value, now: DateTime<Utc>) -> DateTime<Utc> {
         .filter_map(object::parse_time)
         .max();
     let unready = || {
-        pod["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .find(|c| c["type"] == "Ready" && c["status"] == "False")?["lastTransitionTime"]
+        pod["status"]["conditions"].as_array()?.iter().find(|c| {
+            c["type"] == "Ready"
+                && ConditionStatus::from_value(&c["status"]) == Some(ConditionStatus::False)
+        })?["lastTransitionTime"]
             .as_str()
             .and_then(object::parse_time)
     };

@@ -2,6 +2,7 @@
 //! fallbacks so a Job stored without them (or by an older server) behaves as upstream's.
 
 use registry::selector::labels::LabelSelector;
+use registry::types::RestartPolicy;
 use serde_json::Value;
 
 use super::controller::JobControllerError;
@@ -68,7 +69,7 @@ impl JobSpec {
             template: spec["template"].clone(),
             only_replace_failed: spec["podReplacementPolicy"] == "Failed"
                 || !spec["podFailurePolicy"].is_null(),
-            restart_on_failure: spec["template"]["spec"]["restartPolicy"] == "OnFailure",
+            restart_on_failure: RestartPolicy::of(&spec["template"]) == RestartPolicy::OnFailure,
         })
     }
 }

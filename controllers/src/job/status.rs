@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::ConditionStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -32,7 +33,7 @@ impl Condition {
         let at = object::timestamp(now);
         Self {
             type_: type_.to_string(),
-            status: if status { "True" } else { "False" }.to_string(),
+            status: ConditionStatus::from_bool(status).to_string(),
             last_probe_time: Some(at.clone()),
             last_transition_time: Some(at),
             reason: reason.to_string(),
@@ -41,7 +42,7 @@ impl Condition {
     }
 
     pub fn is_true(&self) -> bool {
-        self.status == "True"
+        self.status.parse() == Ok(ConditionStatus::True)
     }
 }
 
@@ -116,7 +117,7 @@ impl JobStatus {
         message: &str,
         now: DateTime<Utc>,
     ) -> bool {
-        let wanted = if status { "True" } else { "False" };
+        let wanted = ConditionStatus::from_bool(status).as_str();
         if let Some(c) = self.conditions.iter_mut().find(|c| c.type_ == type_) {
             if c.status == wanted && c.reason == reason && c.message == message {
                 return false;

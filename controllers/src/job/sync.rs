@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::PodPhase;
 use serde_json::Value;
 use tracing::{debug, warn};
 
@@ -101,7 +102,7 @@ impl JobController {
             {
                 continue;
             }
-            if pods::phase(pod) == "Succeeded" {
+            if PodPhase::of(pod) == Some(PodPhase::Succeeded) {
                 new_succeeded += 1;
             } else if pods::is_failed(pod, &ctx.spec) {
                 new_failed.push(pods::finished_time(pod, now));

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
+use registry::types::PodPhase;
 use registry::{object, RegistryError, Subresource};
 use serde_json::{json, Value};
 use tracing::debug;
@@ -65,7 +66,7 @@ impl JobController {
                 continue;
             }
             let failed = pods::is_failed(pod, &ctx.spec);
-            let succeeded = pods::phase(pod) == "Succeeded";
+            let succeeded = PodPhase::of(pod) == Some(PodPhase::Succeeded);
             if !(job_deleting || t.finished.is_some() || succeeded || failed) {
                 continue;
             }

@@ -5,13 +5,14 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use registry::types::PodPhase;
 use serde_json::Value;
 
 /// The longest termination grace period, in seconds, among pods that may still be running
 /// (finished pods have nothing left to stop).
 pub fn pods_grace_seconds(pods: &[Value]) -> u64 {
     pods.iter()
-        .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+        .filter(|p| !PodPhase::terminal(p))
         .filter_map(|p| p["spec"]["terminationGracePeriodSeconds"].as_i64())
         .filter_map(|grace| u64::try_from(grace).ok())
         .max()

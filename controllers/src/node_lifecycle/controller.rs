@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use registry::options::WriteOptions;
+use registry::types::ConditionStatus;
 use registry::{object, RegistryError, Store, Subresource};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -156,5 +157,6 @@ impl NodeLifecycleController {
 }
 
 fn is_ready(node: &Value) -> bool {
-    super::health::condition(node, "Ready").is_some_and(|c| c["status"] == "True")
+    super::health::condition(node, "Ready")
+        .is_some_and(|c| ConditionStatus::from_value(&c["status"]) == Some(ConditionStatus::True))
 }

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use registry::object;
+use registry::types::ConditionStatus;
 use serde_json::{json, Value};
 
 /// The conditions a kubelet owns, set to Unknown when it goes silent.
@@ -82,7 +83,8 @@ pub fn silenced_conditions(
     let mut changed = false;
     for type_ in KUBELET_CONDITIONS {
         match conditions.iter_mut().find(|c| c["type"] == type_) {
-            Some(c) if c["status"] == "Unknown" => {}
+            Some(c)
+                if ConditionStatus::from_value(&c["status"]) == Some(ConditionStatus::Unknown) => {}
             Some(c) => {
                 c["status"] = json!("Unknown");
                 c["reason"] = json!("NodeStatusUnknown");

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use registry::options::{DeleteOptions, PreconditionsSpec, WriteOptions};
+use registry::types::PodPhase;
 use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -117,8 +118,9 @@ impl TaintEvictionController {
             return Ok(None);
         }
         let Some(node) = self.node_informer.indexer().get(node_name) else {
-            let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
-            if phase == "Pending" {
+            // An unset phase counts as Pending; an unknown one does not.
+            let phase = pod["status"]["phase"].as_str();
+            if phase.is_none_or(|p| p.parse() == Ok(PodPhase::Pending)) {
                 self.missing_nodes.report(&pod, node_name);
             }
             return Ok(None);

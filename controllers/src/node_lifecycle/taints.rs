@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::ConditionStatus;
 use serde_json::{json, Value};
 
 use super::health::condition;
@@ -29,11 +30,17 @@ const MANAGED: [&str; 7] = [
 
 /// (key, effect) of every taint the node's state calls for.
 fn wanted(node: &Value) -> Vec<(&'static str, &'static str)> {
-    let status = |type_: &str| condition(node, type_).and_then(|c| c["status"].as_str());
+    let status = |type_: &str| {
+        condition(node, type_).and_then(|c| ConditionStatus::from_value(&c["status"]))
+    };
     let mut taints = Vec::new();
     match status("Ready") {
-        Some("False") => taints.extend([(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")]),
-        Some("Unknown") => taints.extend([(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")]),
+        Some(ConditionStatus::False) => {
+            taints.extend([(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")])
+        }
+        Some(ConditionStatus::Unknown) => {
+            taints.extend([(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")])
+        }
         _ => {}
     }
     for (type_, key) in [
@@ -42,7 +49,7 @@ fn wanted(node: &Value) -> Vec<(&'static str, &'static str)> {
         ("PIDPressure", PID_PRESSURE),
         ("NetworkUnavailable", NETWORK_UNAVAILABLE),
     ] {
-        if status(type_) == Some("True") {
+        if status(type_) == Some(ConditionStatus::True) {
             taints.push((key, "NoSchedule"));
         }
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::PodPhase;
 use serde_json::Value;
 
 use client::controller_utils::pod_ready_since;
@@ -73,9 +74,9 @@ fn node_name(pod: &Value) -> &str {
 
 /// Unscheduled or unknown phases order with Pending, as upstream's map lookup defaults them.
 fn phase_ordinal(pod: &Value) -> u8 {
-    match pod["status"]["phase"].as_str() {
-        Some("Unknown") => 1,
-        Some("Running") => 2,
+    match PodPhase::of(pod) {
+        Some(PodPhase::Unknown) => 1,
+        Some(PodPhase::Running) => 2,
         _ => 0,
     }
 }

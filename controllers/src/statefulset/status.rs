@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use registry::object;
+use registry::types::{PodPhase, UpdateStrategyType};
 use serde_json::{json, Value};
 
 use super::identity::pod_revision;
@@ -21,15 +22,15 @@ pub fn is_terminating(pod: &Value) -> bool {
 }
 
 pub fn is_failed(pod: &Value) -> bool {
-    pod["status"]["phase"] == "Failed"
+    PodPhase::of(pod) == Some(PodPhase::Failed)
 }
 
 pub fn is_succeeded(pod: &Value) -> bool {
-    pod["status"]["phase"] == "Succeeded"
+    PodPhase::of(pod) == Some(PodPhase::Succeeded)
 }
 
 pub fn is_running_and_ready(pod: &Value) -> bool {
-    pod["status"]["phase"] == "Running" && is_pod_ready(pod)
+    PodPhase::of(pod) == Some(PodPhase::Running) && is_pod_ready(pod)
 }
 
 pub fn is_running_and_available(pod: &Value, min_ready_seconds: i64, now: DateTime<Utc>) -> bool {
@@ -97,7 +98,8 @@ impl SetStatus {
     /// A rolling update whose every pod is updated and ready is done: the update revision
     /// becomes the current one.
     pub fn complete_rolling_update(&mut self, set: &Value) {
-        if set["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+        if UpdateStrategyType::from_value(&set["spec"]["updateStrategy"]["type"])
+            == Some(UpdateStrategyType::RollingUpdate)
             && self.updated_replicas == self.replicas
             && self.ready_replicas == self.replicas
         {

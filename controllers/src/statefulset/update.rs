@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use registry::object;
+use registry::types::UpdateStrategyType;
 use serde_json::Value;
 use tracing::debug;
 
@@ -32,7 +33,8 @@ fn versioned_pod(set: &Value, revs: &Revisions, ordinal: i64) -> Value {
     let start = start_ordinal(set);
     let current_replicas = set["status"]["currentReplicas"].as_i64().unwrap_or(0);
     let partition = strategy["rollingUpdate"]["partition"].as_i64();
-    let rolling = strategy["type"] == "RollingUpdate";
+    let rolling = UpdateStrategyType::from_value(&strategy["type"])
+        == Some(UpdateStrategyType::RollingUpdate);
     let current = match partition {
         Some(p) => ordinal < start + p,
         None => rolling && ordinal < start + current_replicas,
@@ -205,7 +207,7 @@ impl StatefulSetController {
             }
         }
 
-        if set["spec"]["updateStrategy"]["type"] == "OnDelete" {
+        if UpdateStrategyType::of(set) == UpdateStrategyType::OnDelete {
             return Ok(status);
         }
         let partition = set["spec"]["updateStrategy"]["rollingUpdate"]["partition"]

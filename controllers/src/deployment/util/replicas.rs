@@ -1,6 +1,7 @@
 //! maxSurge and maxUnavailable (int or percent) resolved against the desired replicas, and the
 //! replica annotations that let proportional scaling know what a ReplicaSet was sized for.
 
+use registry::types::DeploymentStrategyType;
 use serde_json::Value;
 
 use super::{
@@ -50,7 +51,8 @@ pub fn resolve_fenceposts(
 }
 
 pub fn is_rolling_update(d: &Value) -> bool {
-    d["spec"]["strategy"]["type"].as_str() == Some("RollingUpdate")
+    DeploymentStrategyType::from_value(&d["spec"]["strategy"]["type"])
+        == Some(DeploymentStrategyType::RollingUpdate)
 }
 
 fn rolling(d: &Value) -> (&Value, &Value) {
@@ -86,8 +88,9 @@ pub fn max_unavailable(d: &Value) -> i32 {
 pub fn new_rs_new_replicas(d: &Value, all_rss: &[&Value], new_rs: &Value) -> Result<i32, String> {
     let replicas = spec_replicas(d);
     let current = spec_replicas(new_rs);
-    match d["spec"]["strategy"]["type"].as_str() {
-        Some("RollingUpdate") => {
+    let kind = &d["spec"]["strategy"]["type"];
+    match DeploymentStrategyType::from_value(kind) {
+        Some(DeploymentStrategyType::RollingUpdate) => {
             let surge = scaled_value(rolling(d).0, replicas, true)?;
             let pods: i32 = all_rss.iter().map(|rs| spec_replicas(rs)).sum();
             let max_total = replicas.saturating_add(surge);
@@ -97,10 +100,10 @@ pub fn new_rs_new_replicas(d: &Value, all_rss: &[&Value], new_rs: &Value) -> Res
             let scale_up = (max_total - pods).min(replicas - current);
             Ok(current + scale_up)
         }
-        Some("Recreate") => Ok(replicas),
-        other => Err(format!(
+        Some(DeploymentStrategyType::Recreate) => Ok(replicas),
+        None => Err(format!(
             "deployment type {:?} isn't supported",
-            other.unwrap_or_default()
+            kind.as_str().unwrap_or_default()
         )),
     }
 }
