@@ -98,3 +98,51 @@ fn deployment_rollouts_with_kubectl_on_embedded() {
 fn deployment_rollouts_with_kubectl_on_etcd() {
     deployment_lifecycle(&start_on_etcd());
 }
+
+/// A Deployment whose pods have an init container and a sidecar (an init container with
+/// `restartPolicy: Always`) becomes Available: the init container runs once to completion,
+/// the sidecar keeps running beside the app, and neither is restarted.
+fn init_container_and_sidecar(s: &Server) {
+    s.with_manifest(
+        "apply",
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sided}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: sided}}
+  template:
+    metadata: {labels: {app: sided}}
+    spec:
+      initContainers:
+      - {name: setup, image: busybox}
+      - {name: proxy, image: envoy, restartPolicy: Always}
+      containers:
+      - {name: app, image: nginx}
+"#,
+    );
+    let out = s.kubectl(&["rollout", "status", "deployment/sided", "--timeout=60s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let pods = live(s.json(&["get", "pods", "-l", "app=sided"]));
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        let init = &pod["status"]["initContainerStatuses"];
+        assert_eq!(init[0]["name"], "setup", "{pod}");
+        assert_eq!(init[0]["restartCount"], 0, "{pod}");
+        assert_eq!(init[0]["state"]["terminated"]["exitCode"], 0, "{pod}");
+        assert_eq!(init[1]["name"], "proxy", "{pod}");
+        assert!(init[1]["state"]["running"].is_object(), "{pod}");
+        assert_eq!(pod["status"]["phase"], "Running", "{pod}");
+    }
+}
+
+#[test]
+fn init_container_and_sidecar_on_embedded() {
+    init_container_and_sidecar(&start());
+}
+
+#[test]
+fn init_container_and_sidecar_on_etcd() {
+    init_container_and_sidecar(&start_on_etcd());
+}

@@ -64,6 +64,9 @@ pub struct Container {
     pub backoff: CrashBackoff,
     /// While in CrashLoopBackOff: when the next start is due.
     pub retry_at: Option<Instant>,
+    /// An init container with `restartPolicy: Always`: a sidecar that keeps running beside
+    /// the regular containers, restarted whatever its exit code.
+    pub restartable: bool,
 }
 
 /// A digest in the form runtimes report, of `parts`.
@@ -94,6 +97,7 @@ impl Container {
             container_id: None,
             backoff: CrashBackoff::new(backoff.0, backoff.1),
             retry_at: None,
+            restartable: registry::types::ContainerRestartPolicy::restartable(spec),
         }
     }
 
@@ -214,6 +218,16 @@ impl Container {
 
     pub fn is_running(&self) -> bool {
         matches!(self.state, State::Running { .. })
+    }
+
+    /// As an init container, whether initialisation may go past it: it exited 0, or, for a
+    /// sidecar, it has started (upstream starts the next init container once a restartable one
+    /// is up).
+    pub fn init_done(&self) -> bool {
+        match self.restartable {
+            true => self.is_running() || self.last.is_some(),
+            false => matches!(&self.state, State::Terminated(t) if t.exit_code == 0),
+        }
     }
 
     /// Its termination, current or (while waiting to restart) the last one.

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use registry::types::RestartPolicy;
+use registry::types::{ContainerRestartPolicy, RestartPolicy};
 
 use super::container::{Container, State, StopCause, KILLED};
 use super::go_duration;
@@ -69,8 +69,10 @@ impl PodRuntime {
         let init = list("initContainers")
             .iter()
             .map(|c| {
-                let script =
-                    behavior.script(c["name"].as_str().unwrap_or_default(), true, completing_run);
+                // An init container runs to completion; a sidecar runs until stopped.
+                let completes = !ContainerRestartPolicy::restartable(c);
+                let name = c["name"].as_str().unwrap_or_default();
+                let script = behavior.script(name, completes, completing_run);
                 Container::new(c, script, "PodInitializing", backoff)
             })
             .collect();
@@ -97,9 +99,17 @@ impl PodRuntime {
 
     /// The init container now due to run, if initialisation is not done.
     fn pending_init(&self) -> Option<usize> {
-        self.init
-            .iter()
-            .position(|c| !matches!(&c.state, State::Terminated(t) if t.exit_code == 0))
+        self.init.iter().position(|c| !c.init_done())
+    }
+
+    /// How an init container restarts (upstream): a sidecar always; another one on failure
+    /// unless the pod never restarts. A successful init container is never run again.
+    fn init_policy(&self, c: &Container) -> RestartPolicy {
+        match (c.restartable, self.restart_policy) {
+            (true, _) => RestartPolicy::Always,
+            (false, RestartPolicy::Never) => RestartPolicy::Never,
+            (false, _) => RestartPolicy::OnFailure,
+        }
     }
 
     pub fn initialized(&self) -> bool {
@@ -109,15 +119,31 @@ impl PodRuntime {
     /// Init containers that failed for good (restartPolicy Never): the pod fails.
     pub fn init_failed(&self) -> bool {
         self.restart_policy == RestartPolicy::Never
-            && self
-                .init
-                .iter()
-                .any(|c| matches!(&c.state, State::Terminated(t) if t.exit_code != 0))
+            && self.init.iter().any(|c| {
+                !c.restartable && matches!(&c.state, State::Terminated(t) if t.exit_code != 0)
+            })
     }
 
     /// Moves every container to `now`; the events of what happened, in order.
     pub fn advance(&mut self, now: Instant, wall: DateTime<Utc>) -> Vec<RuntimeEvent> {
         let mut events = Vec::new();
+        // Sidecars already up keep running (restarted when they stop) through the rest.
+        let until = self.pending_init().unwrap_or(self.init.len());
+        for i in 0..until {
+            if !self.init[i].restartable {
+                continue;
+            }
+            let policy = self.init_policy(&self.init[i]);
+            settle(
+                &mut self.init[i],
+                policy,
+                &self.uid,
+                &self.full_name,
+                now,
+                wall,
+                &mut events,
+            );
+        }
         // An init container finishing lets the next one (or the regular ones) start at once;
         // each pass makes progress, so the passes are bounded by the containers' changes.
         for _ in 0..MAX_PASSES {
@@ -125,9 +151,10 @@ impl PodRuntime {
                 break;
             };
             let before = self.init[i].state.clone();
+            let policy = self.init_policy(&self.init[i]);
             step(
                 &mut self.init[i],
-                self.restart_policy,
+                policy,
                 &self.uid,
                 &self.full_name,
                 now,
@@ -142,32 +169,30 @@ impl PodRuntime {
             return events;
         }
         for c in &mut self.containers {
-            // A start may already be due to end (a run of 0 s), which ends in turn.
-            for _ in 0..MAX_PASSES {
-                let before = c.state.clone();
-                step(
-                    c,
-                    self.restart_policy,
-                    &self.uid,
-                    &self.full_name,
-                    now,
-                    wall,
-                    &mut events,
-                );
-                if c.state == before {
-                    break;
-                }
-            }
+            settle(
+                c,
+                self.restart_policy,
+                &self.uid,
+                &self.full_name,
+                now,
+                wall,
+                &mut events,
+            );
         }
         events
     }
 
     /// The next moment something changes by itself; None when nothing will.
     pub fn deadline(&self, now: Instant) -> Option<Instant> {
-        match self.pending_init() {
+        let sidecars = self.init[..self.pending_init().unwrap_or(self.init.len())]
+            .iter()
+            .filter(|c| c.restartable)
+            .filter_map(|c| c.deadline(now));
+        let next = match self.pending_init() {
             Some(i) => self.init[i].deadline(now),
             None => self.containers.iter().filter_map(|c| c.deadline(now)).min(),
-        }
+        };
+        sidecars.chain(next).min()
     }
 
     /// Every container, init ones first.
@@ -180,6 +205,26 @@ impl PodRuntime {
             .iter()
             .chain(&self.containers)
             .any(Container::is_running)
+    }
+}
+
+/// Steps a container until it stops changing at `now` (a start may already be due to end, a
+/// run of 0 s, which ends in turn).
+fn settle(
+    c: &mut Container,
+    policy: RestartPolicy,
+    uid: &str,
+    full_name: &str,
+    now: Instant,
+    wall: DateTime<Utc>,
+    events: &mut Vec<RuntimeEvent>,
+) {
+    for _ in 0..MAX_PASSES {
+        let before = c.state.clone();
+        step(c, policy, uid, full_name, now, wall, events);
+        if c.state == before {
+            break;
+        }
     }
 }
 
@@ -305,5 +350,93 @@ fn restart(
             c.restart_count += 1;
             start(c, uid, now, wall, events);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::Utc;
+    use serde_json::{json, Value};
+    use tokio::time::Instant;
+
+    use super::PodRuntime;
+    use crate::behavior::PodBehavior;
+    use crate::runtime::State;
+
+    fn runtime(pod: &Value) -> PodRuntime {
+        let behavior = PodBehavior::of(pod).expect("behavior");
+        PodRuntime::new(
+            pod,
+            &behavior,
+            Duration::from_secs(1),
+            (Duration::from_secs(10), Duration::from_secs(300)),
+            false,
+        )
+    }
+
+    /// Advances in steps of half a second up to `secs`.
+    fn run_for(rt: &mut PodRuntime, start: Instant, secs: u64) {
+        for half in 0..=secs * 2 {
+            rt.advance(start + Duration::from_millis(half * 500), Utc::now());
+        }
+    }
+
+    #[test]
+    fn an_init_container_that_succeeded_is_not_run_again_under_restart_always() {
+        let pod = json!({"metadata": {"uid": "u", "name": "p", "namespace": "d"}, "spec": {
+            "restartPolicy": "Always",
+            "initContainers": [{"name": "setup", "image": "busybox"}],
+            "containers": [{"name": "app", "image": "nginx"}],
+        }});
+        let mut rt = runtime(&pod);
+        run_for(&mut rt, Instant::now(), 30);
+        assert!(matches!(&rt.init[0].state, State::Terminated(t) if t.exit_code == 0));
+        assert_eq!(rt.init[0].restart_count, 0);
+        assert!(rt.initialized());
+        assert!(rt.containers[0].is_running());
+    }
+
+    #[test]
+    fn a_failed_init_container_is_retried_when_the_pod_restarts() {
+        let pod = json!({"metadata": {"uid": "u", "name": "p", "namespace": "d",
+            "annotations": {"sim.kube.io/behavior": r#"{"setup": {"runSeconds": 1, "exitCode": 1}}"#}},
+            "spec": {
+                "restartPolicy": "Always",
+                "initContainers": [{"name": "setup", "image": "busybox"}],
+                "containers": [{"name": "app", "image": "nginx"}],
+        }});
+        let mut rt = runtime(&pod);
+        run_for(&mut rt, Instant::now(), 15);
+        assert!(rt.init[0].restart_count >= 1, "retried on failure");
+        assert!(!rt.initialized());
+        assert!(!rt.containers[0].is_running());
+    }
+
+    #[test]
+    fn a_sidecar_starts_first_and_keeps_running_beside_the_app() {
+        let pod = json!({"metadata": {"uid": "u", "name": "p", "namespace": "d"}, "spec": {
+            "restartPolicy": "Always",
+            "initContainers": [
+                {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
+                {"name": "setup", "image": "busybox"},
+            ],
+            "containers": [{"name": "app", "image": "nginx"}],
+        }});
+        let mut rt = runtime(&pod);
+        let start = Instant::now();
+        rt.advance(start, Utc::now());
+        assert!(rt.init[0].is_running(), "the sidecar starts first");
+        assert!(
+            rt.init[1].is_running(),
+            "the next init container starts once it is up"
+        );
+        run_for(&mut rt, start, 30);
+        assert!(rt.initialized());
+        assert!(rt.init[0].is_running(), "the sidecar keeps running");
+        assert_eq!(rt.init[0].restart_count, 0);
+        assert!(matches!(&rt.init[1].state, State::Terminated(t) if t.exit_code == 0));
+        assert!(rt.containers[0].is_running());
     }
 }

@@ -167,12 +167,15 @@ pub fn generate(view: &PodView) -> Value {
     let pending_init: Vec<&str> = rt
         .init
         .iter()
-        .filter(|c| !matches!(&c.state, State::Terminated(t) if t.exit_code == 0))
+        .filter(|c| !c.init_done())
         .map(|c| c.name.as_str())
         .collect();
+    // Sidecars count towards readiness as the regular containers do (upstream).
+    let sidecars = rt.init.iter().filter(|c| c.restartable);
     let unready: Vec<&str> = rt
         .containers
         .iter()
+        .chain(sidecars)
         .filter(|c| view.terminal || !c.is_ready(view.now))
         .map(|c| c.name.as_str())
         .collect();
