@@ -26,7 +26,8 @@ test_support::both_backends!(crate::Harness;
     headless_and_external_name_take_nothing,
     dry_runs_allocate_nothing,
     cluster_ips_do_not_change_and_updates_keep_them,
-    allocations_outlive_the_server
+    allocations_outlive_the_server,
+    names_are_dns_1035_labels
 );
 
 fn service(name: &str, spec: Value) -> Value {
@@ -335,4 +336,30 @@ async fn allocations_outlive_the_server(h: &Harness) {
     delete(&other_store, "kept").await;
     let again = create(&store, "again", json!({"clusterIP": "10.96.0.60", "type": "NodePort", "ports": [{"port": 80, "nodePort": 30200}]})).await;
     assert_eq!(ip(&again), "10.96.0.60");
+}
+
+/// Upstream validates Service names as DNS-1035 labels (at most 63 characters, starting with
+/// a letter), not as the DNS subdomains most kinds take.
+async fn names_are_dns_1035_labels(h: &Harness) {
+    let store = h.store("", "services");
+    let long = "a".repeat(66);
+    let err = store
+        .create(NS, service(&long, json!({})), &write())
+        .await
+        .expect_err("too long");
+    has(
+        &err,
+        "metadata.name",
+        &format!("Invalid value: \"{long}\": must be no more than 63 characters"),
+    );
+    let err = store
+        .create(NS, service("1web", json!({})), &write())
+        .await
+        .expect_err("starts with a digit");
+    has(
+        &err,
+        "metadata.name",
+        "Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    );
+    create(&store, "web-1", json!({})).await;
 }

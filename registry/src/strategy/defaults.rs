@@ -22,6 +22,12 @@ fn service_spec_defaults(obj: &mut Value) {
 }
 
 impl Strategy for ServiceStrategy {
+    /// Services are DNS-1035 labels (upstream's ValidateServiceName): their names become DNS
+    /// names and environment variables.
+    fn name_problems(&self, name: &str) -> Vec<String> {
+        crate::validation::names::name_is_dns1035_label(name, false)
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         service_spec_defaults(obj);
         // An ExternalName Service has no address, so no family either.

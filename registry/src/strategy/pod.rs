@@ -28,6 +28,21 @@ pub fn default_pod_spec(spec: &mut Value) {
             }
         }
     }
+    if let Some(Value::Array(volumes)) = spec.get_mut("volumes") {
+        for v in volumes.iter_mut() {
+            default_volume(v);
+        }
+    }
+}
+
+/// SetDefaults_Volume: a volume that names no source is an emptyDir.
+fn default_volume(v: &mut Value) {
+    let Some(map) = v.as_object_mut() else {
+        return;
+    };
+    if map.iter().all(|(k, value)| k == "name" || value.is_null()) {
+        map.insert("emptyDir".into(), json!({}));
+    }
 }
 
 fn default_container(c: &mut Value) {
@@ -53,6 +68,18 @@ fn default_container(c: &mut Value) {
     if let Some(Value::Array(ports)) = c.get_mut("ports") {
         for p in ports.iter_mut().filter(|p| p.is_object()) {
             default_at(p, &["protocol"], json!("TCP"));
+        }
+    }
+    // SetDefaults_ObjectFieldSelector: a field reference names v1 unless it says otherwise.
+    if let Some(Value::Array(env)) = c.get_mut("env") {
+        for e in env.iter_mut() {
+            if let Some(field_ref) = e
+                .get_mut("valueFrom")
+                .and_then(|v| v.get_mut("fieldRef"))
+                .filter(|f| f.is_object())
+            {
+                default_at(field_ref, &["apiVersion"], json!("v1"));
+            }
         }
     }
 }
@@ -200,5 +227,37 @@ impl Strategy for PodStrategy {
             period = 0;
         }
         Some(period)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::default_pod_spec;
+
+    #[test]
+    fn field_references_name_v1_and_sourceless_volumes_are_empty_dirs() {
+        let mut spec = json!({
+            "containers": [{"name": "c", "image": "nginx", "env": [
+                {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                {"name": "OTHER", "valueFrom": {"fieldRef": {"apiVersion": "v2", "fieldPath": "x"}}},
+                {"name": "PLAIN", "value": "1"},
+            ]}],
+            "volumes": [{"name": "scratch"}, {"name": "config", "configMap": {"name": "cm"}}],
+        });
+        default_pod_spec(&mut spec);
+        let env = &spec["containers"][0]["env"];
+        assert_eq!(env[0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+        assert_eq!(env[1]["valueFrom"]["fieldRef"]["apiVersion"], "v2");
+        assert!(env[2].get("valueFrom").is_none());
+        assert_eq!(
+            spec["volumes"][0],
+            json!({"name": "scratch", "emptyDir": {}})
+        );
+        assert_eq!(
+            spec["volumes"][1],
+            json!({"name": "config", "configMap": {"name": "cm"}})
+        );
     }
 }
