@@ -521,4 +521,43 @@ test_support::both_backends!(
     on_delete_waits_for_pods_to_be_deleted,
     claims_are_created_and_retained_by_policy,
     failed_pods_are_recreated,
+    revisions_carry_the_sets_annotations,
 );
+
+/// A revision carries the set's annotations when it is made, as upstream's newRevision copies
+/// them, so `kubectl rollout history` shows each revision's change-cause.
+async fn revisions_carry_the_sets_annotations(h: &Harness) {
+    let running = Running::start(h).await;
+    let mut set = statefulset("web", 0);
+    set["metadata"]["annotations"] = json!({"kubernetes.io/change-cause": "first"});
+    create(h, set).await;
+    let revisions = h.store("apps", "controllerrevisions");
+    wait_for("the first revision", || async {
+        !list(&revisions).await.is_empty()
+    })
+    .await;
+    let first = list(&revisions).await.remove(0);
+    assert_eq!(
+        first["metadata"]["annotations"]["kubernetes.io/change-cause"], "first",
+        "{first}"
+    );
+    patch(
+        h,
+        "web",
+        json!({"metadata": {"annotations": {"kubernetes.io/change-cause": "second"}},
+               "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    )
+    .await;
+    let second_made = || async { list(&revisions).await.iter().any(|r| r["revision"] == 2) };
+    wait_for("the second revision", second_made).await;
+    let second = list(&revisions)
+        .await
+        .into_iter()
+        .find(|r| r["revision"] == 2)
+        .expect("the second revision");
+    assert_eq!(
+        second["metadata"]["annotations"]["kubernetes.io/change-cause"], "second",
+        "{second}"
+    );
+    running.stop().await;
+}

@@ -85,16 +85,13 @@ impl DaemonSetController {
     /// status.collisionCount, as upstream.
     async fn snapshot(&self, ds: &mut Value, number: i64) -> Result<Value, SyncError> {
         let initial = ds["status"]["collisionCount"].as_i64().unwrap_or(0) as i32;
-        let mut revision = new_revision(
+        let revision = new_revision(
             ds,
             &ds["spec"]["template"]["metadata"]["labels"],
             revision_data(ds),
             number,
             Some(initial),
         );
-        if let Some(annotations) = ds["metadata"]["annotations"].as_object() {
-            revision["metadata"]["annotations"] = Value::Object(annotations.clone());
-        }
         let mut count = initial;
         let created = self.history.create(ds, &revision, &mut count).await?;
         if count != initial {

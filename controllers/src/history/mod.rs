@@ -64,6 +64,11 @@ pub fn new_revision(
     labels.insert(CONTROLLER_REVISION_HASH_LABEL.into(), json!(hash));
     cr["metadata"]["labels"] = Value::Object(labels);
     cr["metadata"]["name"] = json!(revision_name(object::name(parent), &hash));
+    // The parent's annotations ride along (StatefulSets' and DaemonSets' newRevision upstream),
+    // so `kubectl rollout history` shows each revision's change-cause. Not hashed.
+    if let Some(annotations) = parent["metadata"]["annotations"].as_object() {
+        cr["metadata"]["annotations"] = Value::Object(annotations.clone());
+    }
     cr
 }
 
