@@ -129,20 +129,13 @@ impl PodRuntime {
         let mut events = Vec::new();
         // Sidecars already up keep running (restarted when they stop) through the rest.
         let until = self.pending_init().unwrap_or(self.init.len());
-        for i in 0..until {
-            if !self.init[i].restartable {
-                continue;
+        let sidecars: Vec<usize> = (0..until).filter(|&i| self.init[i].restartable).collect();
+        for i in sidecars {
+            for _ in 0..MAX_PASSES {
+                if !self.step_init(i, now, wall, &mut events) {
+                    break;
+                }
             }
-            let policy = self.init_policy(&self.init[i]);
-            settle(
-                &mut self.init[i],
-                policy,
-                &self.uid,
-                &self.full_name,
-                now,
-                wall,
-                &mut events,
-            );
         }
         // An init container finishing lets the next one (or the regular ones) start at once;
         // each pass makes progress, so the passes are bounded by the containers' changes.
@@ -150,18 +143,7 @@ impl PodRuntime {
             let Some(i) = self.pending_init() else {
                 break;
             };
-            let before = self.init[i].state.clone();
-            let policy = self.init_policy(&self.init[i]);
-            step(
-                &mut self.init[i],
-                policy,
-                &self.uid,
-                &self.full_name,
-                now,
-                wall,
-                &mut events,
-            );
-            if self.init[i].state == before {
+            if !self.step_init(i, now, wall, &mut events) {
                 return events;
             }
         }
@@ -180,6 +162,21 @@ impl PodRuntime {
             );
         }
         events
+    }
+
+    /// Steps init container `i` once under its own restart policy; whether it changed.
+    fn step_init(
+        &mut self,
+        i: usize,
+        now: Instant,
+        wall: DateTime<Utc>,
+        events: &mut Vec<RuntimeEvent>,
+    ) -> bool {
+        let policy = self.init_policy(&self.init[i]);
+        let before = self.init[i].state.clone();
+        let c = &mut self.init[i];
+        step(c, policy, &self.uid, &self.full_name, now, wall, events);
+        c.state != before
     }
 
     /// The next moment something changes by itself; None when nothing will.

@@ -6,34 +6,27 @@ use axum::response::Response;
 use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Binding;
 
 #[async_trait]
 impl Handler for Binding {
-    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
-        let Call {
-            store,
-            req,
-            namespace: ns,
-            name,
-            format,
-            mut write,
-            ..
-        } = call;
-        let binding = body(req, &mut write)?;
+    async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
+        let binding = call.body()?;
         // The legacy `bindings` collection names the pod in the Binding only.
-        let name = match name {
+        let name = match call.name {
             "" => registry::object::name(&binding).to_string(),
             name => name.to_string(),
         };
-        let status = store.bind(ns, &name, &binding, &write).await?;
+        let status = call
+            .store
+            .bind(call.namespace, &name, &binding, &call.write)
+            .await?;
         Ok(response::encoded(
             StatusCode::CREATED,
             &status,
-            format,
+            call.format,
             false,
         ))
     }

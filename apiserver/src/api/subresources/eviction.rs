@@ -7,27 +7,21 @@ use axum::response::Response;
 use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Eviction;
 
 #[async_trait]
 impl Handler for Eviction {
-    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
-        let Call {
-            req,
-            namespace: ns,
-            name,
-            format,
-            mut write,
-            ..
-        } = call;
-        let eviction = body(req, &mut write)?;
-        let status = req.registry.evict(ns, name, &eviction, &write).await?;
+    async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
+        let eviction = call.body()?;
+        let registry = &call.req.registry;
+        let status = registry
+            .evict(call.namespace, call.name, &eviction, &call.write)
+            .await?;
         let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);
         let status =
             serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
-        Ok(response::encoded(code, &status, format, false))
+        Ok(response::encoded(code, &status, call.format, false))
     }
 }

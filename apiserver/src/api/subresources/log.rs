@@ -14,15 +14,11 @@ pub(super) struct Log;
 #[async_trait]
 impl Handler for Log {
     async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
-        let Call {
-            store,
-            req,
-            namespace: ns,
-            name,
-            ..
-        } = call;
-        let pod = store.get(ns, name, &Default::default()).await?;
-        let text = kubelet::logs::render(&pod, &req.params.log()?)
+        let pod = call
+            .store
+            .get(call.namespace, call.name, &Default::default())
+            .await?;
+        let text = kubelet::logs::render(&pod, &call.req.params.log()?)
             .map_err(|e| RegistryError::BadRequest(e.to_string()))?;
         Ok(response::text(StatusCode::OK, text))
     }

@@ -33,6 +33,13 @@ pub(super) struct Call<'a> {
     pub write: WriteOptions,
 }
 
+impl Call<'_> {
+    /// The request's body as an object, its strict-decoding problems kept in `write`.
+    pub fn body(&mut self) -> Result<serde_json::Value, RegistryError> {
+        super::handlers::body(self.req, &mut self.write)
+    }
+}
+
 /// What a subresource does with a request. Called only with one of the verbs the subresource
 /// is registered with: a handler checks the verb only to tell apart the verbs it has.
 #[async_trait]

@@ -6,31 +6,22 @@ use axum::response::Response;
 use registry::RegistryError;
 
 use super::{Call, Handler};
-use crate::api::handlers::body;
 use crate::api::response;
 
 pub(super) struct Token;
 
 #[async_trait]
 impl Handler for Token {
-    async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
-        let Call {
-            req,
-            namespace: ns,
-            name,
-            format,
-            mut write,
-            ..
-        } = call;
-        let request = body(req, &mut write)?;
-        let issued = req
-            .registry
-            .create_token(ns, name, &request, &write)
+    async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
+        let request = call.body()?;
+        let registry = &call.req.registry;
+        let issued = registry
+            .create_token(call.namespace, call.name, &request, &call.write)
             .await?;
         Ok(response::encoded(
             StatusCode::CREATED,
             &issued,
-            format,
+            call.format,
             false,
         ))
     }
