@@ -110,13 +110,17 @@ async fn get_cronjob(h: &Harness, name: &str) -> Value {
         .expect("cronjob exists")
 }
 
+/// The names `status.active` lists, sorted: its order is the order the controller happened to
+/// see the Jobs in (a Job whose status write lost a race is listed after a later one).
 fn active_names(cj: &Value) -> Vec<String> {
-    cj["status"]["active"]
+    let mut names: Vec<String> = cj["status"]["active"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|r| r["name"].as_str().map(String::from))
-        .collect()
+        .collect();
+    names.sort();
+    names
 }
 
 async fn creates_a_job_per_schedule_tick(h: &Harness) {

@@ -24,6 +24,9 @@ use client::informer::CONTROLLER_UID_INDEX;
 /// Slack past the next scheduled time before looking again, so the clock has passed it.
 const NEXT_SCHEDULE_DELTA: Duration = Duration::from_millis(100);
 
+/// Status writes tried over a changing CronJob before the sync is retried whole.
+const STATUS_WRITE_ATTEMPTS: usize = 5;
+
 /// A reference in `status.active`.
 pub(super) fn job_reference(job: &Value) -> Value {
     json!({
@@ -93,19 +96,50 @@ impl CronJobController {
         self.cleanup_finished_jobs(&cronjob, &jobs, &mut status)
             .await;
         if cronjob["status"].as_object() != Some(&status) {
-            let mut next = (*cronjob).clone();
-            next["status"] = Value::Object(status);
-            self.cronjobs
+            self.write_status(&cronjob, status).await?;
+        }
+        result
+    }
+
+    /// Writes the status this sync computed. On a conflict (the CronJob changed since the
+    /// informer saw it) the write is made again over the stored object: the status records
+    /// Jobs this sync created, which the next sync could not see if the Job informer lags,
+    /// and losing them would leave a Job no concurrency policy knows of.
+    async fn write_status(
+        &self,
+        cronjob: &Value,
+        status: Map<String, Value>,
+    ) -> Result<(), SyncError> {
+        let (namespace, name) = (object::namespace(cronjob), object::name(cronjob));
+        let mut next = cronjob.clone();
+        next["status"] = Value::Object(status.clone());
+        let mut attempts = 1;
+        loop {
+            match self
+                .cronjobs
                 .update(
-                    Some(object::namespace(&cronjob)),
-                    object::name(&cronjob),
+                    Some(namespace),
+                    name,
                     next,
                     Subresource::Status,
                     &WriteOptions::default(),
                 )
-                .await?;
+                .await
+            {
+                Err(RegistryError::Conflict { .. }) if attempts < STATUS_WRITE_ATTEMPTS => {
+                    attempts += 1;
+                    next = self
+                        .cronjobs
+                        .get(Some(namespace), name, &ListOptions::default())
+                        .await?;
+                    if object::uid(&next) != object::uid(cronjob) {
+                        return Ok(());
+                    }
+                    next["status"] = Value::Object(status.clone());
+                }
+                other => return other.map(drop).map_err(Into::into),
+            }
         }
-        result
     }
 
     async fn sync_cronjob(
