@@ -80,6 +80,15 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "walker"}]
         }),
+        ("networking.k8s.io", "Ingress") => json!({"spec": {"defaultBackend": {
+            "service": {"name": "walk", "port": {"number": 80}}
+        }}}),
+        ("networking.k8s.io", "IngressClass") => {
+            json!({"spec": {"controller": "walk.example.com/ingress"}})
+        }
+        ("networking.k8s.io", "NetworkPolicy") => json!({"spec": {"podSelector": selector}}),
+        ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
+        ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => json!({"spec": {
             "group": "walk.example.com", "scope": "Namespaced",
             "names": {"plural": "walkers", "singular": "walker", "kind": "Walker", "listKind": "WalkerList"},

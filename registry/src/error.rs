@@ -68,6 +68,15 @@ impl Cause {
         Self::new("FieldValueRequired", field, "Required value".to_string())
     }
 
+    /// A required value with upstream's explanation (`Required value: <why>`).
+    pub fn required_because(field: &str, why: &str) -> Self {
+        Self::new(
+            "FieldValueRequired",
+            field,
+            format!("Required value: {why}"),
+        )
+    }
+
     pub fn invalid(field: &str, value: impl std::fmt::Display, why: &str) -> Self {
         Self::new(
             "FieldValueInvalid",
@@ -84,6 +93,16 @@ impl Cause {
             format!(
                 "Invalid value: \"{actual}\": {field} in body must be of type {expected}: \"{actual}\""
             ),
+        )
+    }
+
+    /// field.TooLong with a limit in bytes, as upstream words it since 1.32.
+    pub fn too_long(field: &str, max_bytes: usize) -> Self {
+        let unit = if max_bytes == 1 { "byte" } else { "bytes" };
+        Self::new(
+            "FieldValueTooLong",
+            field,
+            format!("Too long: may not be more than {max_bytes} {unit}"),
         )
     }
 

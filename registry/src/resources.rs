@@ -251,7 +251,7 @@ impl Registry {
         self.stores.read().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// Creates the namespaces every cluster has from its first start.
+    /// Creates the namespaces and priority classes every cluster has from its first start.
     pub async fn bootstrap(&self) -> Result<()> {
         let Some(namespaces) = self.store("", "v1", "namespaces") else {
             return Ok(());
@@ -262,6 +262,20 @@ impl Registry {
                 Ok(_) => info!(namespace = name, "created system namespace"),
                 Err(RegistryError::AlreadyExists { .. }) => {}
                 Err(e) => return Err(e),
+            }
+        }
+        // Upstream's scheduling/bootstrap-system-priority-classes: created when missing, an
+        // existing one left as it is.
+        if let Some(classes) = self.store("scheduling.k8s.io", "v1", "priorityclasses") {
+            for class in crate::strategy::scheduling::SYSTEM_PRIORITY_CLASSES {
+                match classes
+                    .create(None, class.object(), &WriteOptions::default())
+                    .await
+                {
+                    Ok(_) => info!(priority_class = class.name, "created system priority class"),
+                    Err(RegistryError::AlreadyExists { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(())

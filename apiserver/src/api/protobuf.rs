@@ -144,8 +144,19 @@ fn message_json(message: &DynamicMessage) -> Value {
         return special;
     }
     let mut out = Map::new();
+    let definition = definition_name(descriptor.full_name());
     for (field, value) in message.fields() {
         let name = field.name();
+        // A Go struct embedded inline (`json:",inline"`) is a field of its own in protobuf
+        // (IngressRule.ingressRuleValue, Volume.volumeSource): its members are the parent's.
+        if let Pb::Message(inner) = value {
+            if openapi::has_property(&definition, name) == Some(false) {
+                if let Value::Object(members) = message_json(inner) {
+                    out.extend(members);
+                }
+                continue;
+            }
+        }
         let keep_empty = MEANINGFUL_EMPTY_STRINGS.contains(&name);
         let zero = matches!(value, Pb::Bool(false) | Pb::I32(0) | Pb::I64(0));
         if zero && OMITTED_ZEROS.contains(&name) {
@@ -156,6 +167,15 @@ fn message_json(message: &DynamicMessage) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// The OpenAPI definition name of a protobuf message (`api.core.v1.Volume` is
+/// `io.k8s.api.core.v1.Volume`).
+fn definition_name(message: &str) -> String {
+    match message.strip_prefix("apiextensions_apiserver.") {
+        Some(rest) => format!("io.k8s.apiextensions-apiserver.{rest}"),
+        None => format!("io.k8s.{message}"),
+    }
 }
 
 /// One value in JSON form; `None` where Go's JSON encoding would omit it (Go's protobuf

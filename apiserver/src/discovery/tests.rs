@@ -69,11 +69,14 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "authentication.k8s.io",
             "authorization.k8s.io",
             "batch",
+            "networking.k8s.io",
             "policy",
             "rbac.authorization.k8s.io",
             "storage.k8s.io",
             "apiextensions.k8s.io",
+            "scheduling.k8s.io",
             "coordination.k8s.io",
+            "node.k8s.io",
             "discovery.k8s.io",
         ]
     );

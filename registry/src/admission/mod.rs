@@ -20,6 +20,7 @@ mod default_toleration_seconds;
 mod namespace_lifecycle;
 mod persistent_volume_claim_resize;
 pub mod plugins;
+mod priority;
 pub mod service_account;
 mod taint_nodes_by_condition;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::{
     always_admit, always_deny, default_storage_class, default_toleration_seconds,
-    namespace_lifecycle, persistent_volume_claim_resize, service_account, taint_nodes_by_condition,
-    Chain, Plugin,
+    namespace_lifecycle, persistent_volume_claim_resize, priority, service_account,
+    taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -54,7 +54,7 @@ pub static ORDERED: &[Entry] = &[
     plugin("ImagePolicyWebhook", false, None),
     plugin("PodSecurity", true, None),
     plugin("PodNodeSelector", false, None),
-    plugin("Priority", true, None),
+    plugin("Priority", true, Some(priority::build)),
     plugin(
         "DefaultTolerationSeconds",
         true,
@@ -96,6 +96,7 @@ pub static ORDERED: &[Entry] = &[
 /// controller and token keys).
 pub const IN_PROCESS: &[&str] = &[
     "NamespaceLifecycle",
+    "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
 ];
@@ -194,6 +195,7 @@ mod tests {
                 "NamespaceLifecycle",
                 "ServiceAccount",
                 "TaintNodesByCondition",
+                "Priority",
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize"
@@ -217,6 +219,7 @@ mod tests {
                 "NamespaceLifecycle",
                 "ServiceAccount",
                 "TaintNodesByCondition",
+                "Priority",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
                 "AlwaysDeny"

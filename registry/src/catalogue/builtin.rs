@@ -3,7 +3,9 @@
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
-use crate::strategy::{self, defaults, rbac, storage_class, workloads};
+use crate::strategy::{
+    self, defaults, networking, node, rbac, scheduling, storage_class, workloads,
+};
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
 const NAMESPACED: bool = true;
@@ -80,6 +82,8 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
     all.extend(apps());
     all.extend(others());
+    all.extend(networking());
+    all.extend(scheduling());
     all.extend(reviews());
     all
 }
@@ -255,6 +259,12 @@ fn core() -> Vec<ResourceInfo> {
             )
         },
         ResourceInfo {
+            columns: printers::podtemplate_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(workloads::PodTemplateStrategy),
+            ..resource("", "PodTemplate", "podtemplates", NAMESPACED)
+        },
+        ResourceInfo {
             short_names: strings(&["limits"]),
             strategy: |_, _| Box::new(defaults::CreateOnUpdateStrategy),
             ..resource("", "LimitRange", "limitranges", NAMESPACED)
@@ -426,6 +436,56 @@ fn others() -> Vec<ResourceInfo> {
                 "customresourcedefinitions",
                 CLUSTER,
             )
+        },
+    ]
+}
+
+fn networking() -> Vec<ResourceInfo> {
+    const NETWORKING: &str = "networking.k8s.io";
+    vec![
+        ResourceInfo {
+            short_names: strings(&["ing"]),
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::ingress_columns(),
+            has_generation: true,
+            // Upstream's key segment is singular.
+            storage_path: "/ingress".to_string(),
+            strategy: |_, _| Box::new(networking::IngressStrategy),
+            ..resource(NETWORKING, "Ingress", "ingresses", NAMESPACED)
+        },
+        ResourceInfo {
+            columns: printers::ingressclass_columns(),
+            strategy: |_, _| Box::new(networking::IngressClassStrategy),
+            ..resource(NETWORKING, "IngressClass", "ingressclasses", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["netpol"]),
+            columns: printers::networkpolicy_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(networking::NetworkPolicyStrategy),
+            ..resource(NETWORKING, "NetworkPolicy", "networkpolicies", NAMESPACED)
+        },
+    ]
+}
+
+/// Where and before whom pods run: priority classes and runtime classes.
+fn scheduling() -> Vec<ResourceInfo> {
+    vec![
+        ResourceInfo {
+            short_names: strings(&["pc"]),
+            columns: printers::priorityclass_columns(),
+            strategy: |_, _| Box::new(scheduling::PriorityClassStrategy),
+            ..resource(
+                "scheduling.k8s.io",
+                "PriorityClass",
+                "priorityclasses",
+                CLUSTER,
+            )
+        },
+        ResourceInfo {
+            columns: printers::runtimeclass_columns(),
+            strategy: |_, _| Box::new(node::RuntimeClassStrategy),
+            ..resource("node.k8s.io", "RuntimeClass", "runtimeclasses", CLUSTER)
         },
     ]
 }

@@ -40,6 +40,7 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
         ),
         ("", "limitranges", "LimitRange", &["limits"], true),
         ("", "resourcequotas", "ResourceQuota", &["quota"], true),
+        ("", "podtemplates", "PodTemplate", &[], true),
         ("apps", "deployments", "Deployment", &["deploy"], true),
         ("apps", "replicasets", "ReplicaSet", &["rs"], true),
         ("apps", "statefulsets", "StatefulSet", &["sts"], true),
@@ -105,6 +106,29 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &["crd", "crds"],
             false,
         ),
+        ("networking.k8s.io", "ingresses", "Ingress", &["ing"], true),
+        (
+            "networking.k8s.io",
+            "ingressclasses",
+            "IngressClass",
+            &[],
+            false,
+        ),
+        (
+            "networking.k8s.io",
+            "networkpolicies",
+            "NetworkPolicy",
+            &["netpol"],
+            true,
+        ),
+        (
+            "scheduling.k8s.io",
+            "priorityclasses",
+            "PriorityClass",
+            &["pc"],
+            false,
+        ),
+        ("node.k8s.io", "runtimeclasses", "RuntimeClass", &[], false),
         (
             "authentication.k8s.io",
             "selfsubjectreviews",
@@ -249,6 +273,9 @@ fn storage_paths_follow_upstream_prefixes() {
         // One storage for both event APIs, as upstream.
         ("events.k8s.io", "events", "/events"),
         ("apps", "deployments", "/deployments"),
+        ("networking.k8s.io", "ingresses", "/ingress"),
+        ("networking.k8s.io", "networkpolicies", "/networkpolicies"),
+        ("", "podtemplates", "/podtemplates"),
         (
             "apiextensions.k8s.io",
             "customresourcedefinitions",
@@ -315,6 +342,8 @@ fn every_resource_has_a_name_column_and_a_time_column() {
             "roles" | "clusterroles" | "limitranges" | "customresourcedefinitions" => {
                 assert!(created_at && r.columns.len() == 2, "{}", r.plural)
             }
+            // Upstream prints pod templates without a time.
+            "podtemplates" => assert!(!has_age && !created_at),
             // The reviews are never listed; they keep the default columns.
             _ if r.create_only => assert!(created_at && r.columns.len() == 2, "{}", r.plural),
             _ => assert!(has_age, "{} has no Age column", r.plural),
@@ -437,6 +466,30 @@ fn column_headers_match_upstream() {
         headers("rbac.authorization.k8s.io", "roles", false),
         ["NAME", "CREATED AT"]
     );
+    assert_eq!(
+        headers("", "podtemplates", false),
+        ["NAME", "CONTAINERS", "IMAGES", "POD LABELS"]
+    );
+    assert_eq!(
+        headers("networking.k8s.io", "ingresses", false),
+        ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+    );
+    assert_eq!(
+        headers("networking.k8s.io", "ingressclasses", false),
+        ["NAME", "CONTROLLER", "PARAMETERS", "AGE"]
+    );
+    assert_eq!(
+        headers("networking.k8s.io", "networkpolicies", false),
+        ["NAME", "POD-SELECTOR", "AGE"]
+    );
+    assert_eq!(
+        headers("scheduling.k8s.io", "priorityclasses", false),
+        ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    );
+    assert_eq!(
+        headers("node.k8s.io", "runtimeclasses", false),
+        ["NAME", "HANDLER", "AGE"]
+    );
 }
 
 #[test]
@@ -455,7 +508,7 @@ fn printers_survive_hostile_objects() {
                 for obj in &odd {
                     let v = f(obj);
                     assert!(
-                        v.is_string() || v.is_i64(),
+                        v.is_string() || v.is_i64() || (v.is_boolean() && c.kind == "boolean"),
                         "{} {} gave {v}",
                         r.plural,
                         c.name

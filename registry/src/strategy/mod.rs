@@ -6,8 +6,11 @@ pub mod conversion;
 pub(crate) mod defaults;
 mod events;
 mod namespace;
+pub(crate) mod networking;
+pub(crate) mod node;
 mod pod;
 pub(crate) mod rbac;
+pub mod scheduling;
 pub(crate) mod storage_class;
 pub(crate) mod workloads;
 

@@ -2,6 +2,7 @@
 //! the metadata.labels / metadata.annotations checks every resource shares.
 
 pub mod names;
+pub mod net;
 
 pub use names::{
     generate_name, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
@@ -126,15 +127,19 @@ pub fn validate_annotations(annotations: &Value, field: &str) -> Vec<Cause> {
     }
     let total: usize = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-        // error.rs has no TooLong constructor; this is upstream's field.TooLong text.
-        causes.push(Cause {
-            kind: "FieldValueTooLong".into(),
-            message: format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"),
-            field: field.into(),
-        });
+        causes.push(Cause::too_long(field, TOTAL_ANNOTATION_SIZE_LIMIT));
     }
     causes
 }
 
 #[cfg(test)]
 mod tests;
+
+/// A metav1.LabelSelector at `field` (ValidateLabelSelector), when one is set: its keys,
+/// operators and values as the selector parser takes them.
+pub fn label_selector(selector: Option<&Value>, field: &str) -> Option<Cause> {
+    let selector = selector.filter(|s| !s.is_null())?;
+    crate::selector::labels::LabelSelector::from_label_selector_json(selector)
+        .err()
+        .map(|e| Cause::invalid(field, crate::go_fmt::label_selector(selector), e.message()))
+}

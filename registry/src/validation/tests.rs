@@ -284,6 +284,6 @@ fn annotations_are_validated() {
     assert_eq!(causes[0].field, "metadata.annotations");
     assert_eq!(
         causes[0].message,
-        "Too long: must have at most 262144 bytes"
+        "Too long: may not be more than 262144 bytes"
     );
 }

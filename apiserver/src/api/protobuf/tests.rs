@@ -180,3 +180,46 @@ fn durations_print_as_go_does() {
     assert_eq!(go_duration(3_723_000_000_000), "1h2m3s");
     assert_eq!(go_duration(-60_000_000_000), "-1m0s");
 }
+
+#[test]
+fn inline_structs_are_flattened_into_their_parent() {
+    let raw = encode(
+        "api.networking.v1.Ingress",
+        json!({
+            "metadata": go_meta("simple"),
+            "spec": {"rules": [{"host": "foo.com", "ingressRuleValue": {"http": {"paths": [{
+                "path": "/bar", "pathType": "Exact",
+                "backend": {"service": {"name": "svc1", "port": {"number": 8080, "name": ""}}}
+            }]}}}]}
+        }),
+    );
+    let obj = decode(&envelope("networking.k8s.io/v1", "Ingress", raw)).expect("decode");
+    assert_eq!(
+        obj["spec"]["rules"][0],
+        json!({"host": "foo.com", "http": {"paths": [{
+            "path": "/bar", "pathType": "Exact",
+            "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}
+        }]}})
+    );
+    let raw = encode(
+        "api.core.v1.Pod",
+        json!({
+            "metadata": go_meta("p"),
+            "spec": {
+                "containers": [{"name": "c", "image": "busybox", "envFrom": [
+                    {"configMapRef": {"localObjectReference": {"name": "cm"}}}
+                ]}],
+                "volumes": [{"name": "v", "volumeSource": {"emptyDir": {}}}]
+            }
+        }),
+    );
+    let obj = decode(&envelope("v1", "Pod", raw)).expect("decode");
+    assert_eq!(
+        obj["spec"]["volumes"],
+        json!([{"name": "v", "emptyDir": {}}])
+    );
+    assert_eq!(
+        obj["spec"]["containers"][0]["envFrom"],
+        json!([{"configMapRef": {"name": "cm"}}])
+    );
+}

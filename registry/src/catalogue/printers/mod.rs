@@ -9,8 +9,10 @@ mod config;
 mod events;
 mod format;
 mod network;
+mod networking;
 mod pods;
 mod rbac;
+mod scheduling;
 mod storage;
 mod workloads;
 mod zero_values;
@@ -29,14 +31,18 @@ pub(in crate::catalogue) use config::{
 };
 pub(in crate::catalogue) use events::event_columns;
 pub(in crate::catalogue) use network::{endpoints_columns, endpointslice_columns, service_columns};
+pub(in crate::catalogue) use networking::{
+    ingress_columns, ingressclass_columns, networkpolicy_columns,
+};
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};
+pub(in crate::catalogue) use scheduling::{priorityclass_columns, runtimeclass_columns};
 pub(in crate::catalogue) use storage::storageclass_columns;
 pub use storage::{is_default_class, DEFAULT_CLASS_ANNOTATIONS};
 pub(in crate::catalogue) use workloads::{
     controllerrevision_columns, cronjob_columns, daemonset_columns, deployment_columns,
-    job_columns, pdb_columns, replicaset_columns, replicationcontroller_columns,
-    statefulset_columns,
+    job_columns, pdb_columns, podtemplate_columns, replicaset_columns,
+    replicationcontroller_columns, statefulset_columns,
 };
 
 /// metav1.ObjectMeta's documentation of `name`, which every NAME column carries.

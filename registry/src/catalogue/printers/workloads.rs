@@ -370,6 +370,22 @@ fn pdb_allowed(obj: &Value) -> Value {
     count(obj, &["status", "disruptionsAllowed"])
 }
 
+/// Upstream prints pod templates without an age, and their containers by default.
+pub(in crate::catalogue) fn podtemplate_columns() -> Vec<TableColumn> {
+    vec![
+        name(),
+        text_column("Containers", super::CONTAINERS_DOC, |t| {
+            Value::String(containers(get(t, &["template", "spec"])).0)
+        }),
+        text_column("Images", super::IMAGES_DOC, |t| {
+            Value::String(containers(get(t, &["template", "spec"])).1)
+        }),
+        text_column("Pod Labels", "The labels for the pod template.", |t| {
+            Value::String(labels(object(t, &["template", "metadata", "labels"])))
+        }),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeDelta;

@@ -32,13 +32,8 @@ fn items<'a>(obj: &'a Value, path: &[&str]) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// field.Required with a detail (`Required value: <detail>`).
 fn required(field: &str, detail: &str) -> Cause {
-    Cause::new(
-        "FieldValueRequired",
-        field,
-        format!("Required value: {detail}"),
-    )
+    Cause::required_because(field, detail)
 }
 
 /// field.NotSupported with a string value, which upstream prints as Go's `%q`.
