@@ -64,6 +64,20 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         }}),
         ("discovery.k8s.io", "EndpointSlice") => json!({"addressType": "IPv4", "endpoints": []}),
         ("storage.k8s.io", "StorageClass") => json!({"provisioner": "example.com/walk"}),
+        ("storage.k8s.io", "CSIDriver") => json!({"spec": {}}),
+        ("storage.k8s.io", "CSINode") => json!({"spec": {"drivers": [
+            {"name": "csi.walk.example.com", "nodeID": "walk-node"}
+        ]}}),
+        ("storage.k8s.io", "CSIStorageCapacity") => {
+            json!({"storageClassName": "standard", "capacity": "10Gi"})
+        }
+        ("storage.k8s.io", "VolumeAttachment") => json!({"spec": {
+            "attacher": "csi.walk.example.com", "nodeName": "walk-node",
+            "source": {"persistentVolumeName": "walk-pv"}
+        }}),
+        ("storage.k8s.io", "VolumeAttributesClass") => {
+            json!({"driverName": "csi.walk.example.com", "parameters": {"iops": "100"}})
+        }
         ("coordination.k8s.io", "Lease") => json!({"spec": {"holderIdentity": "walk"}}),
         ("events.k8s.io", "Event") => json!({
             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "walk.example.com/c",

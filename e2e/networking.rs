@@ -211,6 +211,28 @@ fn classes_policies_and_templates(s: &Server) {
         "{err}"
     );
 
+    // DefaultIngressClass: an Ingress naming no class gets the one marked default.
+    s.kubectl(&["create", "ingress", "before", "--rule=x.com/=svc:80"]);
+    s.kubectl(&[
+        "annotate",
+        "ingressclass",
+        "nginx",
+        "ingressclass.kubernetes.io/is-default-class=true",
+    ]);
+    s.kubectl(&["create", "ingress", "defaulted", "--rule=x.com/=svc:80"]);
+    s.kubectl(&[
+        "create",
+        "ingress",
+        "legacy",
+        "--rule=x.com/=svc:80",
+        "--annotation=kubernetes.io/ingress.class=haproxy",
+    ]);
+    let class_of =
+        |name: &str| s.json(&["get", "ingress", name])["spec"]["ingressClassName"].clone();
+    assert_eq!(class_of("defaulted"), "nginx");
+    assert!(class_of("before").is_null());
+    assert!(class_of("legacy").is_null());
+
     let policy = s.json(&["get", "netpol", "db"]);
     assert_eq!(
         policy["spec"]["policyTypes"],

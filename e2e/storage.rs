@@ -116,3 +116,107 @@ fn statefulset_volumes_on_etcd() {
     let endpoint = etcd.endpoint();
     storage(&start_with_args(Some(etcd), Some(endpoint), &NODE_SIDE));
 }
+
+const CSI_KINDS: &str = r#"
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: csi.example.com}
+spec:
+  tokenRequests: [{audience: vault}]
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: attach-1}
+spec:
+  attacher: csi.example.com
+  nodeName: node-1
+  source: {persistentVolumeName: pv-1}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttributesClass
+metadata: {name: gold}
+driverName: csi.example.com
+parameters: {iops: "3000"}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacity
+metadata: {name: fast-zone-a}
+storageClassName: fast
+capacity: 100Gi
+nodeTopology: {matchLabels: {zone: a}}
+"#;
+
+/// The CSI kinds through kubectl: upstream's defaults, columns and immutability.
+fn csi_kinds(s: &Server) {
+    s.with_manifest("apply", CSI_KINDS);
+    let driver = s.json(&["get", "csidriver", "csi.example.com"]);
+    assert_eq!(driver["spec"]["attachRequired"], true, "{driver}");
+    assert_eq!(
+        driver["spec"]["volumeLifecycleModes"],
+        serde_json::json!(["Persistent"]),
+        "{driver}"
+    );
+    let drivers = s.kubectl(&["get", "csidrivers"]);
+    for cell in ["ATTACHREQUIRED", "TOKENREQUESTS", "vault", "Persistent"] {
+        assert!(drivers.contains(cell), "{cell}: {drivers}");
+    }
+    let attachments = s.kubectl(&["get", "volumeattachments"]);
+    assert!(
+        attachments.contains("pv-1") && attachments.contains("node-1"),
+        "{attachments}"
+    );
+    let moved = s.kubectl_raw(&[
+        "patch",
+        "volumeattachment",
+        "attach-1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"nodeName":"node-2"}}"#,
+    ]);
+    let err = String::from_utf8_lossy(&moved.stderr);
+    assert!(
+        !moved.status.success() && err.contains("spec: Invalid value"),
+        "{err}"
+    );
+    assert!(err.contains("field is immutable"), "{err}");
+    // The attacher reports through the status subresource.
+    s.kubectl(&[
+        "patch",
+        "volumeattachment",
+        "attach-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"attached":true}}"#,
+    ]);
+    assert!(s
+        .kubectl(&["get", "volumeattachment", "attach-1"])
+        .contains("true"));
+    assert!(s.kubectl(&["get", "vac"]).contains("csi.example.com"));
+    let changed = s.kubectl_raw(&[
+        "patch",
+        "vac",
+        "gold",
+        "--type=merge",
+        "-p",
+        r#"{"parameters":{"iops":"9000"}}"#,
+    ]);
+    let err = String::from_utf8_lossy(&changed.stderr);
+    assert!(
+        err.contains("parameters: Forbidden: updates to parameters are forbidden."),
+        "{err}"
+    );
+    assert!(s
+        .kubectl(&["get", "csistoragecapacities"])
+        .contains("100Gi"));
+}
+
+#[test]
+fn csi_kinds_on_embedded() {
+    csi_kinds(&support::start());
+}
+
+#[test]
+fn csi_kinds_on_etcd() {
+    csi_kinds(&support::start_on_etcd());
+}

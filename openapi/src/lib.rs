@@ -53,3 +53,12 @@ pub fn has_property(definition: &str, property: &str) -> Option<bool> {
     let schema = builtin::builtin().definitions.get(definition)?;
     Some(schema["properties"].get(property).is_some())
 }
+
+/// The documentation of `property` in the built-in definition `definition`, as upstream's
+/// SwaggerDoc gives it (Table column descriptions are these).
+pub fn property_description(definition: &str, property: &str) -> Option<String> {
+    let schema = builtin::builtin().definitions.get(definition)?;
+    schema["properties"][property]["description"]
+        .as_str()
+        .map(str::to_string)
+}

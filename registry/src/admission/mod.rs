@@ -15,6 +15,8 @@
 
 mod always_admit;
 mod always_deny;
+mod default_class;
+mod default_ingress_class;
 mod default_storage_class;
 mod default_toleration_seconds;
 mod namespace_lifecycle;

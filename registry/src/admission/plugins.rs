@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{
-    always_admit, always_deny, default_storage_class, default_toleration_seconds,
-    namespace_lifecycle, persistent_volume_claim_resize, priority, service_account,
-    taint_nodes_by_condition, Chain, Plugin,
+    always_admit, always_deny, default_ingress_class, default_storage_class,
+    default_toleration_seconds, namespace_lifecycle, persistent_volume_claim_resize, priority,
+    service_account, taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -80,7 +80,11 @@ pub static ORDERED: &[Entry] = &[
     plugin("CertificateSigning", true, None),
     plugin("ClusterTrustBundleAttest", true, None),
     plugin("CertificateSubjectRestriction", true, None),
-    plugin("DefaultIngressClass", true, None),
+    plugin(
+        "DefaultIngressClass",
+        true,
+        Some(default_ingress_class::build),
+    ),
     plugin("DenyServiceExternalIPs", false, None),
     plugin("PodTopologyLabels", true, None),
     plugin("MutatingAdmissionPolicy", true, None),
@@ -99,6 +103,7 @@ pub const IN_PROCESS: &[&str] = &[
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
+    "DefaultIngressClass",
 ];
 
 /// A bad `--enable-admission-plugins` / `--disable-admission-plugins`.
@@ -198,7 +203,8 @@ mod tests {
                 "Priority",
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
-                "PersistentVolumeClaimResize"
+                "PersistentVolumeClaimResize",
+                "DefaultIngressClass"
             ]
         );
         assert!(resolved.unavailable.contains(&"LimitRanger"));
@@ -222,6 +228,7 @@ mod tests {
                 "Priority",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
+                "DefaultIngressClass",
                 "AlwaysDeny"
             ]
         );

@@ -3,9 +3,7 @@
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
-use crate::strategy::{
-    self, defaults, networking, node, rbac, scheduling, storage_class, workloads,
-};
+use crate::strategy::{self, defaults, networking, node, rbac, scheduling, storage, workloads};
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
 const NAMESPACED: bool = true;
@@ -331,6 +329,7 @@ fn apps() -> Vec<ResourceInfo> {
 
 fn others() -> Vec<ResourceInfo> {
     const RBAC: &str = "rbac.authorization.k8s.io";
+    const STORAGE: &str = "storage.k8s.io";
     vec![
         ResourceInfo {
             categories: strings(&["all"]),
@@ -363,8 +362,45 @@ fn others() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["sc"]),
             columns: printers::storageclass_columns(),
-            strategy: |_, _| Box::new(storage_class::StorageClassStrategy),
-            ..resource("storage.k8s.io", "StorageClass", "storageclasses", CLUSTER)
+            strategy: |_, _| Box::new(storage::StorageClassStrategy),
+            ..resource(STORAGE, "StorageClass", "storageclasses", CLUSTER)
+        },
+        ResourceInfo {
+            columns: printers::csidriver_columns(),
+            strategy: |_, _| Box::new(storage::CSIDriverStrategy),
+            ..resource(STORAGE, "CSIDriver", "csidrivers", CLUSTER)
+        },
+        ResourceInfo {
+            columns: printers::csinode_columns(),
+            strategy: |_, _| Box::new(storage::CSINodeStrategy),
+            ..resource(STORAGE, "CSINode", "csinodes", CLUSTER)
+        },
+        ResourceInfo {
+            columns: printers::csistoragecapacity_columns(),
+            strategy: |_, _| Box::new(storage::CSIStorageCapacityStrategy),
+            ..resource(
+                STORAGE,
+                "CSIStorageCapacity",
+                "csistoragecapacities",
+                NAMESPACED,
+            )
+        },
+        ResourceInfo {
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::volumeattachment_columns(),
+            strategy: |_, _| Box::new(storage::VolumeAttachmentStrategy),
+            ..resource(STORAGE, "VolumeAttachment", "volumeattachments", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["vac"]),
+            columns: printers::volumeattributesclass_columns(),
+            strategy: |_, _| Box::new(storage::VolumeAttributesClassStrategy),
+            ..resource(
+                STORAGE,
+                "VolumeAttributesClass",
+                "volumeattributesclasses",
+                CLUSTER,
+            )
         },
         ResourceInfo {
             columns: printers::lease_columns(),

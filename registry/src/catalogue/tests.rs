@@ -106,6 +106,29 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &["crd", "crds"],
             false,
         ),
+        ("storage.k8s.io", "csidrivers", "CSIDriver", &[], false),
+        ("storage.k8s.io", "csinodes", "CSINode", &[], false),
+        (
+            "storage.k8s.io",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            &[],
+            true,
+        ),
+        (
+            "storage.k8s.io",
+            "volumeattachments",
+            "VolumeAttachment",
+            &[],
+            false,
+        ),
+        (
+            "storage.k8s.io",
+            "volumeattributesclasses",
+            "VolumeAttributesClass",
+            &["vac"],
+            false,
+        ),
         ("networking.k8s.io", "ingresses", "Ingress", &["ing"], true),
         (
             "networking.k8s.io",
@@ -489,6 +512,35 @@ fn column_headers_match_upstream() {
     assert_eq!(
         headers("node.k8s.io", "runtimeclasses", false),
         ["NAME", "HANDLER", "AGE"]
+    );
+    assert_eq!(
+        headers("storage.k8s.io", "csidrivers", false),
+        [
+            "NAME",
+            "ATTACHREQUIRED",
+            "PODINFOONMOUNT",
+            "STORAGECAPACITY",
+            "TOKENREQUESTS",
+            "REQUIRESREPUBLISH",
+            "MODES",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        headers("storage.k8s.io", "volumeattachments", false),
+        ["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"]
+    );
+    assert_eq!(
+        headers("storage.k8s.io", "csistoragecapacities", false),
+        ["NAME", "STORAGECLASSNAME", "CAPACITY", "AGE"]
+    );
+    assert_eq!(
+        headers("storage.k8s.io", "csinodes", false),
+        ["NAME", "DRIVERS", "AGE"]
+    );
+    assert_eq!(
+        headers("storage.k8s.io", "volumeattributesclasses", false),
+        ["NAME", "DRIVERNAME", "AGE"]
     );
 }
 

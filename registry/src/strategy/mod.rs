@@ -11,7 +11,7 @@ pub(crate) mod node;
 mod pod;
 pub(crate) mod rbac;
 pub mod scheduling;
-pub(crate) mod storage_class;
+pub(crate) mod storage;
 pub(crate) mod workloads;
 
 use std::sync::Arc;

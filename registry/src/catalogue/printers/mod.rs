@@ -37,7 +37,10 @@ pub(in crate::catalogue) use networking::{
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};
 pub(in crate::catalogue) use scheduling::{priorityclass_columns, runtimeclass_columns};
-pub(in crate::catalogue) use storage::storageclass_columns;
+pub(in crate::catalogue) use storage::{
+    csidriver_columns, csinode_columns, csistoragecapacity_columns, storageclass_columns,
+    volumeattachment_columns, volumeattributesclass_columns,
+};
 pub use storage::{is_default_class, DEFAULT_CLASS_ANNOTATIONS};
 pub(in crate::catalogue) use workloads::{
     controllerrevision_columns, cronjob_columns, daemonset_columns, deployment_columns,

@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use super::{at, default_at, Strategy};
 use crate::error::Cause;
+use crate::strategy::{at, default_at, Strategy};
 
 const RECLAIM_POLICIES: [&str; 2] = ["Delete", "Retain"];
 const BINDING_MODES: [&str; 2] = ["Immediate", "WaitForFirstConsumer"];
