@@ -13,7 +13,9 @@ use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
 
 const TOKENS: &str = "alice-token,alice,uid-alice,\"devs,ops\"\nbob-token,bob,uid-bob\n";
 
-const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+/// Upstream's 401 as curl gets it: indented (upstream indents for curl's User-Agent), in
+/// the Status's Go field order, without a final newline (json.MarshalIndent).
+const UNAUTHORIZED: &str = "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"status\": \"Failure\",\n  \"message\": \"Unauthorized\",\n  \"reason\": \"Unauthorized\",\n  \"code\": 401\n}";
 
 fn token_file() -> (tempfile::TempDir, PathBuf) {
     secure::token_file(TOKENS)

@@ -21,7 +21,9 @@ const WAIT: Duration = Duration::from_secs(30);
 
 const NS: &str = "sa-e2e";
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
-const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+/// Upstream's 401 as curl gets it: indented (upstream indents for curl's User-Agent), in
+/// the Status's Go field order, without a final newline (json.MarshalIndent).
+const UNAUTHORIZED: &str = "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"status\": \"Failure\",\n  \"message\": \"Unauthorized\",\n  \"reason\": \"Unauthorized\",\n  \"code\": 401\n}";
 
 /// A signing key of the test's own (ES256), so that it can forge tokens the server checks.
 struct Keys {

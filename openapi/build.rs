@@ -4,7 +4,8 @@
 //!
 //! The schemas come from k8s-openapi; the x-kubernetes-* extensions they lack
 //! (+patchStrategy, +listType, ... markers) and the List kinds' descriptions come from the
-//! comments of the `.proto` definitions k8s-rs-pb ships.
+//! comments of the `.proto` definitions k8s-rs-pb ships, which also give every type's JSON
+//! field order (the Go struct's, which upstream's responses follow).
 
 #[path = "build/discover.rs"]
 mod discover;
@@ -20,6 +21,8 @@ mod patch_meta;
 mod protos;
 #[path = "build/schemas.rs"]
 mod schemas;
+#[path = "build/wire_order.rs"]
+mod wire_order;
 
 use std::path::PathBuf;
 
@@ -46,4 +49,6 @@ fn main() {
         .expect("definitions are a map");
     let patch_meta = patch_meta::generate(definitions, &kinds);
     std::fs::write(out.join("patch_meta.rs"), patch_meta).expect("write patch_meta.rs");
+    let wire = wire_order::generate(&dirs[1].join("src").join(API_RELEASE), definitions, &kinds);
+    std::fs::write(out.join("wire_order.rs"), wire).expect("write wire_order.rs");
 }

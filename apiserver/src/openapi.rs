@@ -131,7 +131,7 @@ async fn v3_group_version(
         .await
         .flatten()
     else {
-        return crate::api::response::not_found().await;
+        return crate::api::response::not_found_in(false);
     };
     match query.hash {
         Some(hash) if hash != doc.hash() => {

@@ -45,7 +45,7 @@ pub fn read(root: &Path) -> Tables {
     tables
 }
 
-fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+pub fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read proto directory") {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
@@ -95,7 +95,7 @@ fn parse(text: &str, tables: &mut Tables) {
     }
 }
 
-fn go_package(line: &str) -> Option<String> {
+pub fn go_package(line: &str) -> Option<String> {
     let path = line
         .trim()
         .strip_prefix("option go_package = \"")?

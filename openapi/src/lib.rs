@@ -34,6 +34,7 @@ mod service;
 mod spec;
 mod v2;
 mod v3;
+pub mod wire_order;
 
 pub use document::{Document, V2_PROTOBUF, V2_PROTOBUF_ACCEPTED};
 

@@ -24,6 +24,7 @@ pub mod strategy;
 pub mod types;
 pub mod validation;
 pub mod warning;
+pub mod wire;
 
 pub use catalogue::{Catalogue, ResourceInfo, Verb};
 pub use error::{Cause, Qualified, RegistryError, Result, Status};

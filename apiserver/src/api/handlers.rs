@@ -55,10 +55,11 @@ pub(super) fn method_not_allowed() -> RegistryError {
 /// Serves a resource request with the Store it names; warnings the registry raised on the
 /// way go out as `Warning` headers, on success and on failure alike.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
+    let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
     let (result, warnings) = warning::collect(handle(store, req)).await;
     let mut response = match result {
         Ok(response) => response,
-        Err(e) => response::error(e),
+        Err(e) => response::error_in(e, pretty),
     };
     response::add_warnings(&mut response, &warnings);
     response
@@ -93,7 +94,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         return subresource(&store, &req, verb, sub, format).await;
     }
     let include = IncludeObject::try_parse(req.params.get("includeObject"))?;
-    let pretty = matches!(req.params.get("pretty"), Some("" | "true" | "1"));
+    let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
     let out = |code: StatusCode, body: &Value| response::encoded(code, body, format, pretty);
     match verb {
         Verb::Get => match format {

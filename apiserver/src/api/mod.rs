@@ -87,8 +87,12 @@ fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response 
                 header::CONTENT_TYPE,
                 discovery::aggregated_content_type(version),
             )],
-            serde_json::to_vec(&discovery::aggregated(&resources, legacy, version))
-                .unwrap_or_default(),
+            // A discovery document always encodes; should it not, the body is empty.
+            registry::wire::body(
+                &discovery::aggregated(&resources, legacy, version),
+                registry::wire::Style::Compact,
+            )
+            .unwrap_or_default(),
         )
             .into_response(),
         None if legacy => response::json(StatusCode::OK, &discovery::core_versions()),

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use registry::store::JsonPieces;
+use registry::wire::{self, Style};
 use registry::RegistryError;
 use serde_json::Value;
 
@@ -22,25 +23,63 @@ pub fn text(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
 }
 
+/// A JSON body as kube-apiserver writes it (registry's `wire`: Go field order, a newline).
 pub fn json(status: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    raw_json(status, Bytes::from(bytes))
+    json_in(status, body, false)
 }
 
-/// The body in the negotiated format; `pretty` indents JSON as `?pretty=true` asks.
+/// A JSON body, indented when `pretty` (see [`is_pretty`]).
+pub fn json_in(status: StatusCode, body: &Value, pretty: bool) -> Response {
+    let style = if pretty {
+        Style::Pretty
+    } else {
+        Style::Compact
+    };
+    match wire::body(body, style) {
+        Ok(bytes) => raw_json(status, Bytes::from(bytes)),
+        Err(e) => error(e),
+    }
+}
+
+/// The body in the negotiated format; `pretty` indents JSON (see [`is_pretty`]).
 pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -> Response {
     match format {
+        // YAML keys come sorted, as upstream's JSON-to-YAML conversion writes them.
         Format::Yaml => {
             let text = serde_yaml_ng::to_string(body).unwrap_or_default();
             (status, [(header::CONTENT_TYPE, YAML)], text).into_response()
         }
-        _ if pretty => {
-            let mut bytes = serde_json::to_vec_pretty(body).unwrap_or_default();
-            bytes.push(b'\n');
-            raw_json(status, Bytes::from(bytes))
-        }
-        _ => json(status, body),
+        _ => json_in(status, body, pretty),
     }
+}
+
+/// Whether JSON answers are indented, as upstream's negotiation decides (isPrettyPrint):
+/// a `pretty` query parameter that is set says so as Go's strconv.ParseBool reads it;
+/// without one, clients people type at (curl, Wget, browsers) get indented answers.
+pub fn is_pretty(pretty_param: Option<&str>, headers: &HeaderMap) -> bool {
+    match pretty_param.filter(|p| !p.is_empty()) {
+        Some(value) => matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True"),
+        None => headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|agent| {
+                ["curl", "Wget", "Mozilla/5.0"]
+                    .iter()
+                    .any(|prefix| agent.starts_with(prefix))
+            }),
+    }
+}
+
+/// [`is_pretty`] for a request not yet parsed: its query's first `pretty` value.
+pub fn is_pretty_request(query: Option<&str>, headers: &HeaderMap) -> bool {
+    let param = query.and_then(|q| {
+        q.split('&').find_map(|pair| match pair.split_once('=') {
+            Some(("pretty", value)) => Some(value),
+            None if pair == "pretty" => Some(""),
+            _ => None,
+        })
+    });
+    is_pretty(param, headers)
 }
 
 pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
@@ -48,17 +87,20 @@ pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
 }
 
 /// A JSON object from shared pieces (a stored object around its spliced resourceVersion):
-/// written as they are, never joined, with the exact Content-Length.
+/// written as they are, never joined, with the exact Content-Length, and the newline every
+/// compact answer ends with.
 pub fn json_pieces(status: StatusCode, body: JsonPieces) -> Response {
+    let [head, member, tail] = body.into_pieces();
+    let pieces = [head, member, tail, Bytes::from_static(b"\n")];
     let pieces = Pieces {
-        remaining: body.len() as u64,
-        rest: body.into_pieces().into_iter(),
+        remaining: pieces.iter().map(|p| p.len() as u64).sum(),
+        rest: pieces.into_iter(),
     };
     (status, [(header::CONTENT_TYPE, JSON)], Body::new(pieces)).into_response()
 }
 
 struct Pieces {
-    rest: std::array::IntoIter<Bytes, 3>,
+    rest: std::array::IntoIter<Bytes, 4>,
     remaining: u64,
 }
 
@@ -88,13 +130,25 @@ impl HttpBody for Pieces {
 }
 
 pub fn error(err: RegistryError) -> Response {
+    error_in(err, false)
+}
+
+/// An error's Status, indented when the request asked for pretty answers.
+pub fn error_in(err: RegistryError, pretty: bool) -> Response {
     let status = err.status();
     let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if code.is_server_error() {
         tracing::warn!(code = status.code, message = %status.message, "request failed");
     }
     let retry_after = status.details.as_ref().and_then(|d| d.retry_after_seconds);
-    let mut response = json(code, &serde_json::to_value(status).unwrap_or(Value::Null));
+    let style = if pretty {
+        Style::Pretty
+    } else {
+        Style::Compact
+    };
+    // A Status always encodes; should it not, the answer is still the error's code.
+    let body = wire::body_of(&status, style).unwrap_or_default();
+    let mut response = raw_json(code, Bytes::from(body));
     // Upstream's writers turn a Status's retryAfterSeconds into the header clients back off by.
     if let Some(seconds) = retry_after.filter(|s| *s > 0) {
         if let Ok(value) = header::HeaderValue::from_str(&seconds.to_string()) {
@@ -105,7 +159,12 @@ pub fn error(err: RegistryError) -> Response {
 }
 
 /// What kube-apiserver answers for a path it does not serve.
-pub async fn not_found() -> Response {
+pub async fn not_found(uri: axum::http::Uri, headers: HeaderMap) -> Response {
+    not_found_in(is_pretty_request(uri.query(), &headers))
+}
+
+/// [`not_found`], indented or not.
+pub fn not_found_in(pretty: bool) -> Response {
     let status = serde_json::json!({
         "kind": "Status",
         "apiVersion": "v1",
@@ -116,7 +175,7 @@ pub async fn not_found() -> Response {
         "details": {},
         "code": 404
     });
-    json(StatusCode::NOT_FOUND, &status)
+    json_in(StatusCode::NOT_FOUND, &status, pretty)
 }
 
 /// What the client accepts, as far as we can answer it.
@@ -192,9 +251,33 @@ mod tests {
         let response = json_pieces(StatusCode::OK, body);
         assert_eq!(response.headers()[header::CONTENT_TYPE], JSON);
         let body = response.into_body();
-        assert_eq!(body.size_hint().exact(), Some(20));
+        assert_eq!(body.size_hint().exact(), Some(21));
         let collected = body.collect().await.expect("body").to_bytes();
-        assert_eq!(&collected[..], br#"{"kind":"ConfigMap"}"#);
+        assert_eq!(&collected[..], b"{\"kind\":\"ConfigMap\"}\n");
+    }
+
+    #[test]
+    fn pretty_as_upstream_negotiates_it() {
+        let none = HeaderMap::new();
+        let mut curl = HeaderMap::new();
+        curl.insert(header::USER_AGENT, "curl/8.5.0".parse().expect("header"));
+        let mut kubectl = HeaderMap::new();
+        kubectl.insert(
+            header::USER_AGENT,
+            "kubectl/v1.35.0".parse().expect("header"),
+        );
+        assert!(!is_pretty(None, &none));
+        assert!(is_pretty(None, &curl));
+        assert!(!is_pretty(None, &kubectl));
+        assert!(is_pretty(Some("true"), &kubectl));
+        assert!(is_pretty(Some("T"), &none));
+        assert!(!is_pretty(Some("false"), &curl));
+        // Not a bool: not pretty, whoever asks; empty: as if absent.
+        assert!(!is_pretty(Some("yes"), &curl));
+        assert!(is_pretty(Some(""), &curl));
+        assert!(is_pretty_request(Some("a=b&pretty=1"), &none));
+        assert!(!is_pretty_request(Some("prettyx=1"), &none));
+        assert!(!is_pretty_request(Some("pretty=0"), &curl));
     }
 
     #[test]

@@ -12,10 +12,27 @@ use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use registry::store::watch::WatchEvents;
 use registry::{ResourceInfo, WatchEventType};
-use serde_json::json;
+use serde_json::Value;
 
 use super::response::{Format, JSON};
 use crate::table::{self, IncludeObject};
+
+/// One watch event as upstream frames it: a metav1.WatchEvent (`type`, then `object`, the
+/// object in its own kind's wire order) and a newline.
+fn frame(kind: &str, object: &Value) -> Vec<u8> {
+    let mut line = Vec::with_capacity(1024);
+    // The event types (ADDED, MODIFIED, ...) are plain ASCII words: nothing to escape.
+    line.extend_from_slice(br#"{"type":""#);
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(br#"","object":"#);
+    // A JSON value always encodes (string keys, finite numbers); were it ever to fail, the
+    // frame stays broken and the client's decoder ends the watch, which it then restarts.
+    if let Err(e) = registry::wire::write(&mut line, object, registry::wire::Style::Compact) {
+        tracing::error!(error = %e, "encoding a watch event");
+    }
+    line.extend_from_slice(b"}\n");
+    line
+}
 
 pub fn stream(
     info: Arc<ResourceInfo>,
@@ -35,10 +52,7 @@ pub fn stream(
             ) => table::table_for_watch_event(&info, &event.object, include),
             _ => event.object,
         };
-        let mut line = serde_json::to_vec(&json!({"type": event.kind.as_str(), "object": object}))
-            .unwrap_or_default();
-        line.push(b'\n');
-        Ok::<_, Infallible>(Bytes::from(line))
+        Ok::<_, Infallible>(Bytes::from(frame(event.kind.as_str(), &object)))
     });
     let timeout = match timeout_seconds.filter(|t| *t > 0) {
         Some(t) => tokio::time::sleep(Duration::from_secs(t as u64)).boxed(),

@@ -273,15 +273,24 @@ fn with_authenticated_group(mut user: UserInfo) -> UserInfo {
 /// Upstream's warning for `Bearer  <token>`.
 const SPACE_BEFORE_TOKEN_WARNING: &str = "299 - \"the provided Authorization header contains extra space before the bearer token, and is ignored\"";
 
-/// What upstream answers a request that does not authenticate, byte for byte (its field
-/// order, which serde_json's sorted maps would not keep).
-pub const UNAUTHORIZED_BODY: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+/// What upstream answers a request that does not authenticate, byte for byte (json.Encoder's
+/// newline included).
+pub const UNAUTHORIZED_BODY: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n";
 
 pub fn unauthorized() -> Response {
     crate::api::response::raw_json(
         StatusCode::UNAUTHORIZED,
         bytes::Bytes::from_static(UNAUTHORIZED_BODY.as_bytes()),
     )
+}
+
+/// [`unauthorized`], indented when the request asked for pretty answers (curl does).
+fn unauthorized_in(pretty: bool) -> Response {
+    if !pretty {
+        return unauthorized();
+    }
+    let status: serde_json::Value = serde_json::from_str(UNAUTHORIZED_BODY).unwrap_or_default();
+    crate::api::response::json_in(StatusCode::UNAUTHORIZED, &status, true)
 }
 
 /// Authenticates each request of a TLS connection: the user goes into the request, or the
@@ -317,7 +326,9 @@ pub async fn authenticate(
         }
         Err(refusal) => {
             tracing::debug!(?refusal, path = %request.uri().path(), "unable to authenticate the request");
-            unauthorized()
+            let pretty =
+                crate::api::response::is_pretty_request(request.uri().query(), request.headers());
+            unauthorized_in(pretty)
         }
     }
 }

@@ -130,13 +130,25 @@ pub async fn authorize(
         reason = %verdict.reason,
         "forbidden"
     );
-    forbidden(&attributes, &verdict.reason)
+    let pretty = response::is_pretty_request(request.uri().query(), request.headers());
+    forbidden_in(&attributes, &verdict.reason, pretty)
 }
 
 /// upstream's responsewriters.Forbidden: 403 with a Forbidden Status naming what was refused.
 pub fn forbidden(attributes: &Attributes, reason: &str) -> Response {
-    // Serialized from the struct, for upstream's field order.
-    let status = serde_json::to_vec(&forbidden_status(attributes, reason)).unwrap_or_default();
+    forbidden_in(attributes, reason, false)
+}
+
+/// [`forbidden`], indented when the request asked for pretty answers (curl does).
+pub fn forbidden_in(attributes: &Attributes, reason: &str, pretty: bool) -> Response {
+    let style = if pretty {
+        registry::wire::Style::Pretty
+    } else {
+        registry::wire::Style::Compact
+    };
+    // A Status always encodes; should it not, the answer is still a 403.
+    let status =
+        registry::wire::body_of(&forbidden_status(attributes, reason), style).unwrap_or_default();
     let mut response = response::raw_json(StatusCode::FORBIDDEN, status.into());
     response.headers_mut().insert(
         header::X_CONTENT_TYPE_OPTIONS,

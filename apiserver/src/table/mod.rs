@@ -121,8 +121,8 @@ pub(crate) fn table_at(
     Value::Object(table)
 }
 
-/// A Table without its rows: what a list streamed row by row writes before them. `rows`
-/// sorts after every key here, so the rows come last in the serialised Table.
+/// A Table without its rows: what a list streamed row by row writes before them. `rows` is
+/// the Table's last field (registry's `wire` order), so the rows come last when written.
 pub(crate) fn table_head(info: &ResourceInfo, metadata: Value) -> Map<String, Value> {
     // Built by hand: json! would serialise a copy of every value.
     let mut table = Map::new();

@@ -52,6 +52,11 @@ impl Definitions {
     }
 
     #[cfg(test)]
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.0.keys().copied()
+    }
+
+    #[cfg(test)]
     pub fn contains_key(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }

@@ -60,6 +60,9 @@ pub struct Store {
     /// The kind's strategic-merge-patch metadata, generated from the built-in definitions;
     /// None for custom resources, which upstream refuses strategic merge patches for.
     patch_schema: Option<&'static crate::patch::PatchSchema>,
+    /// The kind's Go struct, whose field order its JSON follows (see `wire`); None for
+    /// custom resources, written as maps with their keys sorted.
+    wire_type: Option<&'static openapi::wire_order::Def>,
 }
 
 impl Store {
@@ -73,8 +76,10 @@ impl Store {
         let ttl = strategy.ttl();
         let patch_schema =
             openapi::patch_meta::patch_schema(&info.group, &info.version, &info.kind);
+        let wire_type = crate::wire::kind(&info.api_version(), &info.kind);
         Self {
             patch_schema,
+            wire_type,
             conversion,
             ttl,
             info,
@@ -112,6 +117,20 @@ impl Store {
     pub fn with_field_schemas(mut self, fields: Arc<FieldSchemas>) -> Self {
         self.fields = fields;
         self
+    }
+
+    /// The Go struct of the kind served, whose field order its JSON follows; None for custom
+    /// resources (maps, keys sorted).
+    pub fn wire_type(&self) -> Option<&'static openapi::wire_order::Def> {
+        self.wire_type
+    }
+
+    /// Where a stored object's resourceVersion belongs among its metadata keys.
+    pub(crate) fn meta_order(&self) -> raw::MetaOrder {
+        match self.wire_type {
+            Some(_) => raw::MetaOrder::Typed,
+            None => raw::MetaOrder::Sorted,
+        }
     }
 
     /// The storage this Store writes to (the resource's watch cache).
@@ -209,33 +228,16 @@ pub(crate) fn stamp(obj: &mut Object, revision: i64) {
 }
 
 /// What is stored: the object without resourceVersion (the store's revision is the version,
-/// stamped again on every read), with apiVersion, kind and metadata first, as upstream orders
-/// them, which also puts the metadata where a raw read splices the version in at once.
+/// stamped again on every read), in the wire order a response has (`wire`), so that a get
+/// answers with the stored bytes as they are, the resourceVersion spliced in.
 pub(crate) fn encode(obj: &mut Object) -> Result<Bytes> {
     object::meta_mut(obj).remove("resourceVersion");
-    let Some(map) = obj.as_object() else {
+    if !obj.is_object() {
         return Err(RegistryError::Internal("objects are JSON objects".into()));
-    };
-    const FIRST: [&str; 3] = ["apiVersion", "kind", "metadata"];
-    let fields = FIRST
-        .iter()
-        .filter_map(|k| map.get_key_value(*k))
-        .chain(map.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())));
+    }
     ENCODE_BUFFER.with_borrow_mut(|out| {
         out.clear();
-        out.push(b'{');
-        for (i, (key, value)) in fields.enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, key)
-                .and_then(|()| {
-                    out.push(b':');
-                    serde_json::to_writer(&mut *out, value)
-                })
-                .map_err(|e| RegistryError::Internal(format!("encoding object: {e}")))?;
-        }
-        out.push(b'}');
+        crate::wire::write(out, obj, crate::wire::Style::Compact)?;
         // The stored bytes are what the watch cache, informers and lists share for the
         // object's life: an exact copy, not a buffer grown by doubling (a 1.4 KB ConfigMap
         // kept a 2 KiB block, which the allocator does not shrink in place).

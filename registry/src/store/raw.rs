@@ -9,46 +9,94 @@ use super::Store;
 use crate::error::Result;
 use crate::options::ListOptions;
 
-/// Where `"resourceVersion":"N"` goes: just inside the top-level `metadata` object, or a
-/// new `metadata` just inside the object. None if the bytes are not one JSON object.
-fn insertion_point(json: &[u8]) -> Option<(usize, bool, bool)> {
-    let mut depth = 0usize;
-    let mut in_string = false;
+/// How a stored object's metadata keys are ordered, which says where its resourceVersion
+/// belongs: after `uid` in a built-in kind's ObjectMeta (Go field order), between keys
+/// sorting before and after it in a custom resource's (a map, keys sorted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MetaOrder {
+    Typed,
+    Sorted,
+}
+
+impl MetaOrder {
+    /// Whether the metadata key `key` (as its JSON bytes, unescaped text for every key
+    /// ObjectMeta has) is written after resourceVersion.
+    fn after_resource_version(self, key: &[u8]) -> bool {
+        match self {
+            MetaOrder::Sorted => key > b"resourceVersion".as_slice(),
+            MetaOrder::Typed => {
+                let meta = object_meta();
+                let rank = std::str::from_utf8(key).ok().and_then(|k| meta.rank(k));
+                // A key ObjectMeta does not declare goes last, as the encoder puts it.
+                rank.is_none_or(|r| Some(r) > meta.rank("resourceVersion"))
+            }
+        }
+    }
+}
+
+fn object_meta() -> &'static openapi::wire_order::Def {
+    static META: std::sync::LazyLock<&'static openapi::wire_order::Def> =
+        std::sync::LazyLock::new(|| {
+            openapi::wire_order::definition("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+                .expect("ObjectMeta is generated")
+        });
+    &META
+}
+
+/// Where the member goes and how it is punctuated there.
+#[derive(Debug, PartialEq, Eq)]
+enum Slot {
+    /// Before a metadata key: `"resourceVersion":"N",`.
+    BeforeKey,
+    /// Before the metadata's closing brace: `,"resourceVersion":"N"` (no comma if empty).
+    End { empty: bool },
+    /// No metadata: a new one as the object's first member (a comma unless it is empty).
+    NewMetadata { empty: bool },
+}
+
+/// The index of the quote closing the string that opens at `open`.
+fn string_end(json: &[u8], open: usize) -> Option<usize> {
     let mut escaped = false;
+    for (i, &b) in json.iter().enumerate().skip(open + 1) {
+        match (escaped, b) {
+            (true, _) => escaped = false,
+            (false, b'\\') => escaped = true,
+            (false, b'"') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where `"resourceVersion":"N"` goes in the top-level `metadata` object (or a new
+/// `metadata`); None if the bytes are not one JSON object.
+fn insertion_point(json: &[u8], order: MetaOrder) -> Option<(usize, Slot)> {
+    let mut depth = 0usize;
     let mut expect_key = false;
-    let mut key_start = 0;
     let mut last_key: &[u8] = &[];
     let mut after_colon_of_metadata = false;
     let mut object_start = None;
-    for (i, &b) in json.iter().enumerate() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => {
-                    in_string = false;
-                    if depth == 1 && expect_key {
-                        last_key = &json[key_start..i];
-                        expect_key = false;
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
+    let mut i = 0;
+    while i < json.len() {
+        let b = json[i];
         match b {
             b'"' => {
-                in_string = true;
-                key_start = i + 1;
+                let end = string_end(json, i)?;
+                if depth == 1 && expect_key {
+                    last_key = &json[i + 1..end];
+                    expect_key = false;
+                } else if depth == 1 {
+                    after_colon_of_metadata = false;
+                }
+                i = end + 1;
+                continue;
             }
             b'{' => {
                 if depth == 0 {
                     object_start = Some(i);
                 }
                 if depth == 1 && after_colon_of_metadata {
-                    let empty =
-                        json[i + 1..].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'}');
-                    return Some((i + 1, empty, false));
+                    return metadata_slot(json, i, order);
                 }
                 depth += 1;
                 expect_key = depth == 1;
@@ -61,11 +109,51 @@ fn insertion_point(json: &[u8]) -> Option<(usize, bool, bool)> {
             _ if depth == 1 => after_colon_of_metadata = false,
             _ => {}
         }
+        i += 1;
     }
     // No metadata at all: add one as the first member.
     let start = object_start?;
     let empty = json[start + 1..].iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'}');
-    Some((start + 1, empty, true))
+    Some((start + 1, Slot::NewMetadata { empty }))
+}
+
+/// The slot inside the metadata object opening at `open`: before the first key written
+/// after resourceVersion, else at its end.
+fn metadata_slot(json: &[u8], open: usize, order: MetaOrder) -> Option<(usize, Slot)> {
+    let mut depth = 0usize;
+    let mut expect_key = true;
+    let mut members = 0usize;
+    let mut i = open + 1;
+    while i < json.len() {
+        match json[i] {
+            b'"' => {
+                let end = string_end(json, i)?;
+                if depth == 0 && expect_key {
+                    if order.after_resource_version(&json[i + 1..end]) {
+                        return Some((i, Slot::BeforeKey));
+                    }
+                    members += 1;
+                    expect_key = false;
+                }
+                i = end + 1;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => {
+                return Some((
+                    i,
+                    Slot::End {
+                        empty: members == 0,
+                    },
+                ));
+            }
+            b'}' | b']' => depth -= 1,
+            b',' if depth == 0 => expect_key = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// A stored object's JSON with its resourceVersion spliced in, as shared pieces of the stored
@@ -106,22 +194,28 @@ impl JsonPieces {
     }
 }
 
-/// The stored bytes with the resourceVersion in its metadata.
-pub(crate) fn with_resource_version(stored: &Bytes, revision: i64) -> Option<JsonPieces> {
+/// The stored bytes with the resourceVersion in its metadata, where the encoder would have
+/// written it (see [`MetaOrder`]).
+pub(crate) fn with_resource_version(
+    stored: &Bytes,
+    revision: i64,
+    order: MetaOrder,
+) -> Option<JsonPieces> {
     use std::fmt::Write;
-    let (at, empty, new_metadata) = insertion_point(stored)?;
+    let (at, slot) = insertion_point(stored, order)?;
     let mut member = String::with_capacity(48);
-    if new_metadata {
-        member.push_str("\"metadata\":{");
+    match slot {
+        Slot::End { empty: false } => member.push(','),
+        Slot::NewMetadata { .. } => member.push_str("\"metadata\":{"),
+        _ => {}
     }
     member.push_str("\"resourceVersion\":\"");
     // Writing a number into a String cannot fail.
     let _ = write!(member, "{revision}\"");
-    if new_metadata {
-        member.push('}');
-    }
-    if !empty {
-        member.push(',');
+    match slot {
+        Slot::BeforeKey => member.push(','),
+        Slot::NewMetadata { empty } => member.push_str(if empty { "}" } else { "}," }),
+        Slot::End { .. } => {}
     }
     Some(JsonPieces {
         pieces: [stored.slice(..at), Bytes::from(member), stored.slice(at..)],
@@ -138,7 +232,7 @@ impl Store {
     ) -> Result<JsonPieces> {
         let kv = self.read_one(namespace, name, opts).await?;
         let spliced = match self.conversion {
-            None => with_resource_version(&kv.value, kv.mod_revision),
+            None => with_resource_version(&kv.value, kv.mod_revision, self.meta_order()),
             Some(_) => None,
         };
         match spliced {
@@ -147,10 +241,9 @@ impl Store {
             // slow, sure way.
             None => {
                 let obj = self.decode(&kv)?;
-                Ok(JsonPieces::whole(Bytes::from(
-                    serde_json::to_vec(&obj)
-                        .map_err(|e| crate::error::RegistryError::Internal(e.to_string()))?,
-                )))
+                let mut out = Vec::with_capacity(kv.value.len() + 32);
+                crate::wire::write(&mut out, &obj, crate::wire::Style::Compact)?;
+                Ok(JsonPieces::whole(Bytes::from(out)))
             }
         }
     }
@@ -161,12 +254,70 @@ mod tests {
     use bytes::Bytes;
     use serde_json::{json, Value};
 
-    use super::with_resource_version;
+    use super::{with_resource_version, MetaOrder};
+    use crate::wire::{self, Style};
 
     fn spliced(v: &Value) -> Value {
         let bytes = Bytes::from(serde_json::to_vec(v).expect("json"));
-        let out = with_resource_version(&bytes, 42).expect("spliced").to_vec();
+        let out = with_resource_version(&bytes, 42, MetaOrder::Sorted)
+            .expect("spliced")
+            .to_vec();
         serde_json::from_slice(&out).expect("still JSON")
+    }
+
+    /// The stored encoding with the version spliced in reads exactly as the object with
+    /// its version encoded whole: a get answers what a list, watch or write answers.
+    #[test]
+    fn lands_where_the_encoder_writes_it() {
+        let cases = [
+            (
+                MetaOrder::Typed,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "namespace": "d", "uid": "u", "generation": 1,
+                             "labels": {"x": "y"}}, "data": {"k": "v"}}),
+            ),
+            (
+                MetaOrder::Typed,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "uid": "u"}}),
+            ),
+            (
+                MetaOrder::Typed,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"creationTimestamp": "2025-01-01T00:00:00Z"}}),
+            ),
+            (
+                MetaOrder::Typed,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {}}),
+            ),
+            (
+                MetaOrder::Sorted,
+                json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"annotations": {"uid": "x"}, "name": "w", "uid": "u"},
+                "spec": {"metadata": {"b": 1}}}),
+            ),
+            (
+                MetaOrder::Sorted,
+                json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"generation": 2, "name": "w"}}),
+            ),
+        ];
+        for (order, obj) in cases {
+            let mut stored = Vec::new();
+            wire::write(&mut stored, &obj, Style::Compact).expect("encodes");
+            let out = with_resource_version(&Bytes::from(stored), 42, order)
+                .expect("spliced")
+                .to_vec();
+            let mut whole = obj.clone();
+            whole["metadata"]["resourceVersion"] = json!("42");
+            let mut expected = Vec::new();
+            wire::write(&mut expected, &whole, Style::Compact).expect("encodes");
+            assert_eq!(
+                String::from_utf8(out).expect("utf-8"),
+                String::from_utf8(expected).expect("utf-8")
+            );
+        }
     }
 
     #[test]
@@ -196,7 +347,7 @@ mod tests {
         let pretty =
             serde_json::to_vec_pretty(&json!({"metadata": {"a": [1, {"b": "}"}]}})).expect("json");
         let out: Value = serde_json::from_slice(
-            &with_resource_version(&pretty.into(), 7)
+            &with_resource_version(&pretty.into(), 7, MetaOrder::Typed)
                 .expect("spliced")
                 .to_vec(),
         )
@@ -210,18 +361,20 @@ mod tests {
             serde_json::to_vec(&json!({"kind": "ConfigMap", "metadata": {"name": "n"}}))
                 .expect("json"),
         );
-        let [head, member, tail] = with_resource_version(&stored, 9)
+        let [head, member, tail] = with_resource_version(&stored, 9, MetaOrder::Sorted)
             .expect("spliced")
             .into_pieces();
         assert_eq!(head.as_ptr(), stored.as_ptr());
         assert_eq!(tail.as_ptr(), stored[head.len()..].as_ptr());
         assert_eq!(head.len() + tail.len(), stored.len());
-        assert_eq!(&member[..], b"\"resourceVersion\":\"9\",");
+        // After `name`, as a custom resource sorts it: at the end of its metadata.
+        assert_eq!(&member[..], b",\"resourceVersion\":\"9\"");
     }
 
     #[test]
     fn non_objects_are_refused() {
-        assert!(with_resource_version(&Bytes::from_static(b"[1,2]"), 1).is_none());
-        assert!(with_resource_version(&Bytes::new(), 1).is_none());
+        let order = MetaOrder::Typed;
+        assert!(with_resource_version(&Bytes::from_static(b"[1,2]"), 1, order).is_none());
+        assert!(with_resource_version(&Bytes::new(), 1, order).is_none());
     }
 }

@@ -1,137 +1,144 @@
-//! JSON lists, as serde_json writes a whole list: keys sorted, so `items` comes between
-//! `apiVersion` and `kind`; with `?pretty=true`, two-space indentation and a final newline.
+//! JSON lists as kube-apiserver writes them (its streaming collections encoder, or
+//! json.MarshalIndent with `?pretty=true`): a built-in list in its Go struct's order
+//! (`kind`, `apiVersion`, `metadata`, `items`), its items without their own kind and
+//! apiVersion; a custom resource list as a map, keys sorted (`apiVersion`, `items`, `kind`,
+//! `metadata`). Compact lists end with a newline, indented ones do not. Every value goes
+//! through registry's `wire` encoder, as a whole object would.
 
-use std::io;
-
-use serde::Serialize;
-use serde_json::ser::PrettyFormatter;
+use openapi::wire_order::Def;
+use registry::wire::{self, Style};
+use registry::RegistryError;
 use serde_json::{Map, Value};
 
-use super::{encode_error, Framing};
-use registry::RegistryError;
-
-/// `{"apiVersion":…,"items":[…],"kind":…,"metadata":…}`.
-pub(super) struct Compact {
-    /// What follows the items: `],"kind":…,"metadata":…}`.
-    tail: Vec<u8>,
-    items: usize,
-}
-
-impl Compact {
-    pub(super) fn new(
-        out: &mut Vec<u8>,
-        api_version: &str,
-        kind: &str,
-        metadata: Map<String, Value>,
-    ) -> Result<Self, RegistryError> {
-        out.extend_from_slice(br#"{"apiVersion":"#);
-        serde_json::to_writer(&mut *out, api_version).map_err(encode_error)?;
-        out.extend_from_slice(br#","items":["#);
-        let mut tail = br#"],"kind":"#.to_vec();
-        serde_json::to_writer(&mut tail, kind).map_err(encode_error)?;
-        tail.extend_from_slice(br#","metadata":"#);
-        serde_json::to_writer(&mut tail, &metadata).map_err(encode_error)?;
-        tail.push(b'}');
-        Ok(Self { tail, items: 0 })
-    }
-}
-
-impl Framing for Compact {
-    fn item(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
-        if self.items > 0 {
-            out.push(b',');
-        }
-        self.items += 1;
-        serde_json::to_writer(&mut *out, item).map_err(encode_error)
-    }
-
-    fn tail(&mut self, out: &mut Vec<u8>) -> Result<(), RegistryError> {
-        out.extend_from_slice(&self.tail);
-        Ok(())
-    }
-}
-
-/// The indented list: every item on its own, its lines shifted to the depth of the list's
-/// items (the indenting writer adds the depth's spaces after every newline, and JSON text has
-/// newlines only between tokens).
-pub(super) struct Pretty {
-    kind: String,
-    metadata: Map<String, Value>,
-    items: usize,
-}
+use super::Framing;
 
 /// Two levels deep: the list object, then its `items` array.
 const ITEM_INDENT: &[u8] = b"    ";
 const FIELD_INDENT: &[u8] = b"  ";
 
-impl Pretty {
+pub(super) struct Json {
+    style: Style,
+    /// The items' struct type; None for custom resources.
+    item_type: Option<&'static Def>,
+    /// What follows the items' closing bracket.
+    tail: Vec<u8>,
+    items: usize,
+}
+
+impl Json {
     pub(super) fn new(
         out: &mut Vec<u8>,
+        style: Style,
         api_version: &str,
         kind: &str,
         metadata: Map<String, Value>,
     ) -> Result<Self, RegistryError> {
-        out.extend_from_slice(b"{\n  \"apiVersion\": ");
-        serde_json::to_writer(&mut *out, api_version).map_err(encode_error)?;
-        out.extend_from_slice(b",\n  \"items\": [");
+        let list_type = wire::kind(api_version, kind);
+        let metadata_type = list_type.and_then(|list| list.field_type("metadata"));
+        let item_type = list_type.and_then(|list| list.field_type("items"));
+        let api_version = Value::from(api_version);
+        let kind = Value::from(kind);
+        let metadata = Value::Object(metadata);
+        // (name, value, its type), in the order the list's type (or a map's sorted keys) puts
+        // them; `items` is where the items go.
+        let members: [(&str, &Value, Option<&'static Def>); 3] = [
+            ("apiVersion", &api_version, None),
+            ("kind", &kind, None),
+            ("metadata", &metadata, metadata_type),
+        ];
+        let (head, tail): (Vec<_>, Vec<_>) = match list_type {
+            Some(_) => (vec![members[1], members[0], members[2]], vec![]),
+            None => (vec![members[0]], vec![members[1], members[2]]),
+        };
+        out.push(b'{');
+        for (name, value, ty) in &head {
+            member(out, style, name, value, *ty)?;
+            out.push(b',');
+        }
+        key(out, style, "items")?;
+        out.push(b'[');
+        let mut rest = Vec::new();
+        rest.push(b']');
+        for (name, value, ty) in &tail {
+            rest.push(b',');
+            member(&mut rest, style, name, value, *ty)?;
+        }
+        match style {
+            Style::Compact => rest.extend_from_slice(b"}\n"),
+            Style::Pretty => rest.extend_from_slice(b"\n}"),
+        }
         Ok(Self {
-            kind: kind.to_string(),
-            metadata,
+            style,
+            item_type,
+            tail: rest,
             items: 0,
         })
     }
 }
 
-impl Framing for Pretty {
+impl Framing for Json {
     fn item(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
-        out.extend_from_slice(if self.items > 0 { b",\n" } else { b"\n" });
-        out.extend_from_slice(ITEM_INDENT);
+        match self.style {
+            Style::Compact => {
+                if self.items > 0 {
+                    out.push(b',');
+                }
+                wire::write_item(out, item, self.item_type, Style::Compact)?;
+            }
+            Style::Pretty => {
+                out.extend_from_slice(if self.items > 0 { b",\n" } else { b"\n" });
+                out.extend_from_slice(ITEM_INDENT);
+                let mut text = Vec::new();
+                wire::write_item(&mut text, item, self.item_type, Style::Pretty)?;
+                indented(out, &text, ITEM_INDENT);
+            }
+        }
         self.items += 1;
-        pretty(out, ITEM_INDENT, item)
+        Ok(())
     }
 
     fn tail(&mut self, out: &mut Vec<u8>) -> Result<(), RegistryError> {
-        if self.items > 0 {
-            out.extend_from_slice(b"\n  ");
+        if self.style == Style::Pretty && self.items > 0 {
+            out.push(b'\n');
+            out.extend_from_slice(FIELD_INDENT);
         }
-        out.extend_from_slice(b"],\n  \"kind\": ");
-        serde_json::to_writer(&mut *out, &self.kind).map_err(encode_error)?;
-        out.extend_from_slice(b",\n  \"metadata\": ");
-        pretty(out, FIELD_INDENT, &self.metadata)?;
-        out.extend_from_slice(b"\n}\n");
+        out.extend_from_slice(&self.tail);
         Ok(())
     }
 }
 
-/// `value` indented as serde_json's pretty printer does, `indent` deeper.
-fn pretty(
+/// `"name":` or, indented, a new line, the field's indentation and `"name": `.
+fn key(out: &mut Vec<u8>, style: Style, name: &str) -> Result<(), RegistryError> {
+    if style == Style::Pretty {
+        out.push(b'\n');
+        out.extend_from_slice(FIELD_INDENT);
+    }
+    wire::write_as(out, &Value::from(name), None, Style::Compact)?;
+    out.extend_from_slice(if style == Style::Pretty { b": " } else { b":" });
+    Ok(())
+}
+
+fn member(
     out: &mut Vec<u8>,
-    indent: &'static [u8],
-    value: &impl Serialize,
+    style: Style,
+    name: &str,
+    value: &Value,
+    ty: Option<&'static Def>,
 ) -> Result<(), RegistryError> {
-    let mut ser =
-        serde_json::Serializer::with_formatter(Indented { out, indent }, PrettyFormatter::new());
-    value.serialize(&mut ser).map_err(encode_error)
+    key(out, style, name)?;
+    let mut text = Vec::new();
+    wire::write_as(&mut text, value, ty, style)?;
+    indented(out, &text, FIELD_INDENT);
+    Ok(())
 }
 
-/// Writes through to `out`, adding `indent` after every newline.
-struct Indented<'a> {
-    out: &'a mut Vec<u8>,
-    indent: &'static [u8],
-}
-
-impl io::Write for Indented<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        for line in buf.split_inclusive(|b| *b == b'\n') {
-            self.out.extend_from_slice(line);
-            if line.ends_with(b"\n") {
-                self.out.extend_from_slice(self.indent);
-            }
+/// `text` with `indent` after each of its newlines: an indented value moved deeper (JSON
+/// text has newlines only between tokens, never inside strings).
+fn indented(out: &mut Vec<u8>, text: &[u8], indent: &[u8]) {
+    for line in text.split_inclusive(|b| *b == b'\n') {
+        out.extend_from_slice(line);
+        if line.ends_with(b"\n") {
+            out.extend_from_slice(indent);
         }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

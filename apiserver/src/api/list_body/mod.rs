@@ -133,12 +133,20 @@ impl Chunks {
         } = list;
         let mut buf = Vec::with_capacity(CHUNK);
         let framing: Box<dyn Framing> = match encoding {
-            ListEncoding::Json => {
-                Box::new(json::Compact::new(&mut buf, &api_version, &kind, metadata)?)
-            }
-            ListEncoding::PrettyJson => {
-                Box::new(json::Pretty::new(&mut buf, &api_version, &kind, metadata)?)
-            }
+            ListEncoding::Json => Box::new(json::Json::new(
+                &mut buf,
+                registry::wire::Style::Compact,
+                &api_version,
+                &kind,
+                metadata,
+            )?),
+            ListEncoding::PrettyJson => Box::new(json::Json::new(
+                &mut buf,
+                registry::wire::Style::Pretty,
+                &api_version,
+                &kind,
+                metadata,
+            )?),
             ListEncoding::Yaml => {
                 Box::new(yaml::Yaml::new(&mut buf, &api_version, &kind, metadata)?)
             }

@@ -1,14 +1,19 @@
-//! Table lists: `{"apiVersion":…,"columnDefinitions":…,"kind":"Table","metadata":…,"rows":[…]}`,
-//! a row made from each item as it comes (rows sort last, after everything known up front).
+//! Table lists: `{"kind":"Table","apiVersion":…,"metadata":…,"columnDefinitions":…,"rows":[…]}`
+//! in the Go struct's order (registry's `wire`), a row made from each item as it comes (rows
+//! are the Table's last field, after everything known up front).
 
+use openapi::wire_order::Def;
+use registry::wire::{self, Style};
 use serde_json::{Map, Value};
 
-use super::{encode_error, Framing};
+use super::Framing;
 use crate::table::{self, IncludeObject, Now, RowPrinter};
 use registry::{RegistryError, ResourceInfo};
 
 pub(super) struct Table {
     printer: RowPrinter,
+    /// meta.k8s.io/v1 TableRow, whose fields order each row.
+    row_type: Option<&'static Def>,
     rows: usize,
 }
 
@@ -21,13 +26,14 @@ impl Table {
         now: Now,
     ) -> Result<Self, RegistryError> {
         let metadata = table::list_table_metadata(Some(&Value::Object(list_metadata)));
-        let head = table::table_head(info, metadata);
-        serde_json::to_writer(&mut *out, &head).map_err(encode_error)?;
-        // The head's closing brace gives way to the rows, the Table's last key.
+        let head = Value::Object(table::table_head(info, metadata));
+        wire::write(out, &head, Style::Compact)?;
+        // The head's closing brace gives way to the rows, the Table's last field.
         out.pop();
         out.extend_from_slice(br#","rows":["#);
         Ok(Self {
             printer: RowPrinter::new(info, include, now),
+            row_type: wire::type_of(&head).and_then(|t| t.field_type("rows")),
             rows: 0,
         })
     }
@@ -39,11 +45,11 @@ impl Framing for Table {
             out.push(b',');
         }
         self.rows += 1;
-        serde_json::to_writer(&mut *out, &self.printer.row(item)).map_err(encode_error)
+        wire::write_as(out, &self.printer.row(item), self.row_type, Style::Compact)
     }
 
     fn tail(&mut self, out: &mut Vec<u8>) -> Result<(), RegistryError> {
-        out.extend_from_slice(b"]}");
+        out.extend_from_slice(b"]}\n");
         Ok(())
     }
 }
