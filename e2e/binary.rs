@@ -45,6 +45,12 @@ fn embedded_server_starts_fast_and_answers_health_and_version() {
 
     let (status, body) = get(server.port, "/version");
     assert_eq!(status, 200);
+    // Indented without a trailing newline, as upstream's WriteRawJSON writes it.
+    assert!(
+        body.starts_with("{\n  \"major\": \"1\",\n  \"minor\": "),
+        "{body}"
+    );
+    assert!(body.ends_with("\"\n}"), "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).expect("version json");
     assert_eq!(v["major"], "1");
     assert!(v["minor"]

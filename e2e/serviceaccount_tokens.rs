@@ -139,6 +139,8 @@ fn service_account_tokens(s: Server, keys: Keys) {
         text(&out)
     );
 
+    token_reviews(&s, &token);
+
     // The TokenRequest itself, with a duration.
     let request: Value = serde_json::from_str(&s.kubectl(&[
         "create",
@@ -349,6 +351,59 @@ fn forged_tokens(s: &Server, keys: &Keys, sa_uid: &str) {
         text(&out)
     );
     assert_eq!(get_with_token(s, &good, "/version").1, 200);
+}
+
+/// A TokenReview of `token` for `audiences`, as another component's webhook authenticator
+/// sends it.
+fn review(s: &Server, token: &str, audiences: &[&str]) -> Output {
+    let review = json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token, "audiences": audiences},
+    });
+    s.manifest_output(&["create", "-f", "-", "-o", "json"], &review.to_string())
+}
+
+fn token_reviews(s: &Server, token: &str) {
+    let out = review(s, token, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("TokenReview");
+    let status = &answer["status"];
+    assert_eq!(status["authenticated"], true, "{answer}");
+    assert_eq!(
+        status["user"]["username"],
+        format!("system:serviceaccount:{NS}:default")
+    );
+    assert!(status["user"]["groups"]
+        .as_array()
+        .is_some_and(|g| g.contains(&json!("system:authenticated"))));
+    assert_eq!(status["audiences"], json!([ISSUER]), "{answer}");
+    assert_eq!(answer["spec"]["token"], token);
+
+    // For audiences the token is not for, and for a token nobody issued.
+    let out = review(s, token, &["vault"]);
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("TokenReview");
+    assert!(answer["status"]["authenticated"].is_null(), "{answer}");
+    assert!(
+        answer["status"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("token audiences") && e.contains("vault")),
+        "{answer}"
+    );
+    let out = review(s, "not-a-token", &[]);
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("TokenReview");
+    assert_eq!(
+        answer["status"]["error"], "invalid bearer token",
+        "{answer}"
+    );
+
+    let out = review(s, "", &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("token is required for TokenReview in authentication"),
+        "{}",
+        text(&out)
+    );
 }
 
 fn args(keys: &Keys) -> Vec<String> {

@@ -12,8 +12,8 @@ use axum::body::{Body, HttpBody as _};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::{Json, Router};
+use axum::response::Response;
+use axum::Router;
 use futures::StreamExt;
 use registry::{Registry, RegistryError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -246,12 +246,13 @@ pub fn timed_out() -> Response {
         "details": {},
         "code": 504,
     });
-    (StatusCode::GATEWAY_TIMEOUT, Json(status)).into_response()
+    crate::api::response::json(StatusCode::GATEWAY_TIMEOUT, &status)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::response::IntoResponse;
     use registry::Verb;
 
     fn class(method: Method, uri: &str) -> Classified {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
@@ -108,11 +108,10 @@ async fn garbage_collector_graph(
                 "the garbage collector does not run on this server (controllers disabled, or another server leads)".into(),
             )
             .status();
-            (
+            crate::api::response::json(
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(serde_json::to_value(status).unwrap_or_default()),
+                &serde_json::to_value(status).unwrap_or_default(),
             )
-                .into_response()
         }
     }
 }
@@ -127,11 +126,10 @@ fn panic_status(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let status =
         registry::RegistryError::Internal("the server panicked while handling the request".into())
             .status();
-    let mut response = (
+    let mut response = crate::api::response::json(
         StatusCode::INTERNAL_SERVER_ERROR,
-        Json(serde_json::to_value(status).unwrap_or_default()),
-    )
-        .into_response();
+        &serde_json::to_value(status).unwrap_or_default(),
+    );
     // For the audit log's Panic stage.
     let message = panic
         .downcast_ref::<&str>()

@@ -185,7 +185,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     let api = api::Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
-        creaters: reviews::creaters(&authorization),
+        creaters: reviews::creaters(&authorization, &authenticator),
     };
     let health = Health {
         backend: backend.clone(),

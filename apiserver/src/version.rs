@@ -1,6 +1,7 @@
 //! `/version`, shaped as kube-apiserver's version.Info so clients parse it unchanged.
 
-use axum::Json;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// The Kubernetes API version whose behaviour this server follows.
@@ -43,6 +44,16 @@ pub fn info() -> Info {
     }
 }
 
-pub async fn handler() -> Json<Info> {
-    Json(info())
+/// Upstream writes `/version` with WriteRawJSON: indented, no trailing newline, whatever the
+/// client.
+pub async fn handler() -> Response {
+    match serde_json::to_vec_pretty(&info()) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }

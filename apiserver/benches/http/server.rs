@@ -56,7 +56,7 @@ pub async fn start() -> Server {
     let api = Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
-        creaters: apiserver::reviews::creaters(&authorization),
+        creaters: apiserver::reviews::creaters(&authorization, &Default::default()),
     };
     let health = Health {
         backend,

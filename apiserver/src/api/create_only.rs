@@ -26,9 +26,10 @@ pub struct Creation<'a> {
 }
 
 /// Answers the creates of one create-only resource (upstream's `rest.Creater`).
+#[async_trait::async_trait]
 pub trait Creater: Send + Sync {
     /// The object answered, 201 Created.
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError>;
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError>;
 }
 
 /// The create-only resources' Creaters, by group and kind.
@@ -79,7 +80,7 @@ pub(crate) async fn serve(
         body: &body,
         user,
     };
-    match creater.create(creation) {
+    match creater.create(creation).await {
         Ok(answer) => response::json(StatusCode::CREATED, &answer),
         Err(e) => response::error(e),
     }

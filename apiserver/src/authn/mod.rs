@@ -38,6 +38,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 pub mod impersonation;
 pub mod tokenfile;
 
+pub mod review;
 pub use tokenfile::{TokenFile, TokenFileError};
 
 pub use registry::auth::{

@@ -3,25 +3,34 @@
 //! [`Creater`] through the API's create-only path (`crate::api::create_only`).
 //!
 //! - `self_subject`: authentication.k8s.io SelfSubjectReview (`kubectl auth whoami`);
+//! - `token`: authentication.k8s.io TokenReview (other components' webhook authenticators);
 //! - `access`: authorization.k8s.io SubjectAccessReview, LocalSubjectAccessReview,
 //!   SelfSubjectAccessReview, SelfSubjectRulesReview (`kubectl auth can-i [--list]`).
 
 pub mod access;
 pub mod self_subject;
+pub mod token;
 
 use std::sync::Arc;
 
 use crate::api::create_only::{Creater, Creaters};
+use crate::authn::Authenticator;
 use crate::authz::Authorization;
 
-/// The reviews' Creaters, by group and kind: the access reviews ask `authorization`.
-pub fn creaters(authorization: &Authorization) -> Creaters {
+/// The reviews' Creaters, by group and kind: the access reviews ask `authorization`, token
+/// reviews `authenticator`.
+pub fn creaters(authorization: &Authorization, authenticator: &Arc<Authenticator>) -> Creaters {
     let authorization = || authorization.clone();
     Creaters::new([
         (
             self_subject::GROUP,
             self_subject::KIND,
             Arc::new(self_subject::SelfSubjectReview) as Arc<dyn Creater>,
+        ),
+        (
+            token::GROUP,
+            token::KIND,
+            Arc::new(token::TokenReview(authenticator.clone())),
         ),
         (
             access::GROUP,

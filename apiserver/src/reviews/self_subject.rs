@@ -19,8 +19,9 @@ pub const PLURAL: &str = "selfsubjectreviews";
 /// Answers a SelfSubjectReview with the requester.
 pub struct SelfSubjectReview;
 
+#[async_trait::async_trait]
 impl Creater for SelfSubjectReview {
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         check_body(request.headers, request.body).map_err(RegistryError::BadRequest)?;
         let Some(user) = request.user else {
             return Err(RegistryError::BadRequest(

@@ -546,6 +546,12 @@ fn reviews() -> Vec<ResourceInfo> {
             CLUSTER,
         ),
         review(
+            "authentication.k8s.io",
+            "TokenReview",
+            "tokenreviews",
+            CLUSTER,
+        ),
+        review(
             AUTHZ,
             "LocalSubjectAccessReview",
             "localsubjectaccessreviews",

@@ -160,6 +160,13 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             false,
         ),
         (
+            "authentication.k8s.io",
+            "tokenreviews",
+            "TokenReview",
+            &[],
+            false,
+        ),
+        (
             "authorization.k8s.io",
             "localsubjectaccessreviews",
             "LocalSubjectAccessReview",

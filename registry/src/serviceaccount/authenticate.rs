@@ -29,6 +29,19 @@ impl Registry {
         &self,
         token: &str,
     ) -> Result<Option<UserInfo>, TokenError> {
+        Ok(self
+            .authenticate_service_account_token_for(token, None)
+            .await?
+            .map(|(user, _)| user))
+    }
+
+    /// The user of a service account token for `audiences` (None: the server's), and the
+    /// audiences of those the token is for (upstream's TokenReview status.audiences).
+    pub async fn authenticate_service_account_token_for(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<Option<(UserInfo, Vec<String>)>, TokenError> {
         let Some(config) = self.service_account_tokens() else {
             return Ok(None);
         };
@@ -36,8 +49,19 @@ impl Registry {
             return Ok(None);
         }
         let now = chrono::Utc::now().timestamp();
-        let claims = config.verifier.verify(token, now)?;
-        self.validate_binding(&claims, now).await.map(Some)
+        let target = audiences.unwrap_or(&config.verifier.audiences);
+        let claims = config.verifier.verify_for(token, now, target)?;
+        let matched: Vec<String> = if target.is_empty() {
+            claims.aud.clone()
+        } else {
+            target
+                .iter()
+                .filter(|a| claims.aud.contains(a))
+                .cloned()
+                .collect()
+        };
+        let user = self.validate_binding(&claims, now).await?;
+        Ok(Some((user, matched)))
     }
 
     async fn validate_binding(&self, claims: &Claims, now: i64) -> Result<UserInfo, TokenError> {

@@ -144,6 +144,17 @@ impl Verifier {
     /// The claims of a token that is ours and holds at `now` (Unix seconds); what is bound
     /// to it is for the caller to look up.
     pub fn verify(&self, token: &str, now: i64) -> Result<Claims, TokenError> {
+        self.verify_for(token, now, &self.audiences)
+    }
+
+    /// [`Verifier::verify`] for other target audiences than the server's (a TokenReview
+    /// that names its own).
+    pub fn verify_for(
+        &self,
+        token: &str,
+        now: i64,
+        audiences: &[String],
+    ) -> Result<Claims, TokenError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenError::TooLarge);
         }
@@ -173,11 +184,11 @@ impl Verifier {
         if !self.issuers.contains(&claims.iss) {
             return Err(TokenError::Issuer(claims.iss));
         }
-        let matching = claims.aud.iter().any(|a| self.audiences.contains(a));
-        if !matching && !self.audiences.is_empty() {
+        let matching = claims.aud.iter().any(|a| audiences.contains(a));
+        if !matching && !audiences.is_empty() {
             return Err(TokenError::Audience {
                 token: claims.aud,
-                api: self.audiences.clone(),
+                api: audiences.to_vec(),
             });
         }
         check_times(&claims, now).map_err(TokenError::Time)?;

@@ -119,13 +119,29 @@ impl Harness {
 
     /// Waits for an event of `reason` about the pod (events are written in the background).
     pub async fn event(&self, name: &str, reason: &str) -> Value {
+        self.event_where(name, reason, |_| true).await
+    }
+
+    /// Waits for an event of `reason` about the pod that `check` accepts.
+    pub async fn event_where(
+        &self,
+        name: &str,
+        reason: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
         let deadline = Instant::now() + WAIT;
         loop {
             let events = self.events_of(name).await;
-            if let Some(e) = events.into_iter().find(|e| e["reason"] == reason) {
+            if let Some(e) = events
+                .into_iter()
+                .find(|e| e["reason"] == reason && check(e))
+            {
                 return e;
             }
-            assert!(Instant::now() < deadline, "no {reason} event for {name}");
+            assert!(
+                Instant::now() < deadline,
+                "no such {reason} event for {name}"
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }

@@ -55,8 +55,9 @@ fn metadata(namespace: Option<&str>) -> Value {
 /// SubjectAccessReview: may the user of `spec` do what its attributes name?
 pub struct SubjectAccess(pub Authorization);
 
+#[async_trait::async_trait]
 impl Creater for SubjectAccess {
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         let value = read(request.headers, request.body)?;
         let body = types::decode::<AccessSpec>(value, SUBJECT)?;
         let mut causes = types::subject_causes(&body.spec);
@@ -84,8 +85,9 @@ impl Creater for SubjectAccess {
 /// LocalSubjectAccessReview: a SubjectAccessReview within the namespace of its URL.
 pub struct LocalSubjectAccess(pub Authorization);
 
+#[async_trait::async_trait]
 impl Creater for LocalSubjectAccess {
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         let namespace = request.namespace.unwrap_or_default();
         let value = read(request.headers, request.body)?;
         let body = types::decode::<AccessSpec>(value, LOCAL)?;
@@ -126,8 +128,9 @@ impl Creater for LocalSubjectAccess {
 /// SelfSubjectAccessReview: may the requester? (`kubectl auth can-i`)
 pub struct SelfSubjectAccess(pub Authorization);
 
+#[async_trait::async_trait]
 impl Creater for SelfSubjectAccess {
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         let value = read(request.headers, request.body)?;
         let body = types::decode::<AccessSpec>(value, SELF)?;
         // A SelfSubjectAccessReviewSpec has only the attributes.
@@ -166,8 +169,9 @@ impl Creater for SelfSubjectAccess {
 /// (`kubectl auth can-i --list`)
 pub struct SelfSubjectRules(pub Authorization);
 
+#[async_trait::async_trait]
 impl Creater for SelfSubjectRules {
-    fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
+    async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         let value = read(request.headers, request.body)?;
         let body = types::decode::<RulesSpec>(value, RULES)?;
         let Some(user) = request.user else {

@@ -346,11 +346,11 @@ fn discovery_lists_the_reviews() {
 
 #[test]
 fn every_create_only_resource_has_a_creater() {
-    let creaters = creaters(&Authorization::always_allow());
+    let creaters = creaters(&Authorization::always_allow(), &Default::default());
     let catalogue = registry::Catalogue::builtin();
     let all = catalogue.all();
     let create_only: Vec<_> = all.iter().filter(|r| r.create_only).collect();
-    assert_eq!(create_only.len(), 5);
+    assert_eq!(create_only.len(), 6);
     for info in create_only {
         assert!(
             creaters.get(&info.group, &info.kind).is_some(),
