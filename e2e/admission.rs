@@ -241,3 +241,106 @@ fn claims_grow_only_where_their_class_allows_it() {
     // Shrinking is not this plugin's to refuse; an equal size passes it.
     s.with_manifest("apply", &claim("fixed", "standard", "1Gi"));
 }
+
+const WEBHOOKS_AND_POLICIES: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: chart-webhook}
+webhooks:
+- name: pods.chart.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig:
+    service: {namespace: default, name: chart-webhook, path: /validate}
+    caBundle: Y2E=
+  rules:
+  - {operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: chart-mutator}
+webhooks:
+- name: defaults.chart.example.com
+  admissionReviewVersions: [v1, v1beta1]
+  sideEffects: NoneOnDryRun
+  clientConfig: {url: "https://mutator.example.com/mutate"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replica-limit}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE, UPDATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}
+  validations:
+  - {expression: "object.spec.replicas <= 5", reason: Invalid}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit}
+spec:
+  policyName: replica-limit
+  validationActions: [Deny]
+"#;
+
+/// Webhook configurations and admission policies are served and validated as upstream's
+/// (acting on them is the admission chain's next step).
+fn webhook_configurations_and_policies(s: &Server) {
+    s.with_manifest("apply", WEBHOOKS_AND_POLICIES);
+    let hook = &s.json(&["get", "validatingwebhookconfiguration", "chart-webhook"])["webhooks"][0];
+    assert_eq!(hook["failurePolicy"], "Fail", "{hook}");
+    assert_eq!(hook["timeoutSeconds"], 10, "{hook}");
+    assert_eq!(hook["clientConfig"]["service"]["port"], 443, "{hook}");
+    assert_eq!(hook["rules"][0]["scope"], "*", "{hook}");
+    let mutator = &s.json(&["get", "mutatingwebhookconfiguration", "chart-mutator"])["webhooks"][0];
+    assert_eq!(mutator["reinvocationPolicy"], "Never", "{mutator}");
+    let listed = s.kubectl(&["get", "validatingwebhookconfigurations"]);
+    assert!(
+        listed.contains("WEBHOOKS") && listed.contains("chart-webhook"),
+        "{listed}"
+    );
+    let policies = s.kubectl(&["get", "validatingadmissionpolicies"]);
+    assert!(
+        policies.contains("VALIDATIONS") && policies.contains("<unset>"),
+        "{policies}"
+    );
+    let bindings = s.kubectl(&["get", "validatingadmissionpolicybindings"]);
+    assert!(bindings.contains("replica-limit"), "{bindings}");
+    // kubectl get api-extensions lists them with the CRDs.
+    let extensions = s.kubectl(&["get", "api-extensions", "-o", "name"]);
+    assert!(
+        extensions
+            .contains("validatingwebhookconfiguration.admissionregistration.k8s.io/chart-webhook"),
+        "{extensions}"
+    );
+
+    let bad = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: bad-webhook}
+webhooks:
+- name: bad
+  admissionReviewVersions: [v1]
+  clientConfig: {url: "http://insecure.example.com"}
+"#;
+    let out = s.manifest_output(&["apply", "-f", "-"], bad);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    for message in [
+        "webhooks[0].name: Invalid value: \"bad\": should be a domain with at least three segments separated by dots",
+        "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+        "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
+    ] {
+        assert!(err.contains(message), "{message}: {err}");
+    }
+}
+
+#[test]
+fn webhook_configurations_and_policies_on_embedded() {
+    webhook_configurations_and_policies(&start_embedded_with(&[]));
+}
+
+#[test]
+fn webhook_configurations_and_policies_on_etcd() {
+    webhook_configurations_and_policies(&start_on_etcd_with(&[]));
+}

@@ -94,6 +94,21 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "walker"}]
         }),
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => json!({"webhooks": [{
+            "name": "walk.webhooks.example.com", "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "clientConfig": {"url": "https://walk.example.com/hook"}
+        }]}),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => json!({"spec": {
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"],
+                "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= 5"}]
+        }}),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => json!({"spec": {
+            "policyName": "walk-admissionregistration", "validationActions": ["Deny"]
+        }}),
         ("networking.k8s.io", "Ingress") => json!({"spec": {"defaultBackend": {
             "service": {"name": "walk", "port": {"number": 80}}
         }}}),

@@ -73,6 +73,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "policy",
             "rbac.authorization.k8s.io",
             "storage.k8s.io",
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
             "scheduling.k8s.io",
             "coordination.k8s.io",

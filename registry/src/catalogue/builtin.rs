@@ -3,7 +3,9 @@
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
-use crate::strategy::{self, defaults, networking, node, rbac, scheduling, storage, workloads};
+use crate::strategy::{
+    self, admissionregistration, defaults, networking, node, rbac, scheduling, storage, workloads,
+};
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
 const NAMESPACED: bool = true;
@@ -81,6 +83,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(apps());
     all.extend(others());
     all.extend(networking());
+    all.extend(admission());
     all.extend(scheduling());
     all.extend(reviews());
     all
@@ -500,6 +503,64 @@ fn networking() -> Vec<ResourceInfo> {
             has_generation: true,
             strategy: |_, _| Box::new(networking::NetworkPolicyStrategy),
             ..resource(NETWORKING, "NetworkPolicy", "networkpolicies", NAMESPACED)
+        },
+    ]
+}
+
+/// What admission consults besides its built-in plugins.
+fn admission() -> Vec<ResourceInfo> {
+    const GROUP: &str = "admissionregistration.k8s.io";
+    vec![
+        ResourceInfo {
+            categories: strings(&["api-extensions"]),
+            columns: printers::webhookconfiguration_columns(),
+            strategy: |_, _| {
+                Box::new(admissionregistration::WebhookConfigurationStrategy { mutating: true })
+            },
+            ..resource(
+                GROUP,
+                "MutatingWebhookConfiguration",
+                "mutatingwebhookconfigurations",
+                CLUSTER,
+            )
+        },
+        ResourceInfo {
+            categories: strings(&["api-extensions"]),
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::admissionpolicy_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(admissionregistration::PolicyStrategy),
+            ..resource(
+                GROUP,
+                "ValidatingAdmissionPolicy",
+                "validatingadmissionpolicies",
+                CLUSTER,
+            )
+        },
+        ResourceInfo {
+            categories: strings(&["api-extensions"]),
+            columns: printers::admissionpolicybinding_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(admissionregistration::PolicyBindingStrategy),
+            ..resource(
+                GROUP,
+                "ValidatingAdmissionPolicyBinding",
+                "validatingadmissionpolicybindings",
+                CLUSTER,
+            )
+        },
+        ResourceInfo {
+            categories: strings(&["api-extensions"]),
+            columns: printers::webhookconfiguration_columns(),
+            strategy: |_, _| {
+                Box::new(admissionregistration::WebhookConfigurationStrategy { mutating: false })
+            },
+            ..resource(
+                GROUP,
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+                CLUSTER,
+            )
         },
     ]
 }

@@ -129,6 +129,34 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &["vac"],
             false,
         ),
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            &[],
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            &[],
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            &[],
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            &[],
+            false,
+        ),
         ("networking.k8s.io", "ingresses", "Ingress", &["ing"], true),
         (
             "networking.k8s.io",
@@ -548,6 +576,30 @@ fn column_headers_match_upstream() {
     assert_eq!(
         headers("storage.k8s.io", "volumeattributesclasses", false),
         ["NAME", "DRIVERNAME", "AGE"]
+    );
+    assert_eq!(
+        headers(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            false
+        ),
+        ["NAME", "WEBHOOKS", "AGE"]
+    );
+    assert_eq!(
+        headers(
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies",
+            false
+        ),
+        ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"]
+    );
+    assert_eq!(
+        headers(
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings",
+            false
+        ),
+        ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
     );
 }
 

@@ -2,6 +2,7 @@
 //! RESTDeleteStrategy): defaults, validation, graceful deletion. Everything common lives in
 //! the generic Store.
 
+pub(crate) mod admissionregistration;
 pub mod conversion;
 pub(crate) mod defaults;
 mod events;

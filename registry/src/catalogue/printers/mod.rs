@@ -4,6 +4,7 @@
 //! The server always prints upstream's wide form; clients hide priority-1 columns. Cells read
 //! user-supplied JSON, so every accessor tolerates missing or mistyped fields.
 
+mod admission;
 mod cluster;
 mod config;
 mod events;
@@ -23,6 +24,9 @@ use serde_json::Value;
 
 use super::{Cell, TableColumn};
 
+pub(in crate::catalogue) use admission::{
+    admissionpolicy_columns, admissionpolicybinding_columns, webhookconfiguration_columns,
+};
 pub(in crate::catalogue) use cluster::{
     lease_columns, namespace_columns, node_columns, pv_columns, pvc_columns,
 };
