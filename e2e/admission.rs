@@ -314,6 +314,50 @@ fn webhook_configurations_and_policies(s: &Server) {
         "{extensions}"
     );
 
+    // The aggregation layer's registrations: the server's own group-versions are Local and
+    // available; a chart's APIService is taken (proxying to it is the next step's).
+    let services = s.kubectl(&["get", "apiservices"]);
+    for line in [
+        "v1.apps",
+        "v1.networking.k8s.io",
+        "v1.apiregistration.k8s.io",
+    ] {
+        let row = services
+            .lines()
+            .find(|l| l.starts_with(&format!("{line} ")))
+            .unwrap_or_else(|| panic!("no {line}: {services}"));
+        assert!(row.contains("Local") && row.contains("True"), "{row}");
+    }
+    let core = s.json(&["get", "apiservice", "v1."]);
+    assert_eq!(core["spec"]["groupPriorityMinimum"], 18000, "{core}");
+    assert_eq!(core["spec"]["versionPriority"], 1, "{core}");
+    s.with_manifest(
+        "apply",
+        r#"
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  service: {name: metrics-server, namespace: kube-system}
+  group: metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+"#,
+    );
+    let metrics = s.json(&["get", "apiservice", "v1beta1.metrics.k8s.io"]);
+    assert_eq!(metrics["spec"]["service"]["port"], 443, "{metrics}");
+    let out = s.manifest_output(
+        &["apply", "-f", "-"],
+        "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: metrics}\nspec: {group: metrics.k8s.io, version: v1, groupPriorityMinimum: 100, versionPriority: 100}\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("metadata.name: Invalid value: \"metrics\": must be `spec.version+\".\"+spec.group`: \"v1.metrics.k8s.io\""),
+        "{err}"
+    );
+
     let bad = r#"
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration

@@ -109,6 +109,11 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => json!({"spec": {
             "policyName": "walk-admissionregistration", "validationActions": ["Deny"]
         }}),
+        ("apiregistration.k8s.io", "APIService") => json!({"spec": {
+            "group": "walk.example.com", "version": "v1alpha1",
+            "service": {"namespace": NS, "name": "walk"},
+            "groupPriorityMinimum": 100, "versionPriority": 100, "insecureSkipTLSVerify": true
+        }}),
         ("networking.k8s.io", "Ingress") => json!({"spec": {"defaultBackend": {
             "service": {"name": "walk", "port": {"number": 80}}
         }}}),
@@ -134,6 +139,8 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
 fn name_of(group: &str, kind: &str) -> String {
     match kind {
         "CustomResourceDefinition" => "walkers.walk.example.com".into(),
+        // An APIService is named for the group-version it registers.
+        "APIService" => "v1alpha1.walk.example.com".into(),
         _ => format!(
             "walk-{}",
             group

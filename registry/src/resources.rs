@@ -16,6 +16,7 @@ use crate::options::WriteOptions;
 use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
 use crate::strategy::{Strategy, StrategyConfig};
+use crate::Subresource;
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
@@ -264,6 +265,7 @@ impl Registry {
                 Err(e) => return Err(e),
             }
         }
+        self.register_local_apiservices().await?;
         // Upstream's scheduling/bootstrap-system-priority-classes: created when missing, an
         // existing one left as it is.
         if let Some(classes) = self.store("scheduling.k8s.io", "v1", "priorityclasses") {
@@ -277,6 +279,53 @@ impl Registry {
                     Err(e) => return Err(e),
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Registry {
+    /// kube-apiserver's local APIServices: one per built-in group-version it serves, created
+    /// when missing (upstream's autoregister controller, which also keeps them current).
+    async fn register_local_apiservices(&self) -> Result<()> {
+        let Some(services) = self.store("apiregistration.k8s.io", "v1", "apiservices") else {
+            return Ok(());
+        };
+        let mut group_versions: Vec<(String, String)> = self
+            .catalogue()
+            .all()
+            .iter()
+            .filter(|r| openapi::is_builtin_kind(&r.group, &r.version, &r.kind))
+            .map(|r| (r.group.clone(), r.version.clone()))
+            .collect();
+        group_versions.sort();
+        group_versions.dedup();
+        let now = crate::object::timestamp(chrono::Utc::now());
+        for (group, version) in group_versions {
+            let service =
+                crate::strategy::apiregistration::local_apiservice(&group, &version, &now);
+            let status = service["status"].clone();
+            // A create keeps no status (upstream's strategy resets it); the availability
+            // the server reports of its own group-versions goes through the subresource.
+            let mut created = match services
+                .create(None, service, &WriteOptions::default())
+                .await
+            {
+                Ok(created) => created,
+                Err(RegistryError::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            created["status"] = status;
+            let name = crate::object::name(&created).to_string();
+            services
+                .update(
+                    None,
+                    &name,
+                    created,
+                    Subresource::Status,
+                    &WriteOptions::default(),
+                )
+                .await?;
         }
         Ok(())
     }

@@ -419,40 +419,11 @@ fn named_groups(resources: &[Arc<ResourceInfo>]) -> Vec<(String, Vec<String>)> {
     // Ties (and every custom group) fall back to the name, as upstream's APIService sort
     // does.
     named.sort_by(|a, b| {
-        group_priority(&b.0)
-            .cmp(&group_priority(&a.0))
+        registry::catalogue::group_priority(&b.0)
+            .cmp(&registry::catalogue::group_priority(&a.0))
             .then_with(|| a.0.cmp(&b.0))
     });
     named
-}
-
-/// The group priorities kube-apiserver registers its built-in APIServices with; custom
-/// resources' groups are registered at 1000, below all of them.
-fn group_priority(group: &str) -> u32 {
-    match group {
-        "" => 18000,
-        "apiregistration.k8s.io" | "apps" => 17800,
-        "events.k8s.io" => 17750,
-        "authentication.k8s.io" => 17700,
-        "authorization.k8s.io" => 17600,
-        "autoscaling" => 17500,
-        "batch" => 17400,
-        "certificates.k8s.io" => 17300,
-        "networking.k8s.io" => 17200,
-        "policy" => 17100,
-        "rbac.authorization.k8s.io" => 17000,
-        "storage.k8s.io" => 16800,
-        "admissionregistration.k8s.io" | "apiextensions.k8s.io" => 16700,
-        "scheduling.k8s.io" => 16600,
-        "coordination.k8s.io" => 16500,
-        "node.k8s.io" => 16300,
-        "discovery.k8s.io" => 16200,
-        "flowcontrol.apiserver.k8s.io" => 16100,
-        "internal.apiserver.k8s.io" => 16000,
-        "resource.k8s.io" => 15900,
-        "storagemigration.k8s.io" => 15800,
-        _ => 1000,
-    }
 }
 
 /// Kubernetes version order, most preferred first: GA before beta before alpha, higher

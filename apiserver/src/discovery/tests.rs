@@ -64,6 +64,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
     assert_eq!(
         names(&doc["groups"], "name"),
         [
+            "apiregistration.k8s.io",
             "apps",
             "events.k8s.io",
             "authentication.k8s.io",

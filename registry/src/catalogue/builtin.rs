@@ -4,7 +4,8 @@
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::{
-    self, admissionregistration, defaults, networking, node, rbac, scheduling, storage, workloads,
+    self, admissionregistration, apiregistration, defaults, networking, node, rbac, scheduling,
+    storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -84,6 +85,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(others());
     all.extend(networking());
     all.extend(admission());
+    all.extend(aggregation());
     all.extend(scheduling());
     all.extend(reviews());
     all
@@ -563,6 +565,22 @@ fn admission() -> Vec<ResourceInfo> {
             )
         },
     ]
+}
+
+/// Which server answers each group-version (the aggregation layer's registrations).
+fn aggregation() -> Vec<ResourceInfo> {
+    vec![ResourceInfo {
+        categories: strings(&["api-extensions"]),
+        subresources: vec![SubresourceInfo::status()],
+        columns: printers::apiservice_columns(),
+        strategy: |_, _| Box::new(apiregistration::APIServiceStrategy),
+        ..resource(
+            "apiregistration.k8s.io",
+            "APIService",
+            "apiservices",
+            CLUSTER,
+        )
+    }]
 }
 
 /// Where and before whom pods run: priority classes and runtime classes.

@@ -5,10 +5,12 @@
 
 mod builtin;
 mod printers;
+mod priorities;
 mod subresource;
 mod verb;
 
 pub use printers::{custom_columns, human_duration, is_default_class, DEFAULT_CLASS_ANNOTATIONS};
+pub use priorities::{group_priority, version_priority};
 pub use subresource::{
     Answer, ScaleSubresource, Speaks, SubresourceInfo, CREATE, READ_WRITE, SCALE,
 };

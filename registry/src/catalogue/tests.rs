@@ -157,6 +157,13 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &[],
             false,
         ),
+        (
+            "apiregistration.k8s.io",
+            "apiservices",
+            "APIService",
+            &[],
+            false,
+        ),
         ("networking.k8s.io", "ingresses", "Ingress", &["ing"], true),
         (
             "networking.k8s.io",

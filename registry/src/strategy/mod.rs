@@ -3,6 +3,7 @@
 //! the generic Store.
 
 pub(crate) mod admissionregistration;
+pub mod apiregistration;
 pub mod conversion;
 pub(crate) mod defaults;
 mod events;

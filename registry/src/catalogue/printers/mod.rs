@@ -5,6 +5,7 @@
 //! user-supplied JSON, so every accessor tolerates missing or mistyped fields.
 
 mod admission;
+mod aggregation;
 mod cluster;
 mod config;
 mod events;
@@ -27,6 +28,7 @@ use super::{Cell, TableColumn};
 pub(in crate::catalogue) use admission::{
     admissionpolicy_columns, admissionpolicybinding_columns, webhookconfiguration_columns,
 };
+pub(in crate::catalogue) use aggregation::apiservice_columns;
 pub(in crate::catalogue) use cluster::{
     lease_columns, namespace_columns, node_columns, pv_columns, pvc_columns,
 };
