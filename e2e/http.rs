@@ -650,4 +650,14 @@ fn pod_binding_subresource_and_legacy_bindings() {
     assert_eq!(r.json()["details"]["causes"][0]["field"], "target.name");
     let r = s.request("GET", "/api/v1/namespaces/default/pods/b/binding", &[], b"");
     assert_eq!(r.status, 405, "{}", r.body);
+    // Discovery lists the legacy collection as upstream does: create only.
+    let resources = s.get("/api/v1").json();
+    let bindings = resources["resources"]
+        .as_array()
+        .and_then(|all| all.iter().find(|r| r["name"] == "bindings"))
+        .cloned()
+        .expect("bindings in discovery");
+    assert_eq!(bindings["kind"], "Binding");
+    assert_eq!(bindings["namespaced"], true);
+    assert_eq!(bindings["verbs"], json!(["create"]));
 }

@@ -261,6 +261,15 @@ fn core() -> Vec<ResourceInfo> {
                 NAMESPACED,
             )
         },
+        // The legacy collection: a Binding POSTed here binds the pod it names, as the pods'
+        // binding subresource does (the apiserver routes it there); nothing is stored.
+        ResourceInfo {
+            verbs: strings(&["create"]),
+            create_only: true,
+            default_gc_policy: GcPolicy::Unsupported,
+            storage_path: String::new(),
+            ..resource("", "Binding", "bindings", NAMESPACED)
+        },
         ResourceInfo {
             columns: printers::podtemplate_columns(),
             has_generation: true,

@@ -41,6 +41,7 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
         ("", "limitranges", "LimitRange", &["limits"], true),
         ("", "resourcequotas", "ResourceQuota", &["quota"], true),
         ("", "podtemplates", "PodTemplate", &[], true),
+        ("", "bindings", "Binding", &[], true),
         ("apps", "deployments", "Deployment", &["deploy"], true),
         ("apps", "replicasets", "ReplicaSet", &["rs"], true),
         ("apps", "statefulsets", "StatefulSet", &["sts"], true),

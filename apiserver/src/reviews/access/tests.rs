@@ -349,7 +349,11 @@ fn every_create_only_resource_has_a_creater() {
     let creaters = creaters(&Authorization::always_allow(), &Default::default());
     let catalogue = registry::Catalogue::builtin();
     let all = catalogue.all();
-    let create_only: Vec<_> = all.iter().filter(|r| r.create_only).collect();
+    // Bindings are pods' binding subresource by another path (see api::request_info).
+    let create_only: Vec<_> = all
+        .iter()
+        .filter(|r| r.create_only && r.plural != "bindings")
+        .collect();
     assert_eq!(create_only.len(), 6);
     for info in create_only {
         assert!(
