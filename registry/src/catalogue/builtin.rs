@@ -186,6 +186,7 @@ fn core() -> Vec<ResourceInfo> {
                     definition: "io.k8s.api.authentication.v1.TokenRequest",
                 },
             )],
+            strategy: |_, _| Box::new(defaults::ServiceAccountStrategy),
             ..resource("", "ServiceAccount", "serviceaccounts", NAMESPACED)
         },
         ResourceInfo {

@@ -22,6 +22,11 @@ fn service_spec_defaults(obj: &mut Value) {
 }
 
 impl Strategy for ServiceStrategy {
+    /// Upstream's Service storage sets ReturnDeletedObject: a DELETE answers the Service.
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
     /// Services are DNS-1035 labels (upstream's ValidateServiceName): their names become DNS
     /// names and environment variables.
     fn name_problems(&self, name: &str) -> Vec<String> {
@@ -105,6 +110,16 @@ impl Strategy for ServiceStrategy {
 }
 
 /// Nodes: a kubelet registers its Node with capacity, addresses and conditions in one create.
+/// ServiceAccounts: generic, but for the deleted account in a DELETE's answer (upstream's
+/// storage sets ReturnDeletedObject).
+pub struct ServiceAccountStrategy;
+
+impl Strategy for ServiceAccountStrategy {
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+}
+
 pub struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
@@ -115,12 +130,43 @@ impl Strategy for NodeStrategy {
 
 pub struct SecretStrategy;
 
+/// Upstream's v1 conversion of a Secret: every `stringData` entry overwrites the `data` entry
+/// of its key (base64-encoded), and `stringData` itself is never stored.
+fn merge_string_data(obj: &mut Value) {
+    use base64::Engine;
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(strings)) = map.remove("stringData") else {
+        return;
+    };
+    if strings.is_empty() {
+        return;
+    }
+    let data = map.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    if let Some(data) = data.as_object_mut() {
+        for (key, value) in strings {
+            let text = match value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+            data.insert(key, Value::String(encoded));
+        }
+    }
+}
+
 impl Strategy for SecretStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
+        merge_string_data(obj);
         default_at(obj, &["type"], json!("Opaque"));
     }
 
     fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        merge_string_data(new);
         default_at(new, &["type"], json!("Opaque"));
     }
 
@@ -162,6 +208,11 @@ impl Strategy for SecretStrategy {
 pub struct VolumeStrategy;
 
 impl Strategy for VolumeStrategy {
+    /// Upstream's volume and claim storage set ReturnDeletedObject.
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         default_at(obj, &["spec", "volumeMode"], json!("Filesystem"));
         if obj.get("kind").and_then(Value::as_str) == Some("PersistentVolume") {

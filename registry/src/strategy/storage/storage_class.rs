@@ -17,6 +17,11 @@ fn text<'a>(obj: &'a Value, field: &str) -> &'a str {
 }
 
 impl Strategy for StorageClassStrategy {
+    /// Upstream's StorageClass storage sets ReturnDeletedObject.
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
     fn prepare_for_create(&self, obj: &mut Value) {
         default_at(obj, &["reclaimPolicy"], json!("Delete"));
         default_at(obj, &["volumeBindingMode"], json!("Immediate"));
