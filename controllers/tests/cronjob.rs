@@ -258,8 +258,26 @@ async fn history_limits_prune_the_oldest_finished_jobs(h: &Harness) {
     c.stop.cancel();
 }
 
+/// A schedule that parses but names no real date gets upstream's warning, and no Job.
+async fn an_impossible_schedule_is_reported(h: &Harness) {
+    let mut c = Running::start(h);
+    let mut never = cronjob("never", json!({}));
+    never["spec"]["schedule"] = json!("59 23 31 2 *");
+    create(&h.store("batch", "cronjobs"), NS, never).await;
+    c.tick(h, "never").await;
+    wait_for("the InvalidSchedule event", || async {
+        event_reasons(h, NS, "never")
+            .await
+            .contains(&"InvalidSchedule".into())
+    })
+    .await;
+    assert!(job_names(h).await.is_empty());
+    c.stop.cancel();
+}
+
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
+    an_impossible_schedule_is_reported,
     creates_a_job_per_schedule_tick,
     forbid_skips_while_a_job_runs,
     replace_replaces_the_running_job,

@@ -90,4 +90,12 @@ mod tests {
             Some(at("2024-01-01T05:00:00Z"))
         );
     }
+
+    #[test]
+    fn an_impossible_date_never_fires() {
+        let never = parse_schedule("59 23 31 2 *").unwrap_or_else(|e| panic!("{e}"));
+        let started = std::time::Instant::now();
+        assert_eq!(never.next_after(at("2024-01-01T00:00:00Z"), Tz::UTC), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
 }

@@ -263,6 +263,17 @@ impl CronJobController {
         if spec["suspend"].as_bool() == Some(true) {
             return Ok(None);
         }
+        // A schedule that never fires (`59 23 31 2 *` parses): upstream finds no two times
+        // a second apart, reports it, and waits for the spec to change.
+        if schedule.next_after(now, tz).is_none() {
+            self.recorder.event(
+                cronjob,
+                EventType::Warning,
+                "InvalidSchedule",
+                format!("invalid schedule: {text} : time difference between two schedules is less than 1 second"),
+            );
+            return Ok(None);
+        }
         let next_in = |now: DateTime<Utc>| {
             schedule
                 .next_after(now, tz)

@@ -45,7 +45,9 @@ enum Next {
 }
 
 /// Rounds of a hooked write lost to concurrent writes before it gives up with a Conflict.
-const HOOKED_WRITE_TRIES: usize = 8;
+/// Upstream's GuaranteedUpdate retries without a bound; a busy object (a pod whose kubelet
+/// and scheduler write its status) can win several rounds in a row on a loaded machine.
+const HOOKED_WRITE_TRIES: usize = 32;
 
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
@@ -204,6 +206,8 @@ impl Store {
             let retry = written.is_err() && stale;
             if retry {
                 tracing::debug!(resource = %self.info.qualified_resource(), name, "admitted write lost to a concurrent one; again");
+                // Let the writer that won finish its round before this one reads again.
+                tokio::task::yield_now().await;
             }
             let written = super::finish(finishes, written).await;
             if !retry {
