@@ -120,6 +120,10 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         ("networking.k8s.io", "IngressClass") => {
             json!({"spec": {"controller": "walk.example.com/ingress"}})
         }
+        ("networking.k8s.io", "ServiceCIDR") => json!({"spec": {"cidrs": ["10.200.0.0/24"]}}),
+        ("networking.k8s.io", "IPAddress") => json!({"spec": {"parentRef": {
+            "group": "", "resource": "services", "namespace": NS, "name": "walk"
+        }}}),
         ("networking.k8s.io", "NetworkPolicy") => json!({"spec": {"podSelector": selector}}),
         ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
         ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
@@ -141,6 +145,8 @@ fn name_of(group: &str, kind: &str) -> String {
         "CustomResourceDefinition" => "walkers.walk.example.com".into(),
         // An APIService is named for the group-version it registers.
         "APIService" => "v1alpha1.walk.example.com".into(),
+        // An IPAddress is named by its address.
+        "IPAddress" => "10.200.0.10".into(),
         _ => format!(
             "walk-{}",
             group

@@ -413,7 +413,64 @@ fn priority_classes(s: &Server) {
     assert!(pod["spec"].get("priorityClassName").is_none(), "{pod}");
 }
 
+/// The Service ranges: the server's own `kubernetes` ServiceCIDR, and the address objects
+/// (allocated addresses do not make them yet: the allocator's step).
+fn service_cidrs(s: &Server) {
+    let cidrs = s.kubectl(&["get", "servicecidrs"]);
+    assert!(
+        cidrs.contains("kubernetes") && cidrs.contains("10.96.0.0/12"),
+        "{cidrs}"
+    );
+    let default = s.json(&["get", "servicecidr", "kubernetes"]);
+    assert_eq!(
+        default["status"]["conditions"][0]["type"], "Ready",
+        "{default}"
+    );
+    assert_eq!(
+        default["status"]["conditions"][0]["status"], "True",
+        "{default}"
+    );
+    let err = refused(
+        s,
+        &[
+            "patch",
+            "servicecidr",
+            "kubernetes",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"cidrs":["10.0.0.0/16"]}}"#,
+        ],
+    );
+    assert!(
+        err.contains("spec.cidrs[0]: Invalid value: \"10.0.0.0/16\": field is immutable"),
+        "{err}"
+    );
+    let err = refused_manifest(
+        s,
+        "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: odd}\nspec: {cidrs: [10.1.0.1/16]}\n",
+    );
+    assert!(
+        err.contains("spec.cidrs[0]: Invalid value: \"10.1.0.1/16\": must be in canonical form (\"10.1.0.0/16\")"),
+        "{err}"
+    );
+    s.with_manifest(
+        "apply",
+        "apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {name: 10.96.100.100}\nspec:\n  parentRef: {group: \"\", resource: services, namespace: default, name: web}\n",
+    );
+    let ips = s.kubectl(&["get", "ipaddresses"]);
+    assert!(ips.contains("services/default/web"), "{ips}");
+    let err = refused_manifest(
+        s,
+        "apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {name: not-an-ip}\nspec:\n  parentRef: {resource: services, name: web}\n",
+    );
+    assert!(
+        err.contains("metadata.name: Invalid value: \"not-an-ip\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+        "{err}"
+    );
+}
+
 fn all(s: &Server) {
+    service_cidrs(s);
     ingresses(s);
     classes_policies_and_templates(s);
     priority_classes(s);

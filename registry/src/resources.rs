@@ -266,6 +266,7 @@ impl Registry {
             }
         }
         self.register_local_apiservices().await?;
+        self.create_default_service_cidr().await?;
         // Upstream's scheduling/bootstrap-system-priority-classes: created when missing, an
         // existing one left as it is.
         if let Some(classes) = self.store("scheduling.k8s.io", "v1", "priorityclasses") {
@@ -285,6 +286,34 @@ impl Registry {
 }
 
 impl Registry {
+    /// The `kubernetes` ServiceCIDR of `--service-cluster-ip-range`, ready (upstream's
+    /// default-servicecidr-controller), created when missing.
+    async fn create_default_service_cidr(&self) -> Result<()> {
+        let Some(cidrs) = self.store("networking.k8s.io", "v1", "servicecidrs") else {
+            return Ok(());
+        };
+        let range = self.service_network().cluster_ips.to_string();
+        let now = crate::object::timestamp(chrono::Utc::now());
+        let (object, status) = crate::strategy::networking::default_service_cidr(&range, &now);
+        let mut created = match cidrs.create(None, object, &WriteOptions::default()).await {
+            Ok(created) => created,
+            Err(RegistryError::AlreadyExists { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        created["status"] = status;
+        let name = crate::object::name(&created).to_string();
+        cidrs
+            .update(
+                None,
+                &name,
+                created,
+                Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// kube-apiserver's local APIServices: one per built-in group-version it serves, created
     /// when missing (upstream's autoregister controller, which also keeps them current).
     async fn register_local_apiservices(&self) -> Result<()> {

@@ -516,6 +516,18 @@ fn networking() -> Vec<ResourceInfo> {
             strategy: |_, _| Box::new(networking::NetworkPolicyStrategy),
             ..resource(NETWORKING, "NetworkPolicy", "networkpolicies", NAMESPACED)
         },
+        ResourceInfo {
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::servicecidr_columns(),
+            strategy: |_, _| Box::new(networking::ServiceCIDRStrategy),
+            ..resource(NETWORKING, "ServiceCIDR", "servicecidrs", CLUSTER)
+        },
+        ResourceInfo {
+            short_names: strings(&["ip"]),
+            columns: printers::ipaddress_columns(),
+            strategy: |_, _| Box::new(networking::IPAddressStrategy),
+            ..resource(NETWORKING, "IPAddress", "ipaddresses", CLUSTER)
+        },
     ]
 }
 

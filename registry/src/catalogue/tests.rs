@@ -181,6 +181,20 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             true,
         ),
         (
+            "networking.k8s.io",
+            "servicecidrs",
+            "ServiceCIDR",
+            &[],
+            false,
+        ),
+        (
+            "networking.k8s.io",
+            "ipaddresses",
+            "IPAddress",
+            &["ip"],
+            false,
+        ),
+        (
             "scheduling.k8s.io",
             "priorityclasses",
             "PriorityClass",

@@ -8,7 +8,7 @@ pub mod conversion;
 pub(crate) mod defaults;
 mod events;
 mod namespace;
-pub(crate) mod networking;
+pub mod networking;
 pub(crate) mod node;
 mod pod;
 pub(crate) mod rbac;

@@ -233,3 +233,66 @@ mod tests {
         assert_eq!(domain_prefixed_path("c", "a.io/x y").len(), 1);
     }
 }
+
+/// What is wrong with an IP address as upstream's strict IsValidIP reads it (Go's
+/// netip.ParseAddr: no leading zeros, no IPv4-mapped IPv6, the canonical spelling).
+pub fn strict_ip_problem(value: &str) -> Option<String> {
+    let Ok(ip) = value.parse::<IpAddr>() else {
+        return Some("must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into());
+    };
+    if let IpAddr::V6(v6) = ip {
+        if v6.to_ipv4_mapped().is_some() {
+            return Some("must not be an IPv4-mapped IPv6 address".into());
+        }
+    }
+    let canonical = ip.to_string();
+    (canonical != value).then(|| format!("must be in canonical form ({})", quote(&canonical)))
+}
+
+/// A CIDR as Go's netip.ParsePrefix reads it: the address as written and the length.
+pub fn strict_cidr(value: &str) -> Option<(IpAddr, u8)> {
+    let (ip, len) = value.split_once('/')?;
+    let ip: IpAddr = ip.parse().ok()?;
+    let digits_ok = !len.is_empty()
+        && len.bytes().all(|c| c.is_ascii_digit())
+        && (len == "0" || !len.starts_with('0'));
+    let len: u8 = len.parse().ok().filter(|_| digits_ok)?;
+    let bits = if ip.is_ipv4() { 32 } else { 128 };
+    (len <= bits).then_some((ip, len))
+}
+
+/// What is wrong with a CIDR as upstream's strict IsValidCIDR reads it.
+pub fn strict_cidr_problem(value: &str) -> Option<String> {
+    let Some((ip, len)) = strict_cidr(value) else {
+        return Some("must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)".into());
+    };
+    if let IpAddr::V6(v6) = ip {
+        if v6.to_ipv4_mapped().is_some() {
+            return Some("must not have an IPv4-mapped IPv6 address".into());
+        }
+    }
+    let canonical = format!("{}/{len}", mask(ip, len));
+    (canonical != value).then(|| format!("must be in canonical form ({})", quote(&canonical)))
+}
+
+#[cfg(test)]
+mod strict_tests {
+    use super::*;
+
+    #[test]
+    fn strict_addresses_and_ranges() {
+        assert_eq!(strict_ip_problem("10.96.0.1"), None);
+        assert!(strict_ip_problem("010.96.0.1").is_some());
+        assert_eq!(
+            strict_ip_problem("2001:DB8::1").as_deref(),
+            Some("must be in canonical form (\"2001:db8::1\")")
+        );
+        assert_eq!(strict_cidr_problem("10.96.0.0/12"), None);
+        assert_eq!(
+            strict_cidr_problem("10.96.0.1/12").as_deref(),
+            Some("must be in canonical form (\"10.96.0.0/12\")")
+        );
+        assert!(strict_cidr_problem("10.96.0.0/33").is_some());
+        assert!(strict_cidr_problem("10.96.0.0").is_some());
+    }
+}

@@ -38,7 +38,8 @@ pub(in crate::catalogue) use config::{
 pub(in crate::catalogue) use events::event_columns;
 pub(in crate::catalogue) use network::{endpoints_columns, endpointslice_columns, service_columns};
 pub(in crate::catalogue) use networking::{
-    ingress_columns, ingressclass_columns, networkpolicy_columns,
+    ingress_columns, ingressclass_columns, ipaddress_columns, networkpolicy_columns,
+    servicecidr_columns,
 };
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};

@@ -46,6 +46,41 @@ pub(in crate::catalogue) fn networkpolicy_columns() -> Vec<TableColumn> {
     ]
 }
 
+pub(in crate::catalogue) fn servicecidr_columns() -> Vec<TableColumn> {
+    vec![
+        name(),
+        text_column("CIDRs", "CIDRs defines the IP blocks in CIDR notation (e.g. \"192.168.0.0/24\" or \"2001:db8::/64\") from which to assign service cluster IPs. Max of two CIDRs is allowed, one of each IP family. This field is immutable.", |c| {
+            let cidrs: Vec<&str> = items(c, &["spec", "cidrs"]).iter().filter_map(Value::as_str).collect();
+            Value::String(cidrs.join(","))
+        }),
+        age(),
+    ]
+}
+
+pub(in crate::catalogue) fn ipaddress_columns() -> Vec<TableColumn> {
+    vec![
+        name(),
+        text_column("ParentRef", "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object.", parent_ref),
+        age(),
+    ]
+}
+
+/// `resource[.group]/[namespace/]name`, lower-cased, or `<none>`.
+fn parent_ref(ip: &Value) -> Value {
+    let Some(parent) = get(ip, &["spec", "parentRef"]).filter(|p| p.is_object()) else {
+        return Value::String("<none>".into());
+    };
+    let mut shown = match text(parent, &["group"]) {
+        "" => text(parent, &["resource"]).to_lowercase(),
+        group => format!("{}.{group}", text(parent, &["resource"])).to_lowercase(),
+    };
+    let namespace = text(parent, &["namespace"]);
+    if !namespace.is_empty() {
+        shown = format!("{shown}/{namespace}");
+    }
+    Value::String(format!("{shown}/{}", text(parent, &["name"])))
+}
+
 fn ingress_class(ing: &Value) -> Value {
     let class = get(ing, &["spec", "ingressClassName"]).and_then(Value::as_str);
     Value::String(class.unwrap_or("<none>").to_string())

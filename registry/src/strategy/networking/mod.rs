@@ -1,15 +1,19 @@
 //! The networking.k8s.io/v1 kinds (upstream's pkg/apis/networking/validation and
-//! pkg/registry/networking): Ingress, IngressClass and NetworkPolicy.
+//! pkg/registry/networking): Ingress, IngressClass, NetworkPolicy, ServiceCIDR and IPAddress.
 
 mod ingress;
 mod ingress_class;
+mod ip_address;
 mod network_policy;
+mod service_cidr;
 #[cfg(test)]
 mod tests;
 
 pub use ingress::IngressStrategy;
 pub use ingress_class::IngressClassStrategy;
+pub use ip_address::IPAddressStrategy;
 pub use network_policy::NetworkPolicyStrategy;
+pub use service_cidr::{default_service_cidr, ServiceCIDRStrategy, DEFAULT_SERVICE_CIDR};
 
 use serde_json::Value;
 
