@@ -218,6 +218,7 @@ async fn a_full_lists_peak_allocation_does_not_grow_with_the_collection() {
         registry: registry.clone(),
         shutdown: Default::default(),
         creaters: Default::default(),
+        components: Default::default(),
     });
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 

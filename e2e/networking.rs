@@ -1,6 +1,7 @@
-//! The networking, scheduling and node kinds and PodTemplates through the real binary and the
-//! real kubectl, on the embedded store and on etcd: kubectl's own generators (which send
-//! protobuf), upstream's defaults, Table columns and validation messages.
+//! The networking, scheduling and node kinds, PodTemplates and componentstatuses through the
+//! real binary and the real kubectl, on the embedded store and on etcd: kubectl's own
+//! generators (which send protobuf), upstream's defaults, Table columns and validation
+//! messages.
 
 mod support;
 
@@ -469,6 +470,31 @@ fn service_cidrs(s: &Server) {
     );
 }
 
+/// componentstatuses: this process's controller manager and scheduler, and etcd when the
+/// server stores there; every answer carries upstream's deprecation warning.
+fn component_statuses(s: &Server, on_etcd: bool) {
+    let out = s.kubectl_raw(&["get", "componentstatuses"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{warnings}");
+    assert!(
+        warnings.contains("v1 ComponentStatus is deprecated in v1.19+"),
+        "{warnings}"
+    );
+    assert!(table.starts_with("NAME"), "{table}");
+    for component in ["controller-manager", "scheduler"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(component))
+            .unwrap_or_else(|| panic!("no {component}: {table}"));
+        assert!(row.contains("Healthy") && row.contains("ok"), "{row}");
+    }
+    assert_eq!(table.contains("etcd-0"), on_etcd, "{table}");
+    let one = s.json(&["get", "cs", "scheduler"]);
+    assert_eq!(one["conditions"][0]["type"], "Healthy", "{one}");
+    assert_eq!(one["conditions"][0]["status"], "True", "{one}");
+}
+
 fn all(s: &Server) {
     service_cidrs(s);
     ingresses(s);
@@ -478,10 +504,14 @@ fn all(s: &Server) {
 
 #[test]
 fn networking_scheduling_and_node_kinds_on_embedded() {
-    all(&start());
+    let s = start();
+    component_statuses(&s, false);
+    all(&s);
 }
 
 #[test]
 fn networking_scheduling_and_node_kinds_on_etcd() {
-    all(&start_on_etcd());
+    let s = start_on_etcd();
+    component_statuses(&s, true);
+    all(&s);
 }

@@ -68,6 +68,7 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         namespaced: crd.namespaced(),
         verbs: VERBS.iter().map(|v| v.to_string()).collect(),
         create_only: false,
+        computed: false,
         subresources: subresources_of(version),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: columns(version),

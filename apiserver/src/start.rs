@@ -186,6 +186,11 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
         creaters: reviews::creaters(&authorization, &authenticator),
+        components: api::component_status::Components {
+            backend: Some(backend.clone()),
+            controllers: !options.disable_controllers,
+            scheduler: !options.disable_controllers && options.scheduler,
+        },
     };
     let health = Health {
         backend: backend.clone(),

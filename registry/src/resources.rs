@@ -85,7 +85,12 @@ impl Registry {
         });
         registry.set_admission_plugins(plugins::IN_PROCESS);
         // Create-only resources store nothing: no Store.
-        for info in registry.catalogue.all().iter().filter(|i| !i.create_only) {
+        for info in registry
+            .catalogue
+            .all()
+            .iter()
+            .filter(|i| !i.create_only && !i.computed)
+        {
             registry.install(info.clone());
         }
         registry

@@ -57,6 +57,11 @@ pub async fn start() -> Server {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
         creaters: apiserver::reviews::creaters(&authorization, &Default::default()),
+        components: apiserver::api::component_status::Components {
+            backend: Some(backend.clone()),
+            controllers: false,
+            scheduler: false,
+        },
     };
     let health = Health {
         backend,

@@ -4,6 +4,7 @@
 
 pub mod attributes;
 pub(crate) mod body;
+pub mod component_status;
 pub mod create_only;
 mod handlers;
 mod list_body;
@@ -45,6 +46,8 @@ pub struct Api {
     pub shutdown: CancellationToken,
     /// What answers the catalogue's create-only resources (the reviews).
     pub creaters: Creaters,
+    /// What componentstatuses report.
+    pub components: component_status::Components,
 }
 
 impl Api {
@@ -170,6 +173,18 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
             let namespace = info.namespace.as_deref();
             let user = user.as_deref();
             return create_only::serve(creater, &method, namespace, &headers, body, user).await;
+        }
+        let computed = api
+            .registry
+            .catalogue()
+            .lookup(&info.group, &info.version, &info.resource)
+            .filter(|entry| entry.computed && info.subresource.is_none());
+        if let Some(entry) = computed {
+            let pretty = response::is_pretty(params.get("pretty"), &headers);
+            return api
+                .components
+                .serve(&entry, &method, info.name.as_deref(), &headers, pretty)
+                .await;
         }
     }
     let body = match axum::body::to_bytes(body, MAX_BODY).await {

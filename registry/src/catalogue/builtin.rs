@@ -42,6 +42,7 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
         namespaced,
         verbs: strings(&ALL_VERBS),
         create_only: false,
+        computed: false,
         subresources: Vec::new(),
         default_gc_policy: GcPolicy::DeleteDependents,
         columns: printers::default_columns(),
@@ -270,6 +271,15 @@ fn core() -> Vec<ResourceInfo> {
             default_gc_policy: GcPolicy::Unsupported,
             storage_path: String::new(),
             ..resource("", "Binding", "bindings", NAMESPACED)
+        },
+        ResourceInfo {
+            short_names: strings(&["cs"]),
+            verbs: strings(&["get", "list"]),
+            computed: true,
+            default_gc_policy: GcPolicy::Unsupported,
+            storage_path: String::new(),
+            columns: printers::componentstatus_columns(),
+            ..resource("", "ComponentStatus", "componentstatuses", CLUSTER)
         },
         ResourceInfo {
             columns: printers::podtemplate_columns(),

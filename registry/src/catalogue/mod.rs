@@ -96,6 +96,9 @@ pub struct ResourceInfo {
     /// authorization reviews). The registry builds no Store for it; the apiserver answers a
     /// create from the request alone.
     pub create_only: bool,
+    /// Nothing is stored either: the apiserver answers get and list from the state of the
+    /// server's components (upstream's componentstatuses).
+    pub computed: bool,
     /// The subresources served, each with the kind it speaks and its verbs (status first,
     /// then scale, then the others, as the OpenAPI documents list them; discovery sorts).
     pub subresources: Vec<SubresourceInfo>,

@@ -42,6 +42,7 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
         ("", "resourcequotas", "ResourceQuota", &["quota"], true),
         ("", "podtemplates", "PodTemplate", &[], true),
         ("", "bindings", "Binding", &[], true),
+        ("", "componentstatuses", "ComponentStatus", &["cs"], false),
         ("apps", "deployments", "Deployment", &["deploy"], true),
         ("apps", "replicasets", "ReplicaSet", &["rs"], true),
         ("apps", "statefulsets", "StatefulSet", &["sts"], true),
@@ -332,7 +333,7 @@ fn subresources_verbs_and_policies() {
     assert!(Catalogue::builtin()
         .all()
         .iter()
-        .filter(|r| r.plural != "replicationcontrollers" && !r.create_only)
+        .filter(|r| r.plural != "replicationcontrollers" && !r.create_only && !r.computed)
         .all(|r| r.default_gc_policy == GcPolicy::DeleteDependents));
     // Nothing stored, nothing collected.
     assert!(Catalogue::builtin()
@@ -422,8 +423,8 @@ fn every_resource_has_a_name_column_and_a_time_column() {
             "roles" | "clusterroles" | "limitranges" | "customresourcedefinitions" => {
                 assert!(created_at && r.columns.len() == 2, "{}", r.plural)
             }
-            // Upstream prints pod templates without a time.
-            "podtemplates" => assert!(!has_age && !created_at),
+            // Upstream prints pod templates and component statuses without a time.
+            "podtemplates" | "componentstatuses" => assert!(!has_age && !created_at),
             // The reviews are never listed; they keep the default columns.
             _ if r.create_only => assert!(created_at && r.columns.len() == 2, "{}", r.plural),
             _ => assert!(has_age, "{} has no Age column", r.plural),

@@ -240,6 +240,42 @@ fn lease_holder(lease: &Value) -> Value {
     string(text(lease, &["spec", "holderIdentity"]))
 }
 
+/// Upstream prints component statuses without an age: the condition `Healthy` says it all.
+pub(in crate::catalogue) fn componentstatus_columns() -> Vec<TableColumn> {
+    vec![
+        name(),
+        text_column("Status", "Status of the component conditions", |c| {
+            Value::String(component_condition(c).0)
+        }),
+        text_column("Message", "Message of the component conditions", |c| {
+            Value::String(component_condition(c).1)
+        }),
+        text_column("Error", "Error of the component conditions", |c| {
+            Value::String(component_condition(c).2)
+        }),
+    ]
+}
+
+/// The status, message and error of the `Healthy` condition (`Unknown` without one).
+fn component_condition(status: &Value) -> (String, String, String) {
+    let healthy = items(status, &["conditions"])
+        .iter()
+        .find(|c| text(c, &["type"]) == "Healthy");
+    match healthy {
+        None => ("Unknown".into(), String::new(), String::new()),
+        Some(c) => (
+            if text(c, &["status"]) == "True" {
+                "Healthy"
+            } else {
+                "Unhealthy"
+            }
+            .into(),
+            text(c, &["message"]).into(),
+            text(c, &["error"]).into(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

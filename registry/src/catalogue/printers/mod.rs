@@ -30,7 +30,8 @@ pub(in crate::catalogue) use admission::{
 };
 pub(in crate::catalogue) use aggregation::apiservice_columns;
 pub(in crate::catalogue) use cluster::{
-    lease_columns, namespace_columns, node_columns, pv_columns, pvc_columns,
+    componentstatus_columns, lease_columns, namespace_columns, node_columns, pv_columns,
+    pvc_columns,
 };
 pub(in crate::catalogue) use config::{
     configmap_columns, resourcequota_columns, secret_columns, serviceaccount_columns,
