@@ -48,6 +48,11 @@ fn refused(s: &Server, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// kubectl's stderr for a JSON merge patch that must be refused.
+fn refused_patch(s: &Server, kind: &str, name: &str, patch: &str) -> String {
+    refused(s, &["patch", kind, name, "--type=merge", "-p", patch])
+}
+
 fn refused_manifest(s: &Server, manifest: &str) -> String {
     let out = s.manifest_output(&["apply", "-f", "-"], manifest);
     assert!(!out.status.success(), "apply succeeded: {manifest}");
@@ -188,16 +193,11 @@ fn classes_policies_and_templates(s: &Server) {
     // The parameters' scope is defaulted; the controller never changes.
     let class = s.json(&["get", "ingressclass", "nginx"]);
     assert_eq!(class["spec"]["parameters"]["scope"], "Cluster", "{class}");
-    let err = refused(
+    let err = refused_patch(
         s,
-        &[
-            "patch",
-            "ingressclass",
-            "nginx",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"controller":"example.com/other"}}"#,
-        ],
+        "ingressclass",
+        "nginx",
+        r#"{"spec":{"controller":"example.com/other"}}"#,
     );
     assert!(
         err.contains("spec.controller: Invalid value: \"example.com/other\": field is immutable"),
@@ -261,17 +261,7 @@ spec:
     );
 
     assert!(s.kubectl(&["get", "runtimeclass"]).contains("runsc"));
-    let err = refused(
-        s,
-        &[
-            "patch",
-            "runtimeclass",
-            "gvisor",
-            "--type=merge",
-            "-p",
-            r#"{"handler":"runc"}"#,
-        ],
-    );
+    let err = refused_patch(s, "runtimeclass", "gvisor", r#"{"handler":"runc"}"#);
     assert!(
         err.contains("handler: Invalid value: \"runc\": field is immutable"),
         "{err}"
@@ -344,17 +334,7 @@ fn priority_classes(s: &Server) {
         ),
         "{err}"
     );
-    let err = refused(
-        s,
-        &[
-            "patch",
-            "pc",
-            "low",
-            "--type=merge",
-            "-p",
-            r#"{"value":11}"#,
-        ],
-    );
+    let err = refused_patch(s, "pc", "low", r#"{"value":11}"#);
     assert!(
         err.contains("value: Forbidden: may not be changed in an update."),
         "{err}"
@@ -431,16 +411,11 @@ fn service_cidrs(s: &Server) {
         default["status"]["conditions"][0]["status"], "True",
         "{default}"
     );
-    let err = refused(
+    let err = refused_patch(
         s,
-        &[
-            "patch",
-            "servicecidr",
-            "kubernetes",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"cidrs":["10.0.0.0/16"]}}"#,
-        ],
+        "servicecidr",
+        "kubernetes",
+        r#"{"spec":{"cidrs":["10.0.0.0/16"]}}"#,
     );
     assert!(
         err.contains("spec.cidrs[0]: Invalid value: \"10.0.0.0/16\": field is immutable"),

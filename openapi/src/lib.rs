@@ -47,14 +47,6 @@ pub fn is_builtin_kind(group: &str, version: &str, kind: &str) -> bool {
 pub use service::OpenApi;
 pub use spec::{CustomResource, KindSpec, ResourceSpec, SubresourceSpec};
 
-/// Whether the built-in definition `definition` (upstream's name, `io.k8s.api.core.v1.Volume`)
-/// has the JSON property `property`; None for an unknown definition. A protobuf field that is
-/// not a JSON property is a Go struct embedded inline (`Volume.volumeSource`).
-pub fn has_property(definition: &str, property: &str) -> Option<bool> {
-    let schema = builtin::builtin().definitions.get(definition)?;
-    Some(schema["properties"].get(property).is_some())
-}
-
 /// The documentation of `property` in the built-in definition `definition`, as upstream's
 /// SwaggerDoc gives it (Table column descriptions are these).
 pub fn property_description(definition: &str, property: &str) -> Option<String> {

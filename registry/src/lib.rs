@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod auth;
+mod bootstrap;
 pub mod catalogue;
 pub mod cron;
 pub mod error;

@@ -1,22 +1,17 @@
 //! All Stores of the server, one per catalogued resource, each over the watch cache of its
-//! storage path; and the state every cluster starts with.
+//! storage path (the state every cluster starts with is `bootstrap`'s).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use serde_json::json;
 use storage::{Cacher, CacherConfig, Interface};
-use tracing::info;
 
-use crate::admission::{plugins, Admission, SYSTEM_NAMESPACES};
+use crate::admission::{plugins, Admission};
 use crate::catalogue::{Catalogue, ResourceInfo};
-use crate::error::{RegistryError, Result};
 use crate::field_validation::FieldSchemas;
-use crate::options::WriteOptions;
 use crate::service::{Repair, ServiceAllocator, ServiceNetwork};
 use crate::store::Store;
 use crate::strategy::{Strategy, StrategyConfig};
-use crate::Subresource;
 
 pub struct Registry {
     catalogue: Arc<Catalogue>,
@@ -255,113 +250,6 @@ impl Registry {
     /// Every Store, e.g. for controllers that act on all resources.
     pub fn stores(&self) -> Vec<Arc<Store>> {
         self.stores.read().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Creates the namespaces and priority classes every cluster has from its first start.
-    pub async fn bootstrap(&self) -> Result<()> {
-        let Some(namespaces) = self.store("", "v1", "namespaces") else {
-            return Ok(());
-        };
-        for name in SYSTEM_NAMESPACES {
-            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            match namespaces.create(None, ns, &WriteOptions::default()).await {
-                Ok(_) => info!(namespace = name, "created system namespace"),
-                Err(RegistryError::AlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.register_local_apiservices().await?;
-        self.create_default_service_cidr().await?;
-        // Upstream's scheduling/bootstrap-system-priority-classes: created when missing, an
-        // existing one left as it is.
-        if let Some(classes) = self.store("scheduling.k8s.io", "v1", "priorityclasses") {
-            for class in crate::strategy::scheduling::SYSTEM_PRIORITY_CLASSES {
-                match classes
-                    .create(None, class.object(), &WriteOptions::default())
-                    .await
-                {
-                    Ok(_) => info!(priority_class = class.name, "created system priority class"),
-                    Err(RegistryError::AlreadyExists { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Registry {
-    /// The `kubernetes` ServiceCIDR of `--service-cluster-ip-range`, ready (upstream's
-    /// default-servicecidr-controller), created when missing.
-    async fn create_default_service_cidr(&self) -> Result<()> {
-        let Some(cidrs) = self.store("networking.k8s.io", "v1", "servicecidrs") else {
-            return Ok(());
-        };
-        let range = self.service_network().cluster_ips.to_string();
-        let now = crate::object::timestamp(chrono::Utc::now());
-        let (object, status) = crate::strategy::networking::default_service_cidr(&range, &now);
-        let mut created = match cidrs.create(None, object, &WriteOptions::default()).await {
-            Ok(created) => created,
-            Err(RegistryError::AlreadyExists { .. }) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        created["status"] = status;
-        let name = crate::object::name(&created).to_string();
-        cidrs
-            .update(
-                None,
-                &name,
-                created,
-                Subresource::Status,
-                &WriteOptions::default(),
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// kube-apiserver's local APIServices: one per built-in group-version it serves, created
-    /// when missing (upstream's autoregister controller, which also keeps them current).
-    async fn register_local_apiservices(&self) -> Result<()> {
-        let Some(services) = self.store("apiregistration.k8s.io", "v1", "apiservices") else {
-            return Ok(());
-        };
-        let mut group_versions: Vec<(String, String)> = self
-            .catalogue()
-            .all()
-            .iter()
-            .filter(|r| openapi::is_builtin_kind(&r.group, &r.version, &r.kind))
-            .map(|r| (r.group.clone(), r.version.clone()))
-            .collect();
-        group_versions.sort();
-        group_versions.dedup();
-        let now = crate::object::timestamp(chrono::Utc::now());
-        for (group, version) in group_versions {
-            let service =
-                crate::strategy::apiregistration::local_apiservice(&group, &version, &now);
-            let status = service["status"].clone();
-            // A create keeps no status (upstream's strategy resets it); the availability
-            // the server reports of its own group-versions goes through the subresource.
-            let mut created = match services
-                .create(None, service, &WriteOptions::default())
-                .await
-            {
-                Ok(created) => created,
-                Err(RegistryError::AlreadyExists { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            created["status"] = status;
-            let name = crate::object::name(&created).to_string();
-            services
-                .update(
-                    None,
-                    &name,
-                    created,
-                    Subresource::Status,
-                    &WriteOptions::default(),
-                )
-                .await?;
-        }
-        Ok(())
     }
 }
 

@@ -144,13 +144,14 @@ fn message_json(message: &DynamicMessage) -> Value {
         return special;
     }
     let mut out = Map::new();
-    let definition = definition_name(descriptor.full_name());
+    let definition = openapi::wire_order::definition(&definition_name(descriptor.full_name()));
     for (field, value) in message.fields() {
         let name = field.name();
         // A Go struct embedded inline (`json:",inline"`) is a field of its own in protobuf
         // (IngressRule.ingressRuleValue, Volume.volumeSource): its members are the parent's.
-        if let Pb::Message(inner) = value {
-            if openapi::has_property(&definition, name) == Some(false) {
+        // The generated wire order knows each type's JSON fields, inline ones flattened.
+        if let (Pb::Message(inner), Some(def)) = (value, definition) {
+            if def.rank(name).is_none() {
                 if let Value::Object(members) = message_json(inner) {
                     out.extend(members);
                 }

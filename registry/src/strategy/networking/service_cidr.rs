@@ -109,20 +109,19 @@ impl Strategy for ServiceCIDRStrategy {
     }
 }
 
-/// The server's own ServiceCIDR for `range`, ready.
-pub fn default_service_cidr(range: &str, now: &str) -> (Value, Value) {
-    let object = json!({
+/// The server's own ServiceCIDR for `range`, with the status that says it is ready.
+pub fn default_service_cidr(range: &str, now: &str) -> Value {
+    json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "ServiceCIDR",
         "metadata": {"name": DEFAULT_SERVICE_CIDR},
         "spec": {"cidrs": [range]},
-    });
-    let status = json!({"conditions": [{
-        "type": "Ready",
-        "status": "True",
-        "lastTransitionTime": now,
-        "reason": "",
-        "message": "Kubernetes default Service CIDR is ready",
-    }]});
-    (object, status)
+        "status": {"conditions": [{
+            "type": "Ready",
+            "status": "True",
+            "lastTransitionTime": now,
+            "reason": "",
+            "message": "Kubernetes default Service CIDR is ready",
+        }]},
+    })
 }

@@ -32,10 +32,6 @@ fn items<'a>(obj: &'a Value, path: &[&str]) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn required(field: &str, detail: &str) -> Cause {
-    Cause::required_because(field, detail)
-}
-
 /// field.NotSupported with a string value, which upstream prints as Go's `%q`.
 fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| quote(s)).collect();
@@ -65,7 +61,7 @@ pub fn rules(role: &Value, namespaced: bool) -> Vec<Cause> {
 pub fn policy_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     if count(rule, "verbs") == 0 {
-        causes.push(required(
+        causes.push(Cause::required_because(
             &format!("{path}.verbs"),
             "verbs must contain at least one value",
         ));
@@ -93,13 +89,13 @@ pub fn policy_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<Cause> {
         return causes;
     }
     if count(rule, "apiGroups") == 0 {
-        causes.push(required(
+        causes.push(Cause::required_because(
             &format!("{path}.apiGroups"),
             "resource rules must supply at least one api group",
         ));
     }
     if count(rule, "resources") == 0 {
-        causes.push(required(
+        causes.push(Cause::required_because(
             &format!("{path}.resources"),
             "resource rules must supply at least one resource",
         ));
@@ -117,7 +113,7 @@ pub fn aggregation_rule(role: &Value, allow_invalid_label_values: bool) -> Vec<C
     let selectors = items(rule, &["clusterRoleSelectors"]);
     let mut causes = Vec::new();
     if selectors.is_empty() {
-        causes.push(required(
+        causes.push(Cause::required_because(
             "aggregationRule.clusterRoleSelectors",
             "at least one clusterRoleSelector required if aggregationRule is non-nil",
         ));
@@ -156,7 +152,7 @@ pub fn label_selector(selector: &Value, allow_invalid_values: bool, path: &str) 
         let values = items(requirement, &["values"]);
         let operator = text(requirement, "operator");
         match operator {
-            "In" | "NotIn" if values.is_empty() => causes.push(required(
+            "In" | "NotIn" if values.is_empty() => causes.push(Cause::required_because(
                 &format!("{path}.values"),
                 "must be specified when `operator` is 'In' or 'NotIn'",
             )),
