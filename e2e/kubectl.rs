@@ -270,6 +270,47 @@ fn kubectl_unknown_fields_are_refused_unless_validation_is_off() {
     assert!(stored["spec"].get("bogus").is_none(), "{stored}");
 }
 
+/// A body of the wrong kind, or no JSON at all, is refused with upstream's decoder words
+/// (test/cmd's `create --raw /api/v1/namespaces -f valid-pod.yaml`).
+#[test]
+fn kubectl_create_raw_refuses_bodies_as_upstreams_decoder() {
+    let s = start();
+    let pod_yaml = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: raw\nspec:\n  containers:\n  - name: c\n    image: nginx\n";
+    let refused = |path: &str, manifest: &str| {
+        let out = s.manifest_output(&["create", "--raw", path, "-f", "-"], manifest);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).trim().to_string()
+    };
+    // The raw body goes as JSON, and YAML is not JSON.
+    assert_eq!(
+        refused("/api/v1/namespaces", pod_yaml),
+        "Error from server (BadRequest): the object provided is unrecognized (must be of type \
+         Namespace): couldn't get version/kind; json parse error: invalid character 'a' looking \
+         for beginning of value (61706956657273696f6e3a2076310a6b696e643a20506f640a6d65746164 ...)"
+    );
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"raw"}}"#;
+    assert_eq!(
+        refused("/api/v1/namespaces", pod),
+        "Error from server (BadRequest): Pod in version \"v1\" cannot be handled as a Namespace: \
+         converting (v1.Pod) to (core.Namespace): unknown conversion"
+    );
+    // A kind the version does not have (a Deployment in v1, a common slip).
+    let deployment = r#"{"apiVersion":"v1","kind":"Deployment","metadata":{"name":"raw"}}"#;
+    assert_eq!(
+        refused("/apis/apps/v1/namespaces/default/deployments", deployment),
+        "Error from server (BadRequest): Deployment in version \"v1\" cannot be handled as a \
+         Deployment: no kind \"Deployment\" is registered for version \"v1\" in scheme \
+         \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
+    );
+    // The same kind in another group decodes, then fails the apiVersion check.
+    let event = r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"raw"}}"#;
+    assert_eq!(
+        refused("/api/v1/namespaces/default/events", event),
+        "Error from server (BadRequest): the API version in the data (events.k8s.io/v1) does \
+         not match the expected API version (v1)"
+    );
+}
+
 #[test]
 fn kubectl_deployments_apply_scale_watch_delete() {
     deployment_flows(&start());

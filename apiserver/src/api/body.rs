@@ -10,7 +10,7 @@ use registry::RegistryError;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::protobuf;
+use super::{json_syntax, protobuf};
 
 fn content_type(headers: &HeaderMap) -> &str {
     headers
@@ -46,8 +46,9 @@ pub struct Parsed {
     pub duplicates: Vec<String>,
 }
 
-/// The request body as an object.
-pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, RegistryError> {
+/// The request body as an object of `kind`, the kind the endpoint takes (named when the
+/// body is not a document at all, as upstream names it).
+pub fn parse(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Parsed, RegistryError> {
     let ct = content_type(headers);
     let mut duplicates = Vec::new();
     let value = if ct.starts_with(protobuf::MEDIA_TYPE) {
@@ -57,19 +58,27 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, RegistryError> 
         Checked::root(&mut duplicates)
             .deserialize(de)
             .map_err(|e| {
-                RegistryError::BadRequest(format!(
-                    "the body of the request could not be decoded as YAML: {e}"
-                ))
+                unrecognized(
+                    kind,
+                    &format!("error converting YAML to JSON: yaml: {e}"),
+                    body,
+                )
             })?
     } else {
         let mut de = serde_json::Deserializer::from_slice(body);
         Checked::root(&mut duplicates)
             .deserialize(&mut de)
             .and_then(|v| de.end().map(|()| v))
-            .map_err(|e| {
-                RegistryError::BadRequest(format!(
+            .map_err(|e| match json_syntax::go_syntax_error(body) {
+                Some(why) => unrecognized(
+                    kind,
+                    &format!("couldn't get version/kind; json parse error: {why}"),
+                    body,
+                ),
+                // What Go's scanner accepts but serde refuses (a number out of range).
+                None => RegistryError::BadRequest(format!(
                     "the body of the request could not be decoded as JSON: {e}"
-                ))
+                )),
             })?
     };
     if !value.is_object() {
@@ -81,6 +90,14 @@ pub fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, RegistryError> 
         value,
         duplicates: strict_errors(&duplicates),
     })
+}
+
+/// Upstream's refusal of a body it could not read an apiVersion and kind from.
+fn unrecognized(kind: &str, why: &str, body: &[u8]) -> RegistryError {
+    RegistryError::BadRequest(format!(
+        "the object provided is unrecognized (must be of type {kind}): {why} ({})",
+        json_syntax::summary(body)
+    ))
 }
 
 /// The fields a JSON document names twice, as strict decoding errors; a document that is not

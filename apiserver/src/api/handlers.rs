@@ -67,8 +67,12 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
 /// registry, which judges them with the unknown fields it finds.
-pub(super) fn body(req: &Request, write: &mut WriteOptions) -> Result<Value, RegistryError> {
-    let parsed = super::body::parse(&req.headers, &req.body)?;
+pub(super) fn body(
+    req: &Request,
+    write: &mut WriteOptions,
+    kind: &str,
+) -> Result<Value, RegistryError> {
+    let parsed = super::body::parse(&req.headers, &req.body, kind)?;
     write.decode_errors = parsed.duplicates;
     Ok(parsed.value)
 }
@@ -129,13 +133,13 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
         }
         Verb::Create => {
             let mut write = write_options_of(&req, None)?;
-            let obj = body(&req, &mut write)?;
+            let obj = body(&req, &mut write, &info.kind)?;
             let obj = store.create(ns, obj, &write).await?;
             Ok(out(StatusCode::CREATED, &obj))
         }
         Verb::Update => {
             let mut write = write_options_of(&req, None)?;
-            let obj = body(&req, &mut write)?;
+            let obj = body(&req, &mut write, &info.kind)?;
             let (obj, created) = store
                 .update(ns, name, obj, Subresource::Main, &write)
                 .await?;

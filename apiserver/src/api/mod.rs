@@ -7,6 +7,7 @@ pub(crate) mod body;
 pub mod component_status;
 pub mod create_only;
 mod handlers;
+mod json_syntax;
 mod list_body;
 mod manager;
 mod params;

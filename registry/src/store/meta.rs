@@ -28,6 +28,21 @@ impl Store {
             ));
         };
         let expected_version = self.info.api_version();
+        // Built-in kinds are decoded as upstream's scheme decodes them, which refuses another
+        // kind before the apiVersion is compared (custom resources have no scheme).
+        if self.wire_type.is_some() {
+            let given = |field: &str| {
+                map.get(field)
+                    .and_then(Value::as_str)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+            };
+            let version = given("apiVersion").unwrap_or_else(|| expected_version.clone());
+            let kind = given("kind").unwrap_or_else(|| self.info.kind.clone());
+            if let Some(why) = super::scheme::decode_problem(&self.info, &version, &kind) {
+                return Err(RegistryError::BadRequest(why));
+            }
+        }
         match map.get("apiVersion").and_then(Value::as_str) {
             None | Some("") => {
                 map.insert("apiVersion".into(), json!(expected_version));

@@ -14,6 +14,7 @@ mod managed;
 mod meta;
 mod raw;
 mod read;
+mod scheme;
 pub mod subresources;
 pub mod update;
 pub mod watch;

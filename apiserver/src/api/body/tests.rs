@@ -14,7 +14,12 @@ const DUPLICATED: &str = r#"{"kind":"Deployment","metadata":{"name":"a","name":"
 
 #[test]
 fn duplicates_are_noted_and_the_last_wins() {
-    let parsed = parse(&headers("application/json"), DUPLICATED.as_bytes()).expect("parsed");
+    let parsed = parse(
+        &headers("application/json"),
+        DUPLICATED.as_bytes(),
+        "Deployment",
+    )
+    .expect("parsed");
     assert_eq!(parsed.value["metadata"]["name"], "b");
     assert_eq!(parsed.value["spec"]["replicas"], 3);
     assert_eq!(
@@ -30,7 +35,7 @@ fn duplicates_are_noted_and_the_last_wins() {
 #[test]
 fn yaml_is_checked_too() {
     let yaml = "kind: Deployment\nmetadata:\n  name: a\n  labels: {x: '1', x: '2'}\n";
-    let parsed = parse(&headers("application/yaml"), yaml.as_bytes()).expect("yaml");
+    let parsed = parse(&headers("application/yaml"), yaml.as_bytes(), "Deployment").expect("yaml");
     assert_eq!(parsed.value["metadata"]["labels"], json!({"x": "2"}));
     assert_eq!(
         parsed.duplicates,
@@ -46,7 +51,30 @@ fn malformed_bodies_are_bad_requests() {
         ("application/json", "[1,2]"),
         ("application/yaml", "a: [1"),
     ] {
-        let err = parse(&headers(ct), body.as_bytes()).err();
+        let err = parse(&headers(ct), body.as_bytes(), "Pod").err();
         assert_eq!(err.map(|e| e.code()), Some(400), "{body}");
     }
+}
+
+#[test]
+fn undecodable_bodies_name_the_kind_and_show_their_start() {
+    let message = |ct: &'static str, body: &str| {
+        parse(&headers(ct), body.as_bytes(), "Pod")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        message("application/json", "{\"a\" 1}"),
+        "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; \
+         json parse error: invalid character '1' after object key ({\"a\" 1})"
+    );
+    assert!(
+        message("application/yaml", "a: [1").starts_with(
+            "the object provided is unrecognized (must be of type Pod): error converting YAML \
+             to JSON: yaml: "
+        ),
+        "{}",
+        message("application/yaml", "a: [1")
+    );
 }

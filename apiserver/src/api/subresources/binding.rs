@@ -13,7 +13,7 @@ pub(super) struct Binding;
 #[async_trait]
 impl Handler for Binding {
     async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
-        let binding = call.body()?;
+        let binding = call.body("Binding")?;
         // The legacy `bindings` collection names the pod in the Binding only.
         let name = match call.name {
             "" => registry::object::name(&binding).to_string(),

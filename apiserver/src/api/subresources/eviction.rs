@@ -14,7 +14,7 @@ pub(super) struct Eviction;
 #[async_trait]
 impl Handler for Eviction {
     async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
-        let eviction = call.body()?;
+        let eviction = call.body("Eviction")?;
         let registry = &call.req.registry;
         let status = registry
             .evict(call.namespace, call.name, &eviction, &call.write)

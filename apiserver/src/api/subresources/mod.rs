@@ -34,9 +34,10 @@ pub(super) struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// The request's body as an object, its strict-decoding problems kept in `write`.
-    pub fn body(&mut self) -> Result<serde_json::Value, RegistryError> {
-        super::handlers::body(self.req, &mut self.write)
+    /// The request's body as an object of `kind`, its strict-decoding problems kept in
+    /// `write`.
+    pub fn body(&mut self, kind: &str) -> Result<serde_json::Value, RegistryError> {
+        super::handlers::body(self.req, &mut self.write, kind)
     }
 }
 

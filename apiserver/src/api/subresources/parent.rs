@@ -31,7 +31,7 @@ impl Handler for InPlace {
         let obj = match (verb, part) {
             (Verb::Get, Subresource::Status) => store.get(ns, name, &req.params.list()?).await?,
             (Verb::Update, _) => {
-                let obj = body(req, &mut write)?;
+                let obj = body(req, &mut write, &store.info.kind)?;
                 store.update(ns, name, obj, part, &write).await?.0
             }
             (Verb::Patch, Subresource::Status) => {

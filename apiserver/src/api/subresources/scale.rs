@@ -27,7 +27,7 @@ impl Handler for Scale {
         let scale = match verb {
             Verb::Get => store.get_scale(ns, name).await?,
             Verb::Update => {
-                let scale = body(req, &mut write)?;
+                let scale = body(req, &mut write, "Scale")?;
                 store
                     .update_scale(ns, name, ScaleChange::Replace(scale), &write)
                     .await?

@@ -13,7 +13,7 @@ pub(super) struct Token;
 #[async_trait]
 impl Handler for Token {
     async fn serve(&self, mut call: Call<'_>) -> Result<Response, RegistryError> {
-        let request = call.body()?;
+        let request = call.body("TokenRequest")?;
         let registry = &call.req.registry;
         let issued = registry
             .create_token(call.namespace, call.name, &request, &call.write)

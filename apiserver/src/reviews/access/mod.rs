@@ -29,15 +29,15 @@ pub const LOCAL: &str = "LocalSubjectAccessReview";
 pub const SELF: &str = "SelfSubjectAccessReview";
 pub const RULES: &str = "SelfSubjectRulesReview";
 
-/// The body of a create as an object.
-fn read(headers: &HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
+/// The body of a create as an object of `kind`.
+fn read(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Value, RegistryError> {
     crate::api::body::check_body_type(headers, body)?;
     if body.is_empty() {
         return Err(RegistryError::BadRequest(
             "the body of the request is empty".into(),
         ));
     }
-    Ok(crate::api::body::parse(headers, body)?.value)
+    Ok(crate::api::body::parse(headers, body, kind)?.value)
 }
 
 fn created<S: Serialize, T: Serialize>(review: &Review<S, T>) -> Value {
@@ -58,7 +58,7 @@ pub struct SubjectAccess(pub Authorization);
 #[async_trait::async_trait]
 impl Creater for SubjectAccess {
     async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
-        let value = read(request.headers, request.body)?;
+        let value = read(request.headers, request.body, SUBJECT)?;
         let body = types::decode::<AccessSpec>(value, SUBJECT)?;
         let mut causes = types::subject_causes(&body.spec);
         causes.extend(types::metadata_causes(
@@ -89,7 +89,7 @@ pub struct LocalSubjectAccess(pub Authorization);
 impl Creater for LocalSubjectAccess {
     async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
         let namespace = request.namespace.unwrap_or_default();
-        let value = read(request.headers, request.body)?;
+        let value = read(request.headers, request.body, LOCAL)?;
         let body = types::decode::<AccessSpec>(value, LOCAL)?;
         // upstream's EnsureObjectNamespaceMatchesRequestNamespace.
         let sent = body
@@ -131,7 +131,7 @@ pub struct SelfSubjectAccess(pub Authorization);
 #[async_trait::async_trait]
 impl Creater for SelfSubjectAccess {
     async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
-        let value = read(request.headers, request.body)?;
+        let value = read(request.headers, request.body, SELF)?;
         let body = types::decode::<AccessSpec>(value, SELF)?;
         // A SelfSubjectAccessReviewSpec has only the attributes.
         let spec = AccessSpec {
@@ -172,7 +172,7 @@ pub struct SelfSubjectRules(pub Authorization);
 #[async_trait::async_trait]
 impl Creater for SelfSubjectRules {
     async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
-        let value = read(request.headers, request.body)?;
+        let value = read(request.headers, request.body, RULES)?;
         let body = types::decode::<RulesSpec>(value, RULES)?;
         let Some(user) = request.user else {
             return Err(RegistryError::BadRequest(
