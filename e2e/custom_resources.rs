@@ -546,3 +546,61 @@ fn another_server_serves_stored_definitions() {
         "{table}"
     );
 }
+
+/// A definition whose root keeps unknown fields: `/openapi/v2` lists no fixed fields for it
+/// (only apiVersion, kind and metadata), as upstream's v2 conversion gives it, so clients
+/// validating against v2 accept the unknown fields the server keeps.
+#[test]
+fn openapi_v2_keeps_unknown_fields_open_where_the_schema_does() {
+    let s = start();
+    s.with_manifest(
+        "apply",
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: loose.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: loose, singular: loose, kind: Loose}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"#,
+    );
+    let definition =
+        || s.get("/openapi/v2").json()["definitions"]["com.example.stable.v1.Loose"].clone();
+    wait_until(
+        "the definition in /openapi/v2",
+        Duration::from_secs(20),
+        || definition().is_object(),
+    );
+    let loose = definition();
+    let mut fields: Vec<String> = loose["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    fields.sort();
+    assert_eq!(fields, ["apiVersion", "kind", "metadata"], "{loose}");
+    assert_eq!(loose["x-kubernetes-preserve-unknown-fields"], true);
+    // The object keeps what its schema does not name.
+    s.with_manifest(
+        "create",
+        "apiVersion: stable.example.com/v1\nkind: Loose\nmetadata:\n  name: a\nspec:\n  size: 1\nother: kept\n",
+    );
+    let stored = s
+        .get("/apis/stable.example.com/v1/namespaces/default/loose/a")
+        .json();
+    assert_eq!(stored["other"], "kept", "{stored}");
+}

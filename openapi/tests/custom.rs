@@ -188,3 +188,97 @@ fn a_missing_or_odd_schema_keeps_any_field() {
         assert!(api.v3_group_version("apis/stable.example.com/v1").is_some());
     }
 }
+
+/// v2 clients (kubectl's client-side validation) get upstream's structural v2 form: a value
+/// that keeps unknown fields lists no fixed properties, or unknown ones would be refused.
+#[test]
+fn v2_lists_no_fixed_fields_where_unknown_ones_are_kept() {
+    let api = openapi();
+    api.set_custom(crontab(Some(json!({
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "required": ["spec", "note"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "cronSpec": {"type": "string"},
+                    "tags": {
+                        "type": "array",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "items": {"type": "string"},
+                    },
+                    "choice": {"type": "string", "anyOf": [{"enum": ["a"]}, {"enum": ["b"]}]},
+                    "extra": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "properties": {"known": {"type": "string"}},
+                    },
+                },
+            },
+            "note": {"type": "string", "nullable": true},
+        },
+    }))));
+    let v2 = json(api.v2().bytes());
+    let definition = &v2["definitions"]["com.example.stable.v1.CronTab"];
+    // The root keeps anything: only the fields every object has remain.
+    let mut fields: Vec<&str> = definition["properties"]
+        .as_object()
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    fields.sort_unstable();
+    assert_eq!(fields, ["apiVersion", "kind", "metadata"]);
+    assert_eq!(definition["x-kubernetes-preserve-unknown-fields"], true);
+    assert_eq!(definition["required"], json!(["spec", "note"]));
+
+    // Below a root that lists its fields, the same rules apply at each level.
+    api.set_custom(crontab(Some(json!({
+        "type": "object",
+        "required": ["spec", "note"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "tags": {
+                        "type": "array",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "items": {"type": "string"},
+                    },
+                    "choice": {"type": "string", "anyOf": [{"enum": ["a"]}, {"enum": ["b"]}]},
+                    "extra": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                        "properties": {"known": {"type": "string"}},
+                    },
+                },
+            },
+            "note": {"type": "string", "nullable": true},
+        },
+    }))));
+    let v2 = json(api.v2().bytes());
+    let definition = &v2["definitions"]["com.example.stable.v1.CronTab"];
+    let spec = &definition["properties"]["spec"]["properties"];
+    assert_eq!(
+        spec["tags"],
+        json!({"x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(spec["choice"], json!({"type": "string"}));
+    assert_eq!(
+        spec["extra"],
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(definition["properties"]["note"], json!({}));
+    assert_eq!(definition["required"], json!(["spec"]));
+    // v3 keeps the schema as written.
+    let v3 = json(
+        api.v3_group_version("apis/stable.example.com/v1")
+            .expect("served")
+            .bytes(),
+    );
+    let v3_spec =
+        &v3["components"]["schemas"]["com.example.stable.v1.CronTab"]["properties"]["spec"];
+    assert_eq!(
+        v3_spec["properties"]["tags"]["items"],
+        json!({"type": "string"})
+    );
+}

@@ -56,7 +56,6 @@ impl Definitions {
         self.0.keys().copied()
     }
 
-    #[cfg(test)]
     pub fn contains_key(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }

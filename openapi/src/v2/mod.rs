@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::builtin::{INT_OR_STRING, PATCH, QUANTITY};
+use crate::builtin::{builtin, INT_OR_STRING, PATCH, QUANTITY};
 use crate::operations::{Body, In, Operation, Param, PathItem, Payload, PATCH_TYPES};
 use crate::refs::{definition_ref, Lookup};
 use crate::render::{parts, TITLE};
@@ -43,8 +43,12 @@ pub(crate) fn document(
 }
 
 /// Swagger 2.0 has no oneOf, anyOf, not or nullable: upstream's v2 narrows the two-typed
-/// scalars to strings and drops the rest.
+/// scalars to strings and drops the rest. Custom resources' schemas go through their own
+/// conversion ([`structural`]).
 fn v2_schema(name: &str, schema: &Value) -> Value {
+    if !builtin().definitions.contains_key(name) {
+        return custom_root(schema);
+    }
     if name == QUANTITY || name == INT_OR_STRING {
         let mut out = json!({"type": "string"});
         if let Some(description) = schema.get("description") {
@@ -84,6 +88,75 @@ fn narrow(schema: &Value) -> Value {
             _ => value.clone(),
         };
         out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// A custom resource's (or its list's) v2 schema: [`structural`], with the root's apiVersion,
+/// kind and metadata kept, as upstream adds them back after the conversion.
+fn custom_root(schema: &Value) -> Value {
+    let mut out = structural(schema);
+    let Some(fields) = schema.get("properties").and_then(Value::as_object) else {
+        return out;
+    };
+    if let Value::Object(root) = &mut out {
+        let properties = root.entry("properties").or_insert_with(|| json!({}));
+        for field in ["apiVersion", "kind", "metadata"] {
+            if let (Some(kept), Value::Object(properties)) = (fields.get(field), &mut *properties) {
+                properties.insert(field.into(), kept.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A custom resource's schema as upstream's apiextensions gives v2 clients (its
+/// ToStructuralOpenAPIV2): no allOf, oneOf, anyOf or not; a nullable or
+/// unknown-fields-keeping value has no properties or items, as kubectl's client-side
+/// validation would refuse what they leave out (a nullable one has no type either); an array
+/// left without items has no type; nullable fields are not required.
+fn structural(schema: &Value) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        let value = match (key.as_str(), value) {
+            ("allOf" | "oneOf" | "anyOf" | "not" | "nullable", _) => continue,
+            ("properties", Value::Object(fields)) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(field, s)| (field.clone(), structural(s)))
+                    .collect(),
+            ),
+            ("items" | "additionalProperties", Value::Object(_)) => structural(value),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    let flag = |name: &str| map.get(name).and_then(Value::as_bool) == Some(true);
+    if flag("nullable") {
+        for key in ["type", "items", "properties"] {
+            out.remove(key);
+        }
+    }
+    if flag("x-kubernetes-preserve-unknown-fields") {
+        out.remove("items");
+        out.remove("properties");
+    }
+    if !out.contains_key("items") && out.get("type") == Some(&json!("array")) {
+        out.remove("type");
+    }
+    let nullable: Vec<&String> = match out.get("properties").and(map.get("properties")) {
+        Some(Value::Object(fields)) => fields
+            .iter()
+            .filter(|(_, s)| s.get("nullable").and_then(Value::as_bool) == Some(true))
+            .map(|(field, _)| field)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::Array(required)) = out.get_mut("required") {
+        required.retain(|field| !nullable.iter().any(|n| field.as_str() == Some(n.as_str())));
     }
     Value::Object(out)
 }
