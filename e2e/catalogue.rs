@@ -126,6 +126,16 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         }}}),
         ("networking.k8s.io", "NetworkPolicy") => json!({"spec": {"podSelector": selector}}),
         ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => json!({"spec": {
+            "type": "Limited",
+            "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}
+        }}),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => json!({"spec": {
+            "priorityLevelConfiguration": {"name": "walk-flowcontrol"},
+            "matchingPrecedence": 500,
+            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "walkers"}}],
+                "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/walk"]}]}]
+        }}),
         ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => json!({"spec": {
             "group": "walk.example.com", "scope": "Namespaced",

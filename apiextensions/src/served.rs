@@ -78,6 +78,7 @@ fn info(crd: &Definition, names: &Names, version: &Version) -> ResourceInfo {
         // Custom resources get their Strategy when installed (`install_with`).
         strategy: registry::strategy::generic,
         store_hooks: Vec::new(),
+        row_order: None,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod authz;
 pub mod controllers;
 pub mod custom_resources;
 pub mod discovery;
+mod flow_control;
 pub mod health;
 pub mod kubeconfig;
 mod kubernetes_service;

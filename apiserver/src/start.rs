@@ -142,9 +142,22 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     registry.set_admission_plugins(&admission.enabled);
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
+    // API Priority and Fairness' configuration producer keeps its objects after the first
+    // pass (made in bootstrap) for as long as the server runs.
+    let producer = registry.clone();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = producer.keep_flow_control() => {}
+        }
+    });
     let authorization = start_authorization(&registry, &authorization_modes, &shutdown).await?;
     // One informer per resource for every controller in the process.
     let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
+    if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
+        tokio::spawn(consumer.run(shutdown.clone()));
+    }
     let controllers = controllers::start(
         informers.clone(),
         ControllerOptions {

@@ -4,8 +4,8 @@
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::{
-    self, admissionregistration, apiregistration, defaults, networking, node, rbac, scheduling,
-    storage, workloads,
+    self, admissionregistration, apiregistration, defaults, flowcontrol, networking, node, rbac,
+    scheduling, storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -51,6 +51,7 @@ fn resource(group: &str, kind: &str, plural: &str, namespaced: bool) -> Resource
         storage_path: format!("/{plural}"),
         strategy: strategy::generic,
         store_hooks: Vec::new(),
+        row_order: None,
     }
 }
 
@@ -87,6 +88,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(networking());
     all.extend(admission());
     all.extend(aggregation());
+    all.extend(flow_control());
     all.extend(scheduling());
     all.extend(reviews());
     all
@@ -613,6 +615,33 @@ fn aggregation() -> Vec<ResourceInfo> {
             CLUSTER,
         )
     }]
+}
+
+/// API Priority and Fairness' configuration.
+fn flow_control() -> Vec<ResourceInfo> {
+    const GROUP: &str = "flowcontrol.apiserver.k8s.io";
+    vec![
+        ResourceInfo {
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::flowschema_columns(),
+            row_order: Some(printers::flowschema_order),
+            has_generation: true,
+            strategy: |_, _| Box::new(flowcontrol::FlowSchemaStrategy),
+            ..resource(GROUP, "FlowSchema", "flowschemas", CLUSTER)
+        },
+        ResourceInfo {
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::prioritylevelconfiguration_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(flowcontrol::PriorityLevelConfigurationStrategy),
+            ..resource(
+                GROUP,
+                "PriorityLevelConfiguration",
+                "prioritylevelconfigurations",
+                CLUSTER,
+            )
+        },
+    ]
 }
 
 /// Where and before whom pods run: priority classes and runtime classes.

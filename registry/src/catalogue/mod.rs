@@ -104,6 +104,9 @@ pub struct ResourceInfo {
     pub subresources: Vec<SubresourceInfo>,
     pub default_gc_policy: GcPolicy,
     pub columns: Vec<TableColumn>,
+    /// The order of a list's Table rows, when upstream's printer sorts them (FlowSchemas by
+    /// precedence); None: the list's own order.
+    pub row_order: Option<fn(&Value, &Value) -> std::cmp::Ordering>,
     /// Selectable fields beyond metadata.name and metadata.namespace, as dotted paths into
     /// the object (`spec.nodeName`, `involvedObject.kind`).
     pub field_selectors: Vec<String>,

@@ -166,6 +166,20 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             &[],
             false,
         ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "flowschemas",
+            "FlowSchema",
+            &[],
+            false,
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            "PriorityLevelConfiguration",
+            &[],
+            false,
+        ),
         ("networking.k8s.io", "ingresses", "Ingress", &["ing"], true),
         (
             "networking.k8s.io",
@@ -356,6 +370,11 @@ fn storage_paths_follow_upstream_prefixes() {
         ("apps", "deployments", "/deployments"),
         ("networking.k8s.io", "ingresses", "/ingress"),
         ("networking.k8s.io", "networkpolicies", "/networkpolicies"),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            "/prioritylevelconfigurations",
+        ),
         ("", "podtemplates", "/podtemplates"),
         (
             "apiextensions.k8s.io",
@@ -562,6 +581,33 @@ fn column_headers_match_upstream() {
     assert_eq!(
         headers("networking.k8s.io", "networkpolicies", false),
         ["NAME", "POD-SELECTOR", "AGE"]
+    );
+    assert_eq!(
+        headers("flowcontrol.apiserver.k8s.io", "flowschemas", false),
+        [
+            "NAME",
+            "PRIORITYLEVEL",
+            "MATCHINGPRECEDENCE",
+            "DISTINGUISHERMETHOD",
+            "AGE",
+            "MISSINGPL"
+        ]
+    );
+    assert_eq!(
+        headers(
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+            false
+        ),
+        [
+            "NAME",
+            "TYPE",
+            "NOMINALCONCURRENCYSHARES",
+            "QUEUES",
+            "HANDSIZE",
+            "QUEUELENGTHLIMIT",
+            "AGE"
+        ]
     );
     assert_eq!(
         headers("scheduling.k8s.io", "priorityclasses", false),

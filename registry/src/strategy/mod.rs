@@ -7,6 +7,7 @@ pub mod apiregistration;
 pub mod conversion;
 pub(crate) mod defaults;
 mod events;
+pub mod flowcontrol;
 mod namespace;
 pub mod networking;
 pub(crate) mod node;

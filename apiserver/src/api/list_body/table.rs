@@ -15,6 +15,9 @@ pub(super) struct Table {
     /// meta.k8s.io/v1 TableRow, whose fields order each row.
     row_type: Option<&'static Def>,
     rows: usize,
+    /// The kind's row order and the items held back for it (sorted rows need them all).
+    order: Option<fn(&Value, &Value) -> std::cmp::Ordering>,
+    held: Vec<Value>,
 }
 
 impl Table {
@@ -35,20 +38,39 @@ impl Table {
             printer: RowPrinter::new(info, include, now),
             row_type: wire::type_of(&head).and_then(|t| t.field_type("rows")),
             rows: 0,
+            order: info.row_order,
+            held: Vec::new(),
         })
     }
 }
 
-impl Framing for Table {
-    fn item(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
+impl Table {
+    fn row(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
         if self.rows > 0 {
             out.push(b',');
         }
         self.rows += 1;
         wire::write_as(out, &self.printer.row(item), self.row_type, Style::Compact)
     }
+}
+
+impl Framing for Table {
+    fn item(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
+        if self.order.is_some() {
+            self.held.push(item.clone());
+            return Ok(());
+        }
+        self.row(out, item)
+    }
 
     fn tail(&mut self, out: &mut Vec<u8>) -> Result<(), RegistryError> {
+        if let Some(order) = self.order {
+            let mut held = std::mem::take(&mut self.held);
+            held.sort_by(order);
+            for item in &held {
+                self.row(out, item)?;
+            }
+        }
         out.extend_from_slice(b"]}\n");
         Ok(())
     }

@@ -9,6 +9,7 @@ mod aggregation;
 mod cluster;
 mod config;
 mod events;
+mod flowcontrol;
 mod format;
 mod network;
 mod networking;
@@ -37,6 +38,9 @@ pub(in crate::catalogue) use config::{
     configmap_columns, resourcequota_columns, secret_columns, serviceaccount_columns,
 };
 pub(in crate::catalogue) use events::event_columns;
+pub(in crate::catalogue) use flowcontrol::{
+    flowschema_columns, flowschema_order, prioritylevelconfiguration_columns,
+};
 pub(in crate::catalogue) use network::{endpoints_columns, endpointslice_columns, service_columns};
 pub(in crate::catalogue) use networking::{
     ingress_columns, ingressclass_columns, ipaddress_columns, networkpolicy_columns,

@@ -1,7 +1,10 @@
 //! The objects every cluster has from its first start, created when missing and otherwise
 //! left as they are (upstream's post-start hooks and bootstrap controllers): the system
-//! namespaces, the system PriorityClasses, a local APIService per built-in group-version and
-//! the `kubernetes` ServiceCIDR.
+//! namespaces, the system PriorityClasses, a local APIService per built-in group-version,
+//! the `kubernetes` ServiceCIDR and API Priority and Fairness' configuration (which, unlike
+//! the rest, is kept as it should be after start: see `flowcontrol`).
+
+mod flowcontrol;
 
 use serde_json::{json, Value};
 use tracing::info;
@@ -56,6 +59,8 @@ impl Registry {
             let range = self.service_network().cluster_ips.to_string();
             ensure(&cidrs, networking::default_service_cidr(&range, &now)).await?;
         }
+        // The first pass of API Priority and Fairness' configuration producer.
+        self.ensure_flow_control().await?;
         Ok(())
     }
 }
