@@ -126,6 +126,11 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         }}}),
         ("networking.k8s.io", "NetworkPolicy") => json!({"spec": {"podSelector": selector}}),
         ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
+        // A P-256 request for CN=walk, made once with openssl.
+        ("certificates.k8s.io", "CertificateSigningRequest") => json!({"spec": {
+            "request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01IRUNBUUF3RHpFTk1Bc0dBMVVFQXd3RWQyRnNhekJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQks0OTFlWHVMMXFsTUdBQ3owcTV3S0hPaGR0MzY4NFY5WDBBMFpTOWxpdEJIWVFzb2pvUFZSMjlXZmM2Cm0wYXhjdlVoZm9McUd2bEF2Q2UrTWZ3MjdkS2dBREFLQmdncWhrak9QUVFEQWdOSkFEQkdBaUVBOGlKaGNKZGwKWlNJcUJzN2dnK0IrYVlMcWdHMjZrMEwrTEtuZzMySDdaVVlDSVFEZ21QTTJESXl6b2s5aC8rWlpUSW5oaE1xOQplN0hWcldZeE1iWVFZRTJqUGc9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K",
+            "signerName": "walk.example.com/signer", "usages": ["client auth"]
+        }}),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => json!({"spec": {
             "type": "Limited",
             "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}

@@ -165,6 +165,20 @@ pub struct Options {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
 
+    /// The CA certificate (PEM) the kubernetes.io signers issue CertificateSigningRequests
+    /// with. Without it, the server's own CA (`<data-dir>/pki/ca.crt`) signs, when the server
+    /// has one.
+    #[arg(long, requires = "cluster_signing_key_file")]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+
+    /// The key (PEM) of --cluster-signing-cert-file.
+    #[arg(long, requires = "cluster_signing_cert_file")]
+    pub cluster_signing_key_file: Option<PathBuf>,
+
+    /// The longest a signed certificate lasts (a request may ask for less).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub cluster_signing_duration: Duration,
+
     /// The log format: `text` (coloured only on a terminal without NO_COLOR) or `json` (one
     /// object per line, for log collectors). kube-apiserver's --logging-format.
     #[arg(

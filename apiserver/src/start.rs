@@ -153,6 +153,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         }
     });
     let authorization = start_authorization(&registry, &authorization_modes, &shutdown).await?;
+    // Admission plugins that ask authorization (CertificateApproval) ask this chain.
+    registry.set_authorizer(authorization.authorizer.clone());
     // One informer per resource for every controller in the process.
     let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
@@ -169,6 +171,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             retry_period: options.leader_elect_retry_period,
             scheduler: options.scheduler,
             root_ca: secure.as_ref().map(|s| s.trusted_pem.clone()),
+            signing: signing_ca(&options, secure.as_ref())?,
             nodes: kubelet::NodeConfig {
                 count: options.nodes,
                 name_prefix: options.node_name_prefix.clone(),
@@ -345,6 +348,28 @@ const RBAC_SYNC: Duration = Duration::from_secs(30);
 /// The authorizer chain of `--authorization-mode`, and the RBAC escalation checks on role and
 /// binding writes. RBAC's index runs whatever the modes, as upstream's escalation checks
 /// resolve the writer's rules from RBAC alone; it is in the chain only with mode RBAC.
+/// The CA the certificate signers issue with: --cluster-signing-cert-file's, else the
+/// server's own.
+fn signing_ca(
+    options: &Options,
+    secure: Option<&tls::SecureServing>,
+) -> Result<Option<(String, String, std::time::Duration)>, StartError> {
+    let duration = options.cluster_signing_duration;
+    if let (Some(cert), Some(key)) = (
+        &options.cluster_signing_cert_file,
+        &options.cluster_signing_key_file,
+    ) {
+        return Ok(Some((
+            tls::certs::read(cert)?,
+            tls::certs::read(key)?,
+            duration,
+        )));
+    }
+    Ok(secure
+        .and_then(|s| s.own_ca.clone())
+        .map(|(cert, key)| (cert, key, duration)))
+}
+
 async fn start_authorization(
     registry: &Arc<registry::Registry>,
     modes: &[authz::Mode],

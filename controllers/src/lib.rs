@@ -2,6 +2,7 @@
 //! (no HTTP loopback) through the same informer machinery a client would use (the `client`
 //! crate's informers, workqueue and worker loop).
 pub mod apiextensions;
+pub mod certificates;
 pub mod clusterrole_aggregation;
 pub mod cronjob;
 pub mod daemonset;

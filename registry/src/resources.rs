@@ -34,6 +34,9 @@ pub struct Registry {
     strategies: StrategyConfig,
     /// The keys and rules of service account tokens, once the server gives them.
     pub(crate) service_account_tokens: std::sync::OnceLock<Arc<crate::serviceaccount::TokenConfig>>,
+    /// The server's authorization chain, once it exists (admission plugins that ask it, as
+    /// upstream's WantsAuthorizer plugins do).
+    authorizer: Arc<std::sync::OnceLock<Arc<dyn crate::auth::Authorizer>>>,
 }
 
 impl Registry {
@@ -77,6 +80,7 @@ impl Registry {
             fields: Arc::default(),
             strategies,
             service_account_tokens: std::sync::OnceLock::new(),
+            authorizer: Arc::default(),
         });
         registry.set_admission_plugins(plugins::IN_PROCESS);
         // Create-only resources store nothing: no Store.
@@ -226,6 +230,25 @@ impl Registry {
     }
 
     /// The Store serving group/version/plural.
+    /// Gives admission the server's authorization chain; the first one given stays.
+    pub fn set_authorizer(&self, authorizer: Arc<dyn crate::auth::Authorizer>) {
+        if self.authorizer.set(authorizer).is_err() {
+            tracing::warn!("the authorizer was already set; keeping the first");
+        }
+    }
+
+    /// The server's authorization chain, once it is set.
+    pub fn authorizer(&self) -> Option<Arc<dyn crate::auth::Authorizer>> {
+        self.authorizer.get().cloned()
+    }
+
+    /// Where the authorization chain will be (plugins are built before it exists).
+    pub(crate) fn authorizer_cell(
+        &self,
+    ) -> Arc<std::sync::OnceLock<Arc<dyn crate::auth::Authorizer>>> {
+        self.authorizer.clone()
+    }
+
     pub fn store(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Store>> {
         self.stores
             .read()

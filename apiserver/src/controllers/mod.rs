@@ -45,6 +45,9 @@ pub struct ControllerOptions {
     /// The CA bundle that verifies the server, published in every namespace as
     /// `kube-root-ca.crt` (none without a secure port).
     pub root_ca: Option<String>,
+    /// The CA certificate and key (PEM) the certificate signers issue with, and the longest a
+    /// certificate lasts; None: no signer runs.
+    pub signing: Option<(String, String, std::time::Duration)>,
 }
 
 /// What the HTTP side may ask of the running controllers.

@@ -8,6 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use client::informer::InformerFactory;
+use controllers::certificates::{
+    CsrApprovingController, CsrCleanerController, CsrSigningController, SigningAuthority,
+};
 use controllers::clusterrole_aggregation::ClusterRoleAggregationController;
 use controllers::cronjob::{CronJobController, CronJobControllerConfig};
 use controllers::daemonset::{DaemonSetController, DaemonSetControllerConfig};
@@ -105,6 +108,9 @@ pub static CONTROLLERS: &[Descriptor] = &[
     controller("endpoints-controller",                     ON, endpoints),
     controller("disruption-controller",                    ON, disruption),
     controller("persistentvolume-binder-controller",       ON, persistentvolume_binder),
+    controller("certificatesigningrequest-signing-controller",   ON, csr_signing),
+    controller("certificatesigningrequest-approving-controller", ON, csr_approving),
+    controller("certificatesigningrequest-cleaner-controller",   ON, csr_cleaner),
 ];
 
 /// Upstream's older names (its ControllerDescriptor aliases), still accepted.
@@ -128,6 +134,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("endpoint",                "endpoints-controller"),
     ("disruption",              "disruption-controller"),
     ("persistentvolume-binder", "persistentvolume-binder-controller"),
+    ("csrsigning",              "certificatesigningrequest-signing-controller"),
+    ("csrapproving",            "certificatesigningrequest-approving-controller"),
+    ("csrcleaner",              "certificatesigningrequest-cleaner-controller"),
 ];
 
 fn garbage_collector(cx: &Context<'_>) -> Started {
@@ -145,6 +154,32 @@ fn namespace(cx: &Context<'_>) -> Started {
 fn serviceaccount(cx: &Context<'_>) -> Started {
     let made = ServiceAccountController::new(cx.informers);
     cx.run(made, ServiceAccountController::run)
+}
+
+/// Only with a CA to sign with (the server's own, or --cluster-signing-cert-file's).
+fn csr_signing(cx: &Context<'_>) -> Started {
+    let Some((cert, key, duration)) = cx.options.signing.clone() else {
+        return Ok(None);
+    };
+    let authority = SigningAuthority::new(&cert, &key, duration).map_err(|e| e.to_string())?;
+    cx.run(
+        CsrSigningController::new(cx.informers, authority),
+        CsrSigningController::run,
+    )
+}
+
+fn csr_approving(cx: &Context<'_>) -> Started {
+    cx.run(
+        CsrApprovingController::new(cx.informers),
+        CsrApprovingController::run,
+    )
+}
+
+fn csr_cleaner(cx: &Context<'_>) -> Started {
+    cx.run(
+        CsrCleanerController::new(cx.informers.registry()),
+        CsrCleanerController::run,
+    )
 }
 
 fn clusterrole_aggregation(cx: &Context<'_>) -> Started {

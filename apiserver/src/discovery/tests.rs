@@ -70,6 +70,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "authentication.k8s.io",
             "authorization.k8s.io",
             "batch",
+            "certificates.k8s.io",
             "networking.k8s.io",
             "policy",
             "rbac.authorization.k8s.io",

@@ -21,6 +21,9 @@ pub struct SecureServing {
     pub trusted_pem: String,
     /// The admin client certificate and key (PEM), when the server's own CA verifies clients.
     pub admin: Option<(String, String)>,
+    /// The server's own CA certificate and key (PEM), when it made one: what the certificate
+    /// signers issue with unless --cluster-signing-cert-file says otherwise.
+    pub own_ca: Option<(String, String)>,
 }
 
 /// The secure serving `options` ask for (None with `--secure-port 0`), generating or reusing
@@ -70,18 +73,22 @@ pub fn prepare(options: &Options) -> Result<Option<SecureServing>, CertError> {
     } else {
         certs::read(&cert_file)?
     };
-    let admin = if own_client_ca {
-        Some((
-            certs::read(&pki.admin_cert())?,
-            certs::read(&pki.admin_key())?,
-        ))
+    let (admin, own_ca) = if own_client_ca {
+        (
+            Some((
+                certs::read(&pki.admin_cert())?,
+                certs::read(&pki.admin_key())?,
+            )),
+            Some((certs::read(&pki.ca_cert())?, certs::read(&pki.ca_key())?)),
+        )
     } else {
-        None
+        (None, None)
     };
     Ok(Some(SecureServing {
         config: Arc::new(config),
         trusted_pem,
         admin,
+        own_ca,
     }))
 }
 

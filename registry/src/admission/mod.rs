@@ -15,6 +15,9 @@
 
 mod always_admit;
 mod always_deny;
+mod certificate_approval;
+mod certificate_signing;
+mod certificate_subject_restriction;
 mod default_class;
 mod default_ingress_class;
 mod default_storage_class;
@@ -24,6 +27,7 @@ mod persistent_volume_claim_resize;
 pub mod plugins;
 mod priority;
 pub mod service_account;
+mod signer_permission;
 mod taint_nodes_by_condition;
 
 use std::sync::{Arc, PoisonError, RwLock};

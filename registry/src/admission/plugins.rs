@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{
-    always_admit, always_deny, default_ingress_class, default_storage_class,
+    always_admit, always_deny, certificate_approval, certificate_signing,
+    certificate_subject_restriction, default_ingress_class, default_storage_class,
     default_toleration_seconds, namespace_lifecycle, persistent_volume_claim_resize, priority,
     service_account, taint_nodes_by_condition, Chain, Plugin,
 };
@@ -76,10 +77,18 @@ pub static ORDERED: &[Entry] = &[
         Some(persistent_volume_claim_resize::build),
     ),
     plugin("RuntimeClass", true, None),
-    plugin("CertificateApproval", true, None),
-    plugin("CertificateSigning", true, None),
+    plugin(
+        "CertificateApproval",
+        true,
+        Some(certificate_approval::build),
+    ),
+    plugin("CertificateSigning", true, Some(certificate_signing::build)),
     plugin("ClusterTrustBundleAttest", true, None),
-    plugin("CertificateSubjectRestriction", true, None),
+    plugin(
+        "CertificateSubjectRestriction",
+        true,
+        Some(certificate_subject_restriction::build),
+    ),
     plugin(
         "DefaultIngressClass",
         true,
@@ -104,6 +113,9 @@ pub const IN_PROCESS: &[&str] = &[
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
     "DefaultIngressClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "CertificateSubjectRestriction",
 ];
 
 /// A bad `--enable-admission-plugins` / `--disable-admission-plugins`.
@@ -204,6 +216,9 @@ mod tests {
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
+                "CertificateApproval",
+                "CertificateSigning",
+                "CertificateSubjectRestriction",
                 "DefaultIngressClass"
             ]
         );
@@ -228,6 +243,9 @@ mod tests {
                 "Priority",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
+                "CertificateApproval",
+                "CertificateSigning",
+                "CertificateSubjectRestriction",
                 "DefaultIngressClass",
                 "AlwaysDeny"
             ]

@@ -4,8 +4,8 @@
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::{
-    self, admissionregistration, apiregistration, defaults, flowcontrol, networking, node, rbac,
-    scheduling, storage, workloads,
+    self, admissionregistration, apiregistration, certificates, defaults, flowcontrol, networking,
+    node, rbac, scheduling, storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -89,6 +89,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(admission());
     all.extend(aggregation());
     all.extend(flow_control());
+    all.extend(certificate_requests());
     all.extend(scheduling());
     all.extend(reviews());
     all
@@ -612,6 +613,25 @@ fn aggregation() -> Vec<ResourceInfo> {
             "apiregistration.k8s.io",
             "APIService",
             "apiservices",
+            CLUSTER,
+        )
+    }]
+}
+
+/// Requests for certificates from the cluster's signers.
+fn certificate_requests() -> Vec<ResourceInfo> {
+    vec![ResourceInfo {
+        short_names: strings(&["csr"]),
+        subresources: vec![
+            SubresourceInfo::status(),
+            SubresourceInfo::in_place("approval", super::subresource::READ_WRITE),
+        ],
+        columns: printers::csr_columns(),
+        strategy: |_, _| Box::new(certificates::CertificateSigningRequestStrategy),
+        ..resource(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
             CLUSTER,
         )
     }]

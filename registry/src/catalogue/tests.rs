@@ -167,6 +167,13 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             false,
         ),
         (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "CertificateSigningRequest",
+            &["csr"],
+            false,
+        ),
+        (
             "flowcontrol.apiserver.k8s.io",
             "flowschemas",
             "FlowSchema",
@@ -581,6 +588,17 @@ fn column_headers_match_upstream() {
     assert_eq!(
         headers("networking.k8s.io", "networkpolicies", false),
         ["NAME", "POD-SELECTOR", "AGE"]
+    );
+    assert_eq!(
+        headers("certificates.k8s.io", "certificatesigningrequests", false),
+        [
+            "NAME",
+            "AGE",
+            "SIGNERNAME",
+            "REQUESTOR",
+            "REQUESTEDDURATION",
+            "CONDITION"
+        ]
     );
     assert_eq!(
         headers("flowcontrol.apiserver.k8s.io", "flowschemas", false),

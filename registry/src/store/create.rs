@@ -69,6 +69,8 @@ impl Store {
         let requested = object::meta_mut(&mut obj).remove("managedFields");
         self.prepare_create_meta(&mut obj);
         self.strategy.prepare_for_create(&mut obj);
+        self.strategy
+            .record_requester(&mut obj, opts.user.as_deref());
         let how = How {
             sub: Subresource::Main,
             endpoint: Endpoint::Main,

@@ -29,6 +29,7 @@ pub(crate) enum Endpoint {
     Main,
     Status,
     Finalize,
+    Approval,
     /// The scale subresource, over the replicas at this path of the object.
     Scale,
 }
@@ -39,6 +40,7 @@ impl Endpoint {
             Subresource::Main => Endpoint::Main,
             Subresource::Status => Endpoint::Status,
             Subresource::Finalize => Endpoint::Finalize,
+            Subresource::Approval => Endpoint::Approval,
         }
     }
 }
@@ -119,6 +121,7 @@ impl Store {
             Endpoint::Main => ("", Set::new()),
             Endpoint::Status => ("status", self.status_resets(objects)),
             Endpoint::Finalize => ("finalize", all_but(&["spec", "finalizers"], objects)),
+            Endpoint::Approval => ("approval", all_but(&["status", "conditions"], objects)),
             Endpoint::Scale => {
                 let path = self.scale_replicas_path();
                 let steps: Vec<&str> = path.iter().map(String::as_str).collect();

@@ -23,6 +23,8 @@ pub enum Subresource {
     Status,
     /// Only `spec.finalizers` (namespaces' `finalize`).
     Finalize,
+    /// Only `status.conditions` (CertificateSigningRequests' `approval`).
+    Approval,
 }
 
 impl Subresource {
@@ -32,6 +34,7 @@ impl Subresource {
             Subresource::Main => "",
             Subresource::Status => "status",
             Subresource::Finalize => "finalize",
+            Subresource::Approval => "approval",
         }
     }
 }
@@ -389,7 +392,10 @@ impl Store {
                 next
             }
             Subresource::Finalize => replace_part(&old, &new, &["spec", "finalizers"]),
+            Subresource::Approval => replace_part(&old, &new, &["status", "conditions"]),
         };
+        self.strategy
+            .prepare_for_subresource_update(sub, &mut new, &old);
         if self.info.has_generation {
             let generation = object::generation(&old).max(1);
             // A status write never counts as a change of what the user asked for.
@@ -419,6 +425,7 @@ impl Store {
         causes.extend(self.validate_meta(&new));
         causes.extend(match sub {
             Subresource::Status => self.strategy.validate_status_update(&new, &old),
+            Subresource::Approval => self.strategy.validate_approval_update(&new, &old),
             _ => self.strategy.validate_update(&new, &old),
         });
         self.invalid_if_any(name, causes)?;

@@ -4,6 +4,7 @@
 
 pub(crate) mod admissionregistration;
 pub mod apiregistration;
+pub mod certificates;
 pub mod conversion;
 pub(crate) mod defaults;
 mod events;
@@ -41,8 +42,23 @@ pub trait Strategy: Send + Sync {
     /// Kind-specific defaults and resets on create, after the generic metadata handling.
     fn prepare_for_create(&self, _obj: &mut Value) {}
 
+    /// What a create records of who made it (upstream's strategies read the user from the
+    /// request: a CertificateSigningRequest's requester); `user` is None for in-process
+    /// writers.
+    fn record_requester(&self, _obj: &mut Value, _user: Option<&crate::auth::UserInfo>) {}
+
     /// Kind-specific adjustments when the main resource is updated.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Kind-specific adjustments of a write through a subresource, after the part it may
+    /// change was taken from the request (upstream's status and approval strategies).
+    fn prepare_for_subresource_update(
+        &self,
+        _sub: crate::store::update::Subresource,
+        _new: &mut Value,
+        _old: &Value,
+    ) {
+    }
 
     /// Field problems of an object about to be stored, beyond the generic metadata checks.
     fn validate(&self, _obj: &Value) -> Vec<Cause> {
@@ -56,6 +72,11 @@ pub trait Strategy: Send + Sync {
     /// Field problems of a write through the status subresource (upstream's status strategy
     /// ValidateUpdate); the spec is the stored one by then.
     fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.validate_update(new, old)
+    }
+
+    /// Field problems of a write through the approval subresource (CertificateSigningRequests).
+    fn validate_approval_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         self.validate_update(new, old)
     }
 

@@ -49,8 +49,9 @@ pub(super) trait Handler: Send + Sync {
 }
 
 /// Every subresource handler, by the name subresources are registered under.
-static HANDLERS: [(&str, &dyn Handler); 8] = [
+static HANDLERS: [(&str, &dyn Handler); 9] = [
     ("status", &parent::InPlace(Subresource::Status)),
+    ("approval", &parent::InPlace(Subresource::Approval)),
     ("finalize", &parent::InPlace(Subresource::Finalize)),
     ("scale", &scale::Scale),
     ("binding", &binding::Binding),
