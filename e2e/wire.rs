@@ -165,6 +165,15 @@ fn objects_lists_statuses_tables_and_watches_as_upstream_writes_them() {
         watch.body,
         format!(r#"{{"type":"ADDED","object":{object}}}"#) + "\n"
     );
+    // A watch from now (no resourceVersion) starts with the current state, and no bookmark
+    // follows it unless the client asked for initial events and bookmarks.
+    let legacy = s.get(&format!(
+        "{CM}?watch=true&timeoutSeconds=1&labelSelector=app%3Ddemo"
+    ));
+    assert_eq!(
+        legacy.body,
+        format!(r#"{{"type":"ADDED","object":{object}}}"#) + "\n"
+    );
 }
 
 #[test]

@@ -116,8 +116,10 @@ impl Store {
             None | Some("") | Some("0") => 0,
             Some(rv) => parse_resource_version(rv)?,
         };
-        // Legacy semantics: no resourceVersion (or "0") starts with the current state.
-        let send_initial_events = opts.send_initial_events.or(Some(revision == 0));
+        // Legacy semantics (sendInitialEvents unset): no resourceVersion (or "0") starts with
+        // the current state, and no bookmark marks its end (upstream sends that one only to
+        // watches that ask for initial events).
+        let send_initial_events = opts.send_initial_events;
         self.storage
             .watch(
                 &key,
