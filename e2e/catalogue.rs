@@ -126,6 +126,10 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
         }}}),
         ("networking.k8s.io", "NetworkPolicy") => json!({"spec": {"podSelector": selector}}),
         ("scheduling.k8s.io", "PriorityClass") => json!({"value": 100}),
+        ("autoscaling", "HorizontalPodAutoscaler") => json!({"spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "walk"},
+            "maxReplicas": 3
+        }}),
         // A P-256 request for CN=walk, made once with openssl.
         ("certificates.k8s.io", "CertificateSigningRequest") => json!({"spec": {
             "request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01IRUNBUUF3RHpFTk1Bc0dBMVVFQXd3RWQyRnNhekJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQks0OTFlWHVMMXFsTUdBQ3owcTV3S0hPaGR0MzY4NFY5WDBBMFpTOWxpdEJIWVFzb2pvUFZSMjlXZmM2Cm0wYXhjdlVoZm9McUd2bEF2Q2UrTWZ3MjdkS2dBREFLQmdncWhrak9QUVFEQWdOSkFEQkdBaUVBOGlKaGNKZGwKWlNJcUJzN2dnK0IrYVlMcWdHMjZrMEwrTEtuZzMySDdaVVlDSVFEZ21QTTJESXl6b2s5aC8rWlpUSW5oaE1xOQplN0hWcldZeE1iWVFZRTJqUGc9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K",
@@ -239,7 +243,11 @@ fn every_served_kind_patches_both_ways_and_prints_as_a_table() {
                 "{group}/{version} {kind} is served but has no sample in e2e/catalogue.rs: add one"
             );
         };
-        let name = name_of(&group, kind);
+        // Versions of a group share the storage: each gets its own object.
+        let name = match version.as_str() {
+            "v1" => name_of(&group, kind),
+            other => format!("{}-{other}", name_of(&group, kind)),
+        };
         let api_version = if group.is_empty() {
             version.clone()
         } else {

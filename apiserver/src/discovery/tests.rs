@@ -69,6 +69,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "events.k8s.io",
             "authentication.k8s.io",
             "authorization.k8s.io",
+            "autoscaling",
             "batch",
             "certificates.k8s.io",
             "networking.k8s.io",

@@ -3,9 +3,10 @@
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
+use crate::strategy::StrategyFactory;
 use crate::strategy::{
-    self, admissionregistration, apiregistration, certificates, defaults, flowcontrol, networking,
-    node, rbac, scheduling, storage, workloads,
+    self, admissionregistration, apiregistration, autoscaling, certificates, defaults, flowcontrol,
+    networking, node, rbac, scheduling, storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -90,6 +91,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(aggregation());
     all.extend(flow_control());
     all.extend(certificate_requests());
+    all.extend(autoscalers());
     all.extend(scheduling());
     all.extend(reviews());
     all
@@ -616,6 +618,33 @@ fn aggregation() -> Vec<ResourceInfo> {
             CLUSTER,
         )
     }]
+}
+
+/// HorizontalPodAutoscalers: autoscaling/v2 and autoscaling/v1 over one storage in the v2
+/// shape (upstream's storage version), v1 converted on every way in and out.
+fn autoscalers() -> Vec<ResourceInfo> {
+    let hpa = |version: &str, strategy: StrategyFactory| ResourceInfo {
+        version: version.to_string(),
+        short_names: strings(&["hpa"]),
+        categories: strings(&["all"]),
+        subresources: vec![SubresourceInfo::status()],
+        columns: printers::hpa_columns(),
+        strategy,
+        ..resource(
+            "autoscaling",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            NAMESPACED,
+        )
+    };
+    vec![
+        hpa("v2", |_, _| {
+            Box::new(autoscaling::HorizontalPodAutoscalerStrategy { v1: false })
+        }),
+        hpa("v1", |_, _| {
+            Box::new(autoscaling::HorizontalPodAutoscalerStrategy { v1: true })
+        }),
+    ]
 }
 
 /// Requests for certificates from the cluster's signers.

@@ -167,6 +167,13 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
             false,
         ),
         (
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            &["hpa"],
+            true,
+        ),
+        (
             "certificates.k8s.io",
             "certificatesigningrequests",
             "CertificateSigningRequest",
@@ -268,7 +275,15 @@ fn every_builtin_is_served_with_upstream_names_and_scope() {
         ),
     ];
     let catalogue = Catalogue::builtin();
-    assert_eq!(catalogue.all().len(), expected.len());
+    // HorizontalPodAutoscalers are served in autoscaling/v2 too, looked at below.
+    assert_eq!(catalogue.all().len(), expected.len() + 1);
+    let v2 = catalogue
+        .lookup("autoscaling", "v2", "horizontalpodautoscalers")
+        .expect("autoscaling/v2");
+    assert_eq!(
+        v2.storage_path,
+        lookup("autoscaling", "horizontalpodautoscalers").storage_path
+    );
     for (group, plural, kind, short, namespaced) in expected {
         let r = lookup(group, plural);
         assert_eq!(r.kind, *kind, "{plural}");
@@ -316,6 +331,9 @@ fn all_category_holds_the_workloads() {
             "cronjobs",
             "daemonsets",
             "deployments",
+            // autoscaling/v2 and autoscaling/v1.
+            "horizontalpodautoscalers",
+            "horizontalpodautoscalers",
             "jobs",
             "pods",
             "replicasets",

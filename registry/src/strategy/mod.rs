@@ -4,6 +4,7 @@
 
 pub(crate) mod admissionregistration;
 pub mod apiregistration;
+pub mod autoscaling;
 pub mod certificates;
 pub mod conversion;
 pub(crate) mod defaults;

@@ -6,6 +6,7 @@
 
 mod admission;
 mod aggregation;
+mod autoscaling;
 mod certificates;
 mod cluster;
 mod config;
@@ -31,6 +32,7 @@ pub(in crate::catalogue) use admission::{
     admissionpolicy_columns, admissionpolicybinding_columns, webhookconfiguration_columns,
 };
 pub(in crate::catalogue) use aggregation::apiservice_columns;
+pub(in crate::catalogue) use autoscaling::hpa_columns;
 pub(in crate::catalogue) use certificates::csr_columns;
 pub(in crate::catalogue) use cluster::{
     componentstatus_columns, lease_columns, namespace_columns, node_columns, pv_columns,
