@@ -4,8 +4,11 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 use support::{start, start_on_etcd, Kubectl, Server};
+use test_support::wait_until;
 
 #[test]
 fn autoscalers_with_kubectl() {
@@ -63,16 +66,48 @@ fn autoscalers(s: &Server) {
             && row.contains("cpu: <unknown>/50%"),
         "{row}"
     );
-    // kubectl autoscale writes through autoscaling/v1; v2 shows no zero currentReplicas.
-    assert_eq!(
-        s.get(&path("v2", "web")).json()["status"],
-        json!({"desiredReplicas": 0})
-    );
     let v1 = s.get(&path("v1", "web")).json();
     assert_eq!(v1["apiVersion"], "autoscaling/v1");
     assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 50);
     assert_eq!(v1["spec"]["minReplicas"], 2);
+    // The controller brings the one replica up to minReplicas, then has no metrics to go by
+    // (no metrics API is served), and says so as upstream does without metrics-server.
+    wait_until("scaled to minReplicas", Duration::from_secs(30), || {
+        s.kubectl(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ]) == "2"
+    });
+    let condition = |kind: &str| -> Value {
+        let hpa = s.get(&path("v2", "web")).json();
+        hpa["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    wait_until("metrics judged", Duration::from_secs(40), || {
+        condition("ScalingActive")["reason"] == "FailedGetResourceMetric"
+    });
+    assert_eq!(
+        condition("ScalingActive")["message"],
+        "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)"
+    );
+    assert_eq!(condition("AbleToScale")["status"], "True");
+    let described = s.kubectl(&["describe", "hpa", "web"]);
+    assert!(
+        described
+            .contains("New size: 2; reason: Current number of replicas below Spec.MinReplicas"),
+        "{described}"
+    );
     let v2 = s.get(&path("v2", "web")).json();
+    assert_eq!(v2["status"]["currentReplicas"], 2);
+    assert_eq!(v2["status"]["currentMetrics"], json!([{"type": ""}]));
     assert_eq!(
         v2["spec"]["metrics"],
         json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}])
@@ -100,24 +135,31 @@ fn autoscalers(s: &Server) {
     let original: Value = created.json();
     assert_eq!(original["status"], json!({"desiredReplicas": 0}));
 
-    // Read as v1, changed and written back as v1: the v2-only parts ride in annotations.
-    let mut as_v1 = s.get(&path("v1", "queue")).json();
-    assert_eq!(as_v1["spec"]["targetCPUUtilizationPercentage"], 60);
-    assert_eq!(
-        as_v1["status"],
-        json!({"currentReplicas": 0, "desiredReplicas": 0})
-    );
-    let annotations = &as_v1["metadata"]["annotations"];
-    assert_eq!(
-        annotations["autoscaling.alpha.kubernetes.io/metrics"],
-        r#"[{"type":"Pods","pods":{"metricName":"jobs","targetAverageValue":"30"}}]"#
-    );
-    assert!(annotations["autoscaling.alpha.kubernetes.io/behavior"]
-        .as_str()
-        .is_some_and(|b| b.contains(r#""ScaleDown":{"StabilizationWindowSeconds":120"#)));
-    as_v1["spec"]["maxReplicas"] = json!(9);
-    let updated = s.send_json("PUT", &path("v1", "queue"), &as_v1);
-    assert_eq!(updated.status, 200, "{}", updated.body);
+    // Read as v1, changed and written back as v1: the v2-only parts ride in annotations. The
+    // controller writes the status meanwhile, so the write is retried on a conflict, as
+    // clients do.
+    let mut written = false;
+    for _ in 0..20 {
+        let mut as_v1 = s.get(&path("v1", "queue")).json();
+        assert_eq!(as_v1["spec"]["targetCPUUtilizationPercentage"], 60);
+        let annotations = &as_v1["metadata"]["annotations"];
+        assert_eq!(
+            annotations["autoscaling.alpha.kubernetes.io/metrics"],
+            r#"[{"type":"Pods","pods":{"metricName":"jobs","targetAverageValue":"30"}}]"#
+        );
+        assert!(annotations["autoscaling.alpha.kubernetes.io/behavior"]
+            .as_str()
+            .is_some_and(|b| b.contains(r#""ScaleDown":{"StabilizationWindowSeconds":120"#)));
+        as_v1["spec"]["maxReplicas"] = json!(9);
+        let updated = s.send_json("PUT", &path("v1", "queue"), &as_v1);
+        if updated.status == 409 {
+            continue;
+        }
+        assert_eq!(updated.status, 200, "{}", updated.body);
+        written = true;
+        break;
+    }
+    assert!(written, "the v1 update kept conflicting");
     let after = s.get(&path("v2", "queue")).json();
     assert_eq!(after["spec"]["maxReplicas"], 9);
     assert_eq!(after["spec"]["metrics"], original["spec"]["metrics"]);

@@ -15,6 +15,7 @@ pub mod history;
 pub mod job;
 pub mod namespace;
 pub mod node_lifecycle;
+pub mod podautoscaler;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod service_repair;

@@ -304,10 +304,12 @@ async fn scale_down_waits_for_unhealthy_pods(h: &Harness) {
     let pods = pods(h);
     assert_eq!(names(&pods).await, ["web-2", "web-3", "web-4"]);
     running.stop().await;
-    // No kubelet now: web-2, which stays, turns unready, so scaling down waits for it.
-    let running = Running::launch(h);
+    // No kubelet now: web-2, which stays, turns unready, so scaling down waits for it. It
+    // turns unready before the controller starts again, so its informers list it so: the
+    // pod's change and the scale-down would otherwise race on two watches.
     let web2 = get(&pods, "web-2").await.expect("web-2");
     set_phase(&pods, &web2, "Running", false).await;
+    let running = Running::launch(h);
     patch(h, "web", json!({"spec": {"replicas": 1}})).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(names(&pods).await, ["web-2", "web-3", "web-4"]);

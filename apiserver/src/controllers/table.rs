@@ -24,6 +24,7 @@ use controllers::namespace::{NamespaceController, NamespaceControllerConfig};
 use controllers::node_lifecycle::{
     NodeLifecycleConfig, NodeLifecycleController, TaintEvictionController,
 };
+use controllers::podautoscaler::HorizontalController;
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
 use controllers::root_ca_publisher::RootCaPublisher;
 use controllers::serviceaccount::ServiceAccountController;
@@ -108,6 +109,7 @@ pub static CONTROLLERS: &[Descriptor] = &[
     controller("endpoints-controller",                     ON, endpoints),
     controller("disruption-controller",                    ON, disruption),
     controller("persistentvolume-binder-controller",       ON, persistentvolume_binder),
+    controller("horizontal-pod-autoscaler-controller",           ON, horizontal_pod_autoscaler),
     controller("certificatesigningrequest-signing-controller",   ON, csr_signing),
     controller("certificatesigningrequest-approving-controller", ON, csr_approving),
     controller("certificatesigningrequest-cleaner-controller",   ON, csr_cleaner),
@@ -134,6 +136,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("endpoint",                "endpoints-controller"),
     ("disruption",              "disruption-controller"),
     ("persistentvolume-binder", "persistentvolume-binder-controller"),
+    ("horizontalpodautoscaling", "horizontal-pod-autoscaler-controller"),
     ("csrsigning",              "certificatesigningrequest-signing-controller"),
     ("csrapproving",            "certificatesigningrequest-approving-controller"),
     ("csrcleaner",              "certificatesigningrequest-cleaner-controller"),
@@ -165,6 +168,13 @@ fn csr_signing(cx: &Context<'_>) -> Started {
     cx.run(
         CsrSigningController::new(cx.informers, authority),
         CsrSigningController::run,
+    )
+}
+
+fn horizontal_pod_autoscaler(cx: &Context<'_>) -> Started {
+    cx.run(
+        HorizontalController::new(cx.informers),
+        HorizontalController::run,
     )
 }
 
