@@ -603,4 +603,25 @@ spec:
         .get("/apis/stable.example.com/v1/namespaces/default/loose/a")
         .json();
     assert_eq!(stored["other"], "kept", "{stored}");
+
+    // The group-version has its APIService while a definition serves it, as upstream
+    // registers one for custom resources.
+    const APISERVICE: &str = "/apis/apiregistration.k8s.io/v1/apiservices/v1.stable.example.com";
+    wait_until("the APIService registered", Duration::from_secs(20), || {
+        s.get(APISERVICE).json()["status"]["conditions"][0]["status"] == "True"
+    });
+    let service = s.get(APISERVICE).json();
+    assert_eq!(
+        service["spec"],
+        json!({"group": "stable.example.com", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 100})
+    );
+    assert_eq!(
+        service["metadata"]["labels"],
+        json!({"kube-aggregator.kubernetes.io/automanaged": "true"})
+    );
+    assert_eq!(service["status"]["conditions"][0]["reason"], "Local");
+    s.kubectl(&["delete", "crd", "loose.stable.example.com"]);
+    wait_until("the APIService removed", Duration::from_secs(20), || {
+        s.get(APISERVICE).status == 404
+    });
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use apiextensions::Installer;
 use client::informer::InformerFactory;
-use controllers::apiextensions::DefinitionController;
+use controllers::apiextensions::{ApiServiceRegistration, DefinitionController};
 use openapi::OpenApi;
 use tokio_util::sync::CancellationToken;
 use tracing::error;
@@ -29,5 +29,11 @@ pub fn start(
         }
     };
     tokio::spawn(controller.clone().run(shutdown.child_token()));
+    match ApiServiceRegistration::new(informers) {
+        Ok(registration) => {
+            tokio::spawn(registration.run(shutdown.child_token()));
+        }
+        Err(e) => error!(error = %e, "custom resources' APIServices will not be registered"),
+    }
     Some(controller)
 }

@@ -6,5 +6,7 @@
 mod cleanup;
 mod controller;
 mod naming;
+mod registration;
 
 pub use controller::{DefinitionController, DefinitionControllerError};
+pub use registration::ApiServiceRegistration;

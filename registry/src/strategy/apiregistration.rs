@@ -140,20 +140,48 @@ impl Strategy for APIServiceStrategy {
     }
 }
 
+/// The label of APIServices the server registers itself: `onstart` for the built-in ones,
+/// `true` for custom resources' (kept while a definition serves the group-version).
+pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
+
 /// The local APIService of a built-in group-version, as kube-apiserver registers it.
 pub fn local_apiservice(group: &str, version: &str, now: &str) -> Value {
+    served_locally(
+        group,
+        version,
+        crate::catalogue::group_priority(group),
+        crate::catalogue::version_priority(group, version),
+        "onstart",
+        now,
+    )
+}
+
+/// The APIService of a group-version custom resources are served in (upstream's
+/// crdRegistrationController: low group priority, versions sorted kube-like).
+pub fn custom_resource_apiservice(group: &str, version: &str, now: &str) -> Value {
+    served_locally(group, version, 1000, 100, "true", now)
+}
+
+fn served_locally(
+    group: &str,
+    version: &str,
+    group_priority: u32,
+    version_priority: u32,
+    managed: &str,
+    now: &str,
+) -> Value {
     json!({
         "apiVersion": "apiregistration.k8s.io/v1",
         "kind": "APIService",
         "metadata": {
             "name": apiservice_name(group, version),
-            "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"},
+            "labels": {AUTOMANAGED_LABEL: managed},
         },
         "spec": {
             "group": group,
             "version": version,
-            "groupPriorityMinimum": crate::catalogue::group_priority(group),
-            "versionPriority": crate::catalogue::version_priority(group, version),
+            "groupPriorityMinimum": group_priority,
+            "versionPriority": version_priority,
         },
         "status": {"conditions": [{
             "type": "Available",
