@@ -5,6 +5,11 @@
 
 mod support;
 
+use std::time::Duration;
+
+use serde_json::json;
+use test_support::wait_until;
+
 use support::{start, start_on_etcd, Kubectl, Server};
 
 const CLASS_AND_POLICY: &str = r#"
@@ -470,7 +475,45 @@ fn component_statuses(s: &Server, on_etcd: bool) {
     assert_eq!(one["conditions"][0]["status"], "True", "{one}");
 }
 
+/// Every cluster IP has its IPAddress, the Service its parent, as upstream's allocator keeps
+/// them; it goes with the Service.
+fn cluster_ip_addresses(s: &Server) {
+    let address = |ip: &str| s.get(&format!("/apis/networking.k8s.io/v1/ipaddresses/{ip}"));
+    wait_until(
+        "the kubernetes Service's address",
+        Duration::from_secs(20),
+        || address("10.96.0.1").status == 200,
+    );
+    s.kubectl(&["create", "service", "clusterip", "addressed", "--tcp=80:80"]);
+    let ip = s.kubectl(&[
+        "get",
+        "service",
+        "addressed",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    wait_until("the Service's address", Duration::from_secs(20), || {
+        address(&ip).status == 200
+    });
+    let held = address(&ip).json();
+    assert_eq!(
+        held["spec"]["parentRef"],
+        json!({"group": "", "resource": "services", "namespace": "default", "name": "addressed"})
+    );
+    assert_eq!(
+        held["metadata"]["labels"],
+        json!({"ipaddress.kubernetes.io/ip-family": "IPv4", "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"})
+    );
+    let listed = s.kubectl(&["get", "ipaddresses"]);
+    assert!(listed.contains("services/default/addressed"), "{listed}");
+    s.kubectl(&["delete", "service", "addressed"]);
+    wait_until("the address released", Duration::from_secs(20), || {
+        address(&ip).status == 404
+    });
+}
+
 fn all(s: &Server) {
+    cluster_ip_addresses(s);
     service_cidrs(s);
     ingresses(s);
     classes_policies_and_templates(s);

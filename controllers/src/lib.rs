@@ -12,6 +12,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod garbage_collector;
 pub mod history;
+pub mod ipaddress;
 pub mod job;
 pub mod namespace;
 pub mod node_lifecycle;

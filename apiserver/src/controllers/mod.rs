@@ -12,6 +12,7 @@ use std::time::Duration;
 use client::informer::InformerFactory;
 use client::leader_election::{default_identity, LeaderElectionConfig, LeaderElector, Leadership};
 use controllers::garbage_collector::GarbageCollector;
+use controllers::ipaddress::IpAddressController;
 use controllers::service_repair::{self, ServiceRepairController};
 use futures::FutureExt;
 use kubelet::Nodes;
@@ -174,6 +175,10 @@ async fn run_controllers(
     match ServiceRepairController::new(&informers, service_repair::INTERVAL) {
         Ok(c) => running.push(c.run(stop.clone()).boxed()),
         Err(e) => error!(error = %e, "service allocation repair cannot run"),
+    }
+    match IpAddressController::new(&informers) {
+        Ok(c) => running.push(c.run(stop.clone()).boxed()),
+        Err(e) => error!(error = %e, "the IPAddresses of cluster IPs will not be kept"),
     }
     if options.scheduler {
         match Scheduler::new(&informers, SchedulerConfig::default()) {
