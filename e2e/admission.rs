@@ -388,3 +388,63 @@ fn webhook_configurations_and_policies_on_embedded() {
 fn webhook_configurations_and_policies_on_etcd() {
     webhook_configurations_and_policies(&start_on_etcd_with(&[]));
 }
+
+/// RuntimeClass: a pod naming a class gets its overhead and scheduling, and may not
+/// contradict them; an unknown class, or an overhead without one, refuses the pod.
+fn runtime_classes(s: &Server) {
+    s.with_manifest(
+        "apply",
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: sandboxed}\nhandler: runsc\noverhead:\n  podFixed: {cpu: 250m, memory: 120Mi}\nscheduling:\n  nodeSelector: {sandbox: \"true\"}\n  tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]\n",
+    );
+    let pod = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: nginx}}]\n{extra}"
+        )
+    };
+    s.with_manifest(
+        "create",
+        &pod(
+            "sandboxed",
+            "  runtimeClassName: sandboxed\n  nodeSelector: {disk: ssd}\n",
+        ),
+    );
+    let made = s.json(&["get", "pod", "sandboxed"]);
+    assert_eq!(
+        made["spec"]["overhead"],
+        serde_json::json!({"cpu": "250m", "memory": "120Mi"})
+    );
+    assert_eq!(
+        made["spec"]["nodeSelector"],
+        serde_json::json!({"disk": "ssd", "sandbox": "true"})
+    );
+    assert!(made["spec"]["tolerations"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["key"] == "sandbox")));
+    let refused = |manifest: String| {
+        let out = s.manifest_output(&["create", "-f", "-"], &manifest);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).trim().to_string()
+    };
+    assert_eq!(
+        refused(pod("missing", "  runtimeClassName: gvisor\n")),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"missing\" is forbidden: pod rejected: RuntimeClass \"gvisor\" not found"
+    );
+    assert_eq!(
+        refused(pod("conflict", "  runtimeClassName: sandboxed\n  nodeSelector: {sandbox: \"false\"}\n")),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"conflict\" is forbidden: conflict: runtimeClass.scheduling.nodeSelector[sandbox] = true; pod.spec.nodeSelector[sandbox] = false"
+    );
+    assert_eq!(
+        refused(pod("overhead", "  overhead: {cpu: 100m}\n")),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"overhead\" is forbidden: pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead"
+    );
+}
+
+#[test]
+fn runtime_classes_on_embedded() {
+    runtime_classes(&start_embedded_with(&["--nodes", "0"]));
+}
+
+#[test]
+fn runtime_classes_on_etcd() {
+    runtime_classes(&start_on_etcd_with(&["--nodes", "0"]));
+}

@@ -26,6 +26,7 @@ mod namespace_lifecycle;
 mod persistent_volume_claim_resize;
 pub mod plugins;
 mod priority;
+mod runtime_class;
 pub mod service_account;
 mod signer_permission;
 mod taint_nodes_by_condition;

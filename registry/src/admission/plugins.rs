@@ -10,7 +10,7 @@ use super::{
     always_admit, always_deny, certificate_approval, certificate_signing,
     certificate_subject_restriction, default_ingress_class, default_storage_class,
     default_toleration_seconds, namespace_lifecycle, persistent_volume_claim_resize, priority,
-    service_account, taint_nodes_by_condition, Chain, Plugin,
+    runtime_class, service_account, taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -76,7 +76,7 @@ pub static ORDERED: &[Entry] = &[
         true,
         Some(persistent_volume_claim_resize::build),
     ),
-    plugin("RuntimeClass", true, None),
+    plugin("RuntimeClass", true, Some(runtime_class::build)),
     plugin(
         "CertificateApproval",
         true,
@@ -113,6 +113,7 @@ pub const IN_PROCESS: &[&str] = &[
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
     "DefaultIngressClass",
+    "RuntimeClass",
     "CertificateApproval",
     "CertificateSigning",
     "CertificateSubjectRestriction",
@@ -216,6 +217,7 @@ mod tests {
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
+                "RuntimeClass",
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
@@ -243,6 +245,7 @@ mod tests {
                 "Priority",
                 "DefaultStorageClass",
                 "PersistentVolumeClaimResize",
+                "RuntimeClass",
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
