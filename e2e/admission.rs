@@ -448,3 +448,47 @@ fn runtime_classes_on_embedded() {
 fn runtime_classes_on_etcd() {
     runtime_classes(&start_on_etcd_with(&["--nodes", "0"]));
 }
+
+/// LimitRanger: a namespace's LimitRange defaults the requests and limits of the pods created
+/// there (and says so in `kubernetes.io/limit-ranger`), and refuses what exceeds it.
+fn limit_ranges(s: &Server) {
+    s.with_manifest(
+        "apply",
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: bounds}\nspec:\n  limits:\n  - type: Container\n    defaultRequest: {cpu: 100m, memory: 64Mi}\n    default: {cpu: 500m, memory: 256Mi}\n    max: {cpu: \"1\"}\n",
+    );
+    s.with_manifest("create", POD);
+    let pod = s.json(&["get", "pod", "web"]);
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"],
+        serde_json::json!({
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+            "requests": {"cpu": "100m", "memory": "64Mi"},
+        })
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu, memory request for container web; cpu, memory limit for container web"
+    );
+    let greedy = POD
+        .replace("name: web, labels", "name: greedy, labels")
+        .replace(
+            "image: nginx}",
+            "image: nginx, resources: {limits: {cpu: \"2\"}}}",
+        );
+    let out = s.manifest_output(&["create", "-f", "-"], &greedy);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): error when creating \"STDIN\": pods \"greedy\" is forbidden: maximum cpu usage per Container is 1, but limit is 2"
+    );
+}
+
+#[test]
+fn limit_ranges_on_embedded() {
+    limit_ranges(&start_embedded_with(&["--nodes", "0"]));
+}
+
+#[test]
+fn limit_ranges_on_etcd() {
+    limit_ranges(&start_on_etcd_with(&["--nodes", "0"]));
+}

@@ -22,6 +22,7 @@ mod default_class;
 mod default_ingress_class;
 mod default_storage_class;
 mod default_toleration_seconds;
+mod limit_ranger;
 mod namespace_lifecycle;
 mod persistent_volume_claim_resize;
 pub mod plugins;

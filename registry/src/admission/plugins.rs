@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::{
     always_admit, always_deny, certificate_approval, certificate_signing,
     certificate_subject_restriction, default_ingress_class, default_storage_class,
-    default_toleration_seconds, namespace_lifecycle, persistent_volume_claim_resize, priority,
-    runtime_class, service_account, taint_nodes_by_condition, Chain, Plugin,
+    default_toleration_seconds, limit_ranger, namespace_lifecycle, persistent_volume_claim_resize,
+    priority, runtime_class, service_account, taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -43,7 +43,7 @@ pub static ORDERED: &[Entry] = &[
     plugin("NamespaceLifecycle", true, Some(namespace_lifecycle::build)),
     plugin("NamespaceExists", false, None),
     plugin("LimitPodHardAntiAffinityTopology", false, None),
-    plugin("LimitRanger", true, None),
+    plugin("LimitRanger", true, Some(limit_ranger::build)),
     plugin("ServiceAccount", true, Some(service_account::build)),
     plugin("NodeRestriction", false, None),
     plugin(
@@ -109,6 +109,7 @@ pub static ORDERED: &[Entry] = &[
 /// controller and token keys).
 pub const IN_PROCESS: &[&str] = &[
     "NamespaceLifecycle",
+    "LimitRanger",
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
@@ -211,6 +212,7 @@ mod tests {
             resolved.enabled,
             [
                 "NamespaceLifecycle",
+                "LimitRanger",
                 "ServiceAccount",
                 "TaintNodesByCondition",
                 "Priority",
@@ -224,7 +226,7 @@ mod tests {
                 "DefaultIngressClass"
             ]
         );
-        assert!(resolved.unavailable.contains(&"LimitRanger"));
+        assert!(resolved.unavailable.contains(&"PodSecurity"));
         assert!(resolved.unavailable.contains(&"ResourceQuota"));
     }
 
