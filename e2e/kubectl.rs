@@ -524,3 +524,33 @@ fn deployment_flows(s: &Server) {
     let status = waiter.wait().expect("kubectl wait ends");
     assert!(status.success(), "kubectl wait --for=delete failed");
 }
+
+/// `kubectl diff --prune`: its default prune list names Ingress among others, so it needs every
+/// kind it names served; what the new manifests drop shows as a deletion.
+#[test]
+fn kubectl_diff_prune_shows_what_apply_would_prune() {
+    let s = start();
+    let configmap = |value: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a, labels: {{app: demo}}}}\ndata: {{x: \"{value}\"}}\n")
+    };
+    let ingress = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web, labels: {app: demo}}\nspec:\n  defaultBackend: {service: {name: web, port: {number: 80}}}\n";
+    s.with_manifest("apply", &format!("{}---\n{ingress}", configmap("1")));
+    let out = s.manifest_output(
+        &["diff", "--prune", "-l", "app=demo", "-f", "-"],
+        &configmap("2"),
+    );
+    let diff = String::from_utf8_lossy(&out.stdout);
+    // diff's exit code 1: there are differences.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{diff}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        diff.contains("/networking.k8s.io.v1.Ingress.default.web"),
+        "{diff}"
+    );
+    assert!(diff.contains("-kind: Ingress"), "{diff}");
+    assert!(diff.contains("-  x: \"1\"\n+  x: \"2\""), "{diff}");
+}

@@ -220,3 +220,51 @@ fn csi_kinds_on_embedded() {
 fn csi_kinds_on_etcd() {
     csi_kinds(&support::start_on_etcd());
 }
+
+/// StorageObjectInUseProtection: claims and volumes carry their protection finalizers; a claim
+/// a scheduled pod uses stays Terminating until the pod goes, and an unbound volume goes at
+/// once.
+fn protection(s: &Server) {
+    s.with_manifest(
+        "apply",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: kept}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n",
+    );
+    let claim = s.json(&["get", "pvc", "kept"]);
+    assert_eq!(
+        claim["metadata"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pvc-protection"])
+    );
+    s.with_manifest(
+        "apply",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: user}\nspec:\n  containers: [{name: c, image: nginx, volumeMounts: [{name: d, mountPath: /d}]}]\n  volumes: [{name: d, persistentVolumeClaim: {claimName: kept}}]\n",
+    );
+    wait_until("the pod scheduled", LONG, || {
+        !s.kubectl(&["get", "pod", "user", "-o", "jsonpath={.spec.nodeName}"])
+            .is_empty()
+    });
+    s.kubectl(&["delete", "pvc", "kept", "--wait=false"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let terminating = s.kubectl(&["get", "pvc", "kept"]);
+    assert!(terminating.contains("Terminating"), "{terminating}");
+    s.kubectl(&["delete", "pod", "user", "--grace-period=0", "--force"]);
+    wait_until("the claim released", LONG, || {
+        !s.kubectl_raw(&["get", "pvc", "kept"]).status.success()
+    });
+
+    s.with_manifest(
+        "apply",
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: spare}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  storageClassName: manual\n  hostPath: {path: /tmp/spare}\n",
+    );
+    let volume = s.json(&["get", "pv", "spare"]);
+    assert_eq!(
+        volume["metadata"]["finalizers"],
+        serde_json::json!(["kubernetes.io/pv-protection"])
+    );
+    s.kubectl(&["delete", "pv", "spare", "--timeout=30s"]);
+}
+
+#[test]
+fn protection_on_embedded() {
+    let s = start_with_args(None, None, &NODE_SIDE);
+    protection(&s);
+}

@@ -31,6 +31,7 @@ use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
 use controllers::ttl_after_finished::{TtlAfterFinishedConfig, TtlAfterFinishedController};
 use controllers::volume::PersistentVolumeController;
+use controllers::volume::{PvProtectionController, PvcProtectionController};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use thiserror::Error;
@@ -109,6 +110,8 @@ pub static CONTROLLERS: &[Descriptor] = &[
     controller("endpoints-controller",                     ON, endpoints),
     controller("disruption-controller",                    ON, disruption),
     controller("persistentvolume-binder-controller",       ON, persistentvolume_binder),
+    controller("persistentvolumeclaim-protection-controller",    ON, pvc_protection),
+    controller("persistentvolume-protection-controller",         ON, pv_protection),
     controller("horizontal-pod-autoscaler-controller",           ON, horizontal_pod_autoscaler),
     controller("certificatesigningrequest-signing-controller",   ON, csr_signing),
     controller("certificatesigningrequest-approving-controller", ON, csr_approving),
@@ -136,6 +139,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("endpoint",                "endpoints-controller"),
     ("disruption",              "disruption-controller"),
     ("persistentvolume-binder", "persistentvolume-binder-controller"),
+    ("pvc-protection",          "persistentvolumeclaim-protection-controller"),
+    ("pv-protection",           "persistentvolume-protection-controller"),
     ("horizontalpodautoscaling", "horizontal-pod-autoscaler-controller"),
     ("csrsigning",              "certificatesigningrequest-signing-controller"),
     ("csrapproving",            "certificatesigningrequest-approving-controller"),
@@ -168,6 +173,20 @@ fn csr_signing(cx: &Context<'_>) -> Started {
     cx.run(
         CsrSigningController::new(cx.informers, authority),
         CsrSigningController::run,
+    )
+}
+
+fn pvc_protection(cx: &Context<'_>) -> Started {
+    cx.run(
+        PvcProtectionController::new(cx.informers),
+        PvcProtectionController::run,
+    )
+}
+
+fn pv_protection(cx: &Context<'_>) -> Started {
+    cx.run(
+        PvProtectionController::new(cx.informers),
+        PvProtectionController::run,
     )
 }
 

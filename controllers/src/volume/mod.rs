@@ -10,10 +10,12 @@
 mod binder;
 mod controller;
 mod default_class;
+mod protection;
 mod provisioner;
 
 pub use controller::{PersistentVolumeController, PersistentVolumeControllerError};
 pub use default_class::ensure_default_class;
+pub use protection::{PvProtectionController, PvcProtectionController};
 
 /// The provisioner name this controller answers for (a StorageClass's `provisioner`).
 pub const PROVISIONER: &str = "sim.kube.io/hostpath";

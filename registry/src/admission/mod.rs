@@ -30,6 +30,7 @@ mod priority;
 mod runtime_class;
 pub mod service_account;
 mod signer_permission;
+mod storage_object_in_use_protection;
 mod taint_nodes_by_condition;
 
 use std::sync::{Arc, PoisonError, RwLock};
@@ -45,6 +46,7 @@ use storage::Interface;
 
 pub use namespace_lifecycle::SYSTEM_NAMESPACES;
 pub use plugins::{resolve, PluginConfigError, Resolved, ORDERED};
+pub use storage_object_in_use_protection::{PVC_PROTECTION, PV_PROTECTION};
 
 /// What a request does (upstream's admission.Operation; CONNECT has no Store here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@ use super::{
     always_admit, always_deny, certificate_approval, certificate_signing,
     certificate_subject_restriction, default_ingress_class, default_storage_class,
     default_toleration_seconds, limit_ranger, namespace_lifecycle, persistent_volume_claim_resize,
-    priority, runtime_class, service_account, taint_nodes_by_condition, Chain, Plugin,
+    priority, runtime_class, service_account, storage_object_in_use_protection,
+    taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -69,7 +70,11 @@ pub static ORDERED: &[Entry] = &[
         true,
         Some(default_storage_class::build),
     ),
-    plugin("StorageObjectInUseProtection", true, None),
+    plugin(
+        "StorageObjectInUseProtection",
+        true,
+        Some(storage_object_in_use_protection::build),
+    ),
     plugin("OwnerReferencesPermissionEnforcement", false, None),
     plugin(
         "PersistentVolumeClaimResize",
@@ -218,6 +223,7 @@ mod tests {
                 "Priority",
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
+                "StorageObjectInUseProtection",
                 "PersistentVolumeClaimResize",
                 "RuntimeClass",
                 "CertificateApproval",
@@ -246,6 +252,7 @@ mod tests {
                 "TaintNodesByCondition",
                 "Priority",
                 "DefaultStorageClass",
+                "StorageObjectInUseProtection",
                 "PersistentVolumeClaimResize",
                 "RuntimeClass",
                 "CertificateApproval",

@@ -294,7 +294,7 @@ fn core() -> Vec<ResourceInfo> {
         },
         ResourceInfo {
             short_names: strings(&["limits"]),
-            strategy: |_, _| Box::new(defaults::CreateOnUpdateStrategy),
+            strategy: |_, _| Box::new(strategy::LimitRangeStrategy),
             ..resource("", "LimitRange", "limitranges", NAMESPACED)
         },
         ResourceInfo {

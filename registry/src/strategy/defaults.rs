@@ -227,7 +227,7 @@ impl Strategy for VolumeStrategy {
 }
 
 /// Kinds upstream lets a PUT create (AllowCreateOnUpdate): leases (leader election creates
-/// its Lease so), endpoints, events, limit ranges.
+/// its Lease so), endpoints, events (limit ranges have their own strategy).
 pub struct CreateOnUpdateStrategy;
 
 impl Strategy for CreateOnUpdateStrategy {

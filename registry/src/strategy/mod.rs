@@ -10,6 +10,7 @@ pub mod conversion;
 pub(crate) mod defaults;
 mod events;
 pub mod flowcontrol;
+mod limit_range;
 mod namespace;
 pub mod networking;
 pub(crate) mod node;
@@ -30,6 +31,7 @@ use crate::store::DeletePlan;
 
 pub use self::conversion::Conversion;
 pub use self::events::{EventStrategy, EventsV1};
+pub use self::limit_range::LimitRangeStrategy;
 pub use self::namespace::NamespaceStrategy;
 pub use self::pod::PodStrategy;
 
