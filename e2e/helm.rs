@@ -384,3 +384,187 @@ fn helm_release_lifecycle(s: &Server) {
     let list: Value = serde_json::from_str(&list).expect("helm list json");
     assert_eq!(list, json!([]));
 }
+
+/// A chart of the wider API (Ingress, IngressClass, NetworkPolicy, HorizontalPodAutoscaler,
+/// PodDisruptionBudget, PriorityClass, webhook configurations) installs with `--wait` and
+/// uninstalls: the kinds popular charts use are all served.
+const WIDE_TEMPLATES: &[(&str, &str)] = &[
+    (
+        "priorityclass.yaml",
+        "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: {{ .Release.Name }}-high}
+value: 1000
+description: the chart's pods
+",
+    ),
+    (
+        "deployment.yaml",
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-web, labels: {app: {{ .Release.Name }}}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      priorityClassName: {{ .Release.Name }}-high
+      containers:
+      - name: web
+        image: nginx:1.25
+        ports: [{containerPort: 80}]
+        resources: {requests: {cpu: 100m}}
+",
+    ),
+    (
+        "service.yaml",
+        "apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports: [{port: 80, targetPort: 80}]
+",
+    ),
+    (
+        "ingressclass.yaml",
+        "apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: {{ .Release.Name }}-nginx}
+spec: {controller: example.com/ingress-nginx}
+",
+    ),
+    (
+        "ingress.yaml",
+        "apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  ingressClassName: {{ .Release.Name }}-nginx
+  rules:
+  - host: web.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: {{ .Release.Name }}-web, port: {number: 80}}}}
+",
+    ),
+    (
+        "networkpolicy.yaml",
+        "apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  podSelector: {matchLabels: {app: {{ .Release.Name }}}}
+  policyTypes: [Ingress]
+  ingress: [{ports: [{port: 80}]}]
+",
+    ),
+    (
+        "hpa.yaml",
+        "apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: {{ .Release.Name }}-web}
+  minReplicas: 2
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+",
+    ),
+    (
+        "pdb.yaml",
+        "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: {{ .Release.Name }}-web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+",
+    ),
+    (
+        "webhooks.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: {{ .Release.Name }}-validate}
+webhooks:
+- name: validate.{{ .Release.Name }}.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {service: {name: {{ .Release.Name }}-web, namespace: {{ .Release.Namespace }}, path: /validate}}
+  rules: [{operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [widgets]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: {{ .Release.Name }}-mutate}
+webhooks:
+- name: mutate.{{ .Release.Name }}.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  clientConfig: {service: {name: {{ .Release.Name }}-web, namespace: {{ .Release.Namespace }}, path: /mutate}}
+  rules: [{operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [widgets]}]
+",
+    ),
+];
+
+fn wide_chart(s: &Server) {
+    let dir = s.dir.path().join("wide");
+    let templates = dir.join("templates");
+    std::fs::create_dir_all(&templates).expect("chart dir");
+    std::fs::write(dir.join("Chart.yaml"), CHART_YAML.replace("webapp", "wide"))
+        .expect("Chart.yaml");
+    for (name, text) in WIDE_TEMPLATES {
+        std::fs::write(templates.join(name), text).expect("template");
+    }
+    let chart = dir.display().to_string();
+    helm(
+        s,
+        &["install", "wide", &chart, "--wait", "--timeout", "90s"],
+    );
+    for (kind, name) in [
+        ("priorityclass", "wide-high"),
+        ("deployment", "wide-web"),
+        ("ingressclass", "wide-nginx"),
+        ("ingress", "wide-web"),
+        ("networkpolicy", "wide-web"),
+        ("hpa", "wide-web"),
+        ("pdb", "wide-web"),
+        ("validatingwebhookconfiguration", "wide-validate"),
+        ("mutatingwebhookconfiguration", "wide-mutate"),
+    ] {
+        let obj = s.json(&["get", kind, name]);
+        assert_eq!(
+            obj["metadata"]["labels"]["app.kubernetes.io/managed-by"], "Helm",
+            "{kind}: {obj}"
+        );
+    }
+    let deployment = s.json(&["get", "deployment", "wide-web"]);
+    assert_eq!(deployment["status"]["readyReplicas"], 2, "{deployment}");
+    helm(s, &["uninstall", "wide", "--wait"]);
+    assert!(!s
+        .kubectl_raw(&["get", "ingress", "wide-web"])
+        .status
+        .success());
+    assert!(!s
+        .kubectl_raw(&["get", "priorityclass", "wide-high"])
+        .status
+        .success());
+}
+
+#[test]
+fn helm_installs_a_chart_of_the_wider_api() {
+    if helm_available() {
+        wide_chart(&start());
+    }
+}
+
+#[test]
+fn helm_installs_a_chart_of_the_wider_api_on_etcd() {
+    if helm_available() {
+        wide_chart(&start_on_etcd());
+    }
+}
