@@ -4,11 +4,20 @@
 //! character 'a' looking for beginning of value`). Only run on the error path, after serde
 //! refused the body; serde's own message is kept for what Go's scanner would accept.
 
-/// Go's syntax error for `data`, or None when its scanner would accept the document.
+/// How deep the scan nests before it gives up (the scan recurses; serde refused anything
+/// deeper than 128 levels already, with its own message).
+const MAX_DEPTH: usize = 256;
+
+/// Go's syntax error for `data`, or None when its scanner would accept the document (or it
+/// nests too deep to tell).
 pub fn go_syntax_error(data: &[u8]) -> Option<String> {
-    let mut scan = Scanner { data, at: 0 };
+    let mut scan = Scanner {
+        data,
+        at: 0,
+        depth: 0,
+    };
     match scan.document() {
-        Ok(()) => None,
+        Ok(()) | Err(Problem::TooDeep) => None,
         Err(Problem::End) => Some("unexpected end of JSON input".into()),
         Err(Problem::Char(c, context)) => {
             Some(format!("invalid character {} {context}", quote_char(c)))
@@ -48,11 +57,14 @@ enum Problem {
     Char(u8, &'static str),
     /// The character, in which literal, and the letter expected instead.
     Literal(u8, &'static str, u8),
+    /// Nested beyond MAX_DEPTH.
+    TooDeep,
 }
 
 struct Scanner<'a> {
     data: &'a [u8],
     at: usize,
+    depth: usize,
 }
 
 type Scan = Result<(), Problem>;
@@ -86,8 +98,9 @@ impl Scanner<'_> {
 
     fn value(&mut self) -> Scan {
         match self.next()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
+            b'{' | b'[' if self.depth >= MAX_DEPTH => Err(Problem::TooDeep),
+            b'{' => self.nested(Self::object),
+            b'[' => self.nested(Self::array),
             b'"' => self.string(),
             b'-' => self.number_after_minus(),
             c @ b'0'..=b'9' => self.number(c),
@@ -96,6 +109,13 @@ impl Scanner<'_> {
             b'n' => self.literal("null"),
             c => Err(Problem::Char(c, "looking for beginning of value")),
         }
+    }
+
+    fn nested(&mut self, scan: fn(&mut Self) -> Scan) -> Scan {
+        self.depth += 1;
+        let result = scan(self);
+        self.depth -= 1;
+        result
     }
 
     fn object(&mut self) -> Scan {
@@ -307,6 +327,17 @@ mod tests {
         assert_eq!(
             error("'x'"),
             r"invalid character '\'' looking for beginning of value"
+        );
+    }
+
+    #[test]
+    fn deep_documents_are_not_scanned_past_a_bound() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(go_syntax_error(deep.as_bytes()), None);
+        let shallow = format!("{}x", "[".repeat(10));
+        assert_eq!(
+            go_syntax_error(shallow.as_bytes()).as_deref(),
+            Some("invalid character 'x' looking for beginning of value")
         );
     }
 

@@ -57,6 +57,13 @@ fn malformed_bodies_are_bad_requests() {
 }
 
 #[test]
+fn deeply_nested_bodies_are_bad_requests_not_a_crash() {
+    let deep = "[".repeat(200_000);
+    let err = parse(&headers("application/json"), deep.as_bytes(), "Pod").err();
+    assert_eq!(err.map(|e| e.code()), Some(400));
+}
+
+#[test]
 fn undecodable_bodies_name_the_kind_and_show_their_start() {
     let message = |ct: &'static str, body: &str| {
         parse(&headers(ct), body.as_bytes(), "Pod")
