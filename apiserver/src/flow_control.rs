@@ -43,11 +43,7 @@ impl DanglingConditions {
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         Controller::new("apf-configuration-consumer", self.clone(), self.queue.clone())
-            .handles(&self.schemas, |c, n| {
-                for state in n.states() {
-                    c.queue.add(object::name(state).to_string());
-                }
-            })
+            .primary(&self.schemas, "FlowSchema")
             // Levels are few: a level's change looks at every schema again.
             .handles(&self.levels, |c, _| {
                 for schema in c.schemas.indexer().list() {

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use client::controller::Controller;
-use client::informer::{object_key, InformerFactory, SharedInformer};
+use client::informer::{InformerFactory, SharedInformer};
 use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
@@ -110,13 +110,7 @@ impl IpAddressController {
             self.clone(),
             self.queue.clone(),
         )
-        .handles(&self.services, |c, n| {
-            for state in n.states() {
-                if let Ok(key) = object_key(state) {
-                    c.queue.add(key);
-                }
-            }
-        })
+        .primary(&self.services, "Service")
         .handles(&self.addresses, |c, n| {
             for state in n.states() {
                 if let Some(key) = parent_key(state) {

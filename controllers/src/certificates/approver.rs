@@ -9,7 +9,7 @@ use std::sync::Arc;
 use registry::auth::{Attributes, UserInfo};
 use registry::options::WriteOptions;
 use registry::strategy::certificates::KUBE_APISERVER_CLIENT_KUBELET;
-use registry::{object, RegistryError, Store, Subresource};
+use registry::{RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -59,11 +59,7 @@ impl CsrApprovingController {
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         Controller::new("csrapproving", self.clone(), self.queue.clone())
-            .handles(&self.requests, |c, n| {
-                for state in n.states() {
-                    c.queue.add(object::name(state).to_string());
-                }
-            })
+            .primary(&self.requests, "CertificateSigningRequest")
             .run(stop, |c, name| async move {
                 Next::after_sync(
                     c.sync(&name).await,

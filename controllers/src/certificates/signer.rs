@@ -182,11 +182,7 @@ impl CsrSigningController {
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         Controller::new("csrsigning", self.clone(), self.queue.clone())
             .workers(WORKERS)
-            .handles(&self.requests, |c, n| {
-                for state in n.states() {
-                    c.queue.add(object::name(state).to_string());
-                }
-            })
+            .primary(&self.requests, "CertificateSigningRequest")
             .run(stop, |c, name| async move {
                 Next::after_sync(
                     c.sync(&name).await,

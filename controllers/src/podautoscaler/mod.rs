@@ -73,13 +73,7 @@ impl HorizontalController {
             self.queue.clone(),
         )
         .workers(WORKERS)
-        .handles(&self.autoscalers, |c, n| {
-            for state in n.states() {
-                if let Ok(key) = client::informer::object_key(state) {
-                    c.queue.add(key);
-                }
-            }
-        })
+        .primary(&self.autoscalers, "HorizontalPodAutoscaler")
         .run(stop, |c, key| async move {
             match c.sync(&key).await {
                 Ok(true) => Next::After(SYNC_PERIOD),

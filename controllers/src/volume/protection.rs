@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use client::controller::Controller;
-use client::informer::{object_key, FactoryError, InformerFactory, SharedInformer};
+use client::informer::{FactoryError, InformerFactory, SharedInformer};
 use client::worker::Next;
 use client::workqueue::RateLimitingQueue;
 
@@ -104,13 +104,7 @@ impl PvcProtectionController {
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         Controller::new("pvc-protection", self.clone(), self.queue.clone())
-            .handles(&self.claims, |c, n| {
-                for state in n.states() {
-                    if let Ok(key) = object_key(state) {
-                        c.queue.add(key);
-                    }
-                }
-            })
+            .primary(&self.claims, "PersistentVolumeClaim")
             // A pod's change may free the claims it named.
             .handles(&self.pods, |c, n| {
                 for state in n.states() {
@@ -178,11 +172,7 @@ impl PvProtectionController {
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         Controller::new("pv-protection", self.clone(), self.queue.clone())
-            .handles(&self.volumes, |c, n| {
-                for state in n.states() {
-                    c.queue.add(object::name(state).to_string());
-                }
-            })
+            .primary(&self.volumes, "PersistentVolume")
             .run(stop, |c, name| async move {
                 Next::after_sync(
                     c.sync(&name).await,

@@ -1,12 +1,14 @@
 //! The built-in resources, as upstream's discovery, registry strategies and storage layout
-//! describe them.
+//! describe them: the workload and networking APIs here, the server's own configuration
+//! APIs in `control_plane`.
+
+mod control_plane;
 
 use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::StrategyFactory;
 use crate::strategy::{
-    self, admissionregistration, apiregistration, autoscaling, certificates, defaults, flowcontrol,
-    networking, node, rbac, scheduling, storage, workloads,
+    self, autoscaling, defaults, networking, node, rbac, scheduling, storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -87,13 +89,13 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(apps());
     all.extend(others());
     all.extend(networking());
-    all.extend(admission());
-    all.extend(aggregation());
-    all.extend(flow_control());
-    all.extend(certificate_requests());
+    all.extend(control_plane::admission());
+    all.extend(control_plane::aggregation());
+    all.extend(control_plane::flow_control());
+    all.extend(control_plane::certificate_requests());
     all.extend(autoscalers());
     all.extend(scheduling());
-    all.extend(reviews());
+    all.extend(control_plane::reviews());
     all
 }
 
@@ -546,80 +548,6 @@ fn networking() -> Vec<ResourceInfo> {
     ]
 }
 
-/// What admission consults besides its built-in plugins.
-fn admission() -> Vec<ResourceInfo> {
-    const GROUP: &str = "admissionregistration.k8s.io";
-    vec![
-        ResourceInfo {
-            categories: strings(&["api-extensions"]),
-            columns: printers::webhookconfiguration_columns(),
-            strategy: |_, _| {
-                Box::new(admissionregistration::WebhookConfigurationStrategy { mutating: true })
-            },
-            ..resource(
-                GROUP,
-                "MutatingWebhookConfiguration",
-                "mutatingwebhookconfigurations",
-                CLUSTER,
-            )
-        },
-        ResourceInfo {
-            categories: strings(&["api-extensions"]),
-            subresources: vec![SubresourceInfo::status()],
-            columns: printers::admissionpolicy_columns(),
-            has_generation: true,
-            strategy: |_, _| Box::new(admissionregistration::PolicyStrategy),
-            ..resource(
-                GROUP,
-                "ValidatingAdmissionPolicy",
-                "validatingadmissionpolicies",
-                CLUSTER,
-            )
-        },
-        ResourceInfo {
-            categories: strings(&["api-extensions"]),
-            columns: printers::admissionpolicybinding_columns(),
-            has_generation: true,
-            strategy: |_, _| Box::new(admissionregistration::PolicyBindingStrategy),
-            ..resource(
-                GROUP,
-                "ValidatingAdmissionPolicyBinding",
-                "validatingadmissionpolicybindings",
-                CLUSTER,
-            )
-        },
-        ResourceInfo {
-            categories: strings(&["api-extensions"]),
-            columns: printers::webhookconfiguration_columns(),
-            strategy: |_, _| {
-                Box::new(admissionregistration::WebhookConfigurationStrategy { mutating: false })
-            },
-            ..resource(
-                GROUP,
-                "ValidatingWebhookConfiguration",
-                "validatingwebhookconfigurations",
-                CLUSTER,
-            )
-        },
-    ]
-}
-
-/// Which server answers each group-version (the aggregation layer's registrations).
-fn aggregation() -> Vec<ResourceInfo> {
-    vec![ResourceInfo {
-        categories: strings(&["api-extensions"]),
-        subresources: vec![SubresourceInfo::status()],
-        columns: printers::apiservice_columns(),
-        strategy: |_, _| Box::new(apiregistration::APIServiceStrategy),
-        ..resource(
-            "apiregistration.k8s.io",
-            "APIService",
-            "apiservices",
-            CLUSTER,
-        )
-    }]
-}
-
 /// HorizontalPodAutoscalers: autoscaling/v2 and autoscaling/v1 over one storage in the v2
 /// shape (upstream's storage version), v1 converted on every way in and out.
 fn autoscalers() -> Vec<ResourceInfo> {
@@ -647,52 +575,6 @@ fn autoscalers() -> Vec<ResourceInfo> {
     ]
 }
 
-/// Requests for certificates from the cluster's signers.
-fn certificate_requests() -> Vec<ResourceInfo> {
-    vec![ResourceInfo {
-        short_names: strings(&["csr"]),
-        subresources: vec![
-            SubresourceInfo::status(),
-            SubresourceInfo::in_place("approval", super::subresource::READ_WRITE),
-        ],
-        columns: printers::csr_columns(),
-        strategy: |_, _| Box::new(certificates::CertificateSigningRequestStrategy),
-        ..resource(
-            "certificates.k8s.io",
-            "CertificateSigningRequest",
-            "certificatesigningrequests",
-            CLUSTER,
-        )
-    }]
-}
-
-/// API Priority and Fairness' configuration.
-fn flow_control() -> Vec<ResourceInfo> {
-    const GROUP: &str = "flowcontrol.apiserver.k8s.io";
-    vec![
-        ResourceInfo {
-            subresources: vec![SubresourceInfo::status()],
-            columns: printers::flowschema_columns(),
-            row_order: Some(printers::flowschema_order),
-            has_generation: true,
-            strategy: |_, _| Box::new(flowcontrol::FlowSchemaStrategy),
-            ..resource(GROUP, "FlowSchema", "flowschemas", CLUSTER)
-        },
-        ResourceInfo {
-            subresources: vec![SubresourceInfo::status()],
-            columns: printers::prioritylevelconfiguration_columns(),
-            has_generation: true,
-            strategy: |_, _| Box::new(flowcontrol::PriorityLevelConfigurationStrategy),
-            ..resource(
-                GROUP,
-                "PriorityLevelConfiguration",
-                "prioritylevelconfigurations",
-                CLUSTER,
-            )
-        },
-    ]
-}
-
 /// Where and before whom pods run: priority classes and runtime classes.
 fn scheduling() -> Vec<ResourceInfo> {
     vec![
@@ -712,57 +594,5 @@ fn scheduling() -> Vec<ResourceInfo> {
             strategy: |_, _| Box::new(node::RuntimeClassStrategy),
             ..resource("node.k8s.io", "RuntimeClass", "runtimeclasses", CLUSTER)
         },
-    ]
-}
-
-/// The authentication and authorization reviews: create only, nothing stored (upstream
-/// registers them as REST storage without a store); the apiserver answers each from the
-/// request.
-fn reviews() -> Vec<ResourceInfo> {
-    const AUTHZ: &str = "authorization.k8s.io";
-    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| ResourceInfo {
-        verbs: strings(&["create"]),
-        create_only: true,
-        default_gc_policy: GcPolicy::Unsupported,
-        storage_path: String::new(),
-        ..resource(group, kind, plural, namespaced)
-    };
-    vec![
-        review(
-            "authentication.k8s.io",
-            "SelfSubjectReview",
-            "selfsubjectreviews",
-            CLUSTER,
-        ),
-        review(
-            "authentication.k8s.io",
-            "TokenReview",
-            "tokenreviews",
-            CLUSTER,
-        ),
-        review(
-            AUTHZ,
-            "LocalSubjectAccessReview",
-            "localsubjectaccessreviews",
-            NAMESPACED,
-        ),
-        review(
-            AUTHZ,
-            "SelfSubjectAccessReview",
-            "selfsubjectaccessreviews",
-            CLUSTER,
-        ),
-        review(
-            AUTHZ,
-            "SelfSubjectRulesReview",
-            "selfsubjectrulesreviews",
-            CLUSTER,
-        ),
-        review(
-            AUTHZ,
-            "SubjectAccessReview",
-            "subjectaccessreviews",
-            CLUSTER,
-        ),
     ]
 }
