@@ -15,6 +15,7 @@ pub mod go_fmt;
 pub mod object;
 pub mod options;
 pub mod patch;
+pub mod quota;
 pub mod rbac;
 mod resources;
 pub mod selector;

@@ -82,7 +82,6 @@ impl Registry {
             service_account_tokens: std::sync::OnceLock::new(),
             authorizer: Arc::default(),
         });
-        registry.set_admission_plugins(plugins::IN_PROCESS);
         // Create-only resources store nothing: no Store.
         for info in registry
             .catalogue
@@ -92,6 +91,8 @@ impl Registry {
         {
             registry.install(info.clone());
         }
+        // After the Stores: plugins that write (ResourceQuota's usage) hold theirs.
+        registry.set_admission_plugins(plugins::IN_PROCESS);
         registry
     }
 

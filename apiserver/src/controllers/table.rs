@@ -26,6 +26,7 @@ use controllers::node_lifecycle::{
 };
 use controllers::podautoscaler::HorizontalController;
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use controllers::resourcequota::ResourceQuotaController;
 use controllers::root_ca_publisher::RootCaPublisher;
 use controllers::serviceaccount::ServiceAccountController;
 use controllers::statefulset::{StatefulSetController, StatefulSetControllerConfig};
@@ -116,6 +117,7 @@ pub static CONTROLLERS: &[Descriptor] = &[
     controller("certificatesigningrequest-signing-controller",   ON, csr_signing),
     controller("certificatesigningrequest-approving-controller", ON, csr_approving),
     controller("certificatesigningrequest-cleaner-controller",   ON, csr_cleaner),
+    controller("resourcequota-controller",                       ON, resourcequota),
 ];
 
 /// Upstream's older names (its ControllerDescriptor aliases), still accepted.
@@ -145,6 +147,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("csrsigning",              "certificatesigningrequest-signing-controller"),
     ("csrapproving",            "certificatesigningrequest-approving-controller"),
     ("csrcleaner",              "certificatesigningrequest-cleaner-controller"),
+    ("resourcequota",           "resourcequota-controller"),
 ];
 
 fn garbage_collector(cx: &Context<'_>) -> Started {
@@ -194,6 +197,13 @@ fn horizontal_pod_autoscaler(cx: &Context<'_>) -> Started {
     cx.run(
         HorizontalController::new(cx.informers),
         HorizontalController::run,
+    )
+}
+
+fn resourcequota(cx: &Context<'_>) -> Started {
+    cx.run(
+        ResourceQuotaController::new(cx.informers),
+        ResourceQuotaController::run,
     )
 }
 

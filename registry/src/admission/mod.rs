@@ -27,6 +27,7 @@ mod namespace_lifecycle;
 mod persistent_volume_claim_resize;
 pub mod plugins;
 mod priority;
+mod resource_quota;
 mod runtime_class;
 pub mod service_account;
 mod signer_permission;

@@ -10,7 +10,7 @@ use super::{
     always_admit, always_deny, certificate_approval, certificate_signing,
     certificate_subject_restriction, default_ingress_class, default_storage_class,
     default_toleration_seconds, limit_ranger, namespace_lifecycle, persistent_volume_claim_resize,
-    priority, runtime_class, service_account, storage_object_in_use_protection,
+    priority, resource_quota, runtime_class, service_account, storage_object_in_use_protection,
     taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
@@ -105,7 +105,7 @@ pub static ORDERED: &[Entry] = &[
     plugin("MutatingAdmissionWebhook", true, None),
     plugin("ValidatingAdmissionPolicy", true, None),
     plugin("ValidatingAdmissionWebhook", true, None),
-    plugin("ResourceQuota", true, None),
+    plugin("ResourceQuota", true, Some(resource_quota::build)),
     plugin("AlwaysDeny", false, Some(always_deny::build)),
 ];
 
@@ -123,6 +123,7 @@ pub const IN_PROCESS: &[&str] = &[
     "CertificateApproval",
     "CertificateSigning",
     "CertificateSubjectRestriction",
+    "ResourceQuota",
 ];
 
 /// A bad `--enable-admission-plugins` / `--disable-admission-plugins`.
@@ -229,11 +230,11 @@ mod tests {
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
-                "DefaultIngressClass"
+                "DefaultIngressClass",
+                "ResourceQuota"
             ]
         );
         assert!(resolved.unavailable.contains(&"PodSecurity"));
-        assert!(resolved.unavailable.contains(&"ResourceQuota"));
     }
 
     #[test]
@@ -259,6 +260,7 @@ mod tests {
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
                 "DefaultIngressClass",
+                "ResourceQuota",
                 "AlwaysDeny"
             ]
         );
