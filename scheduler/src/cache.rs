@@ -88,7 +88,7 @@ impl PodInfo {
 }
 
 /// A node and what is placed on it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct NodeInfo {
     /// None while pods name a node the informer has not shown (or has deleted).
     pub node: Option<Arc<Value>>,
@@ -131,7 +131,7 @@ impl NodeInfo {
         self.pods.values().flat_map(|p| p.ports.iter())
     }
 
-    fn add(&mut self, pod: Arc<PodInfo>) {
+    pub(crate) fn add(&mut self, pod: Arc<PodInfo>) {
         self.requested.add(&pod.requests);
         self.non_zero_requested.add(&pod.non_zero);
         if !pod.required_terms("podAntiAffinity").is_empty() {
@@ -141,7 +141,7 @@ impl NodeInfo {
         self.pods.insert(pod.key.clone(), pod);
     }
 
-    fn remove(&mut self, key: &str) {
+    pub(crate) fn remove(&mut self, key: &str) {
         if let Some(pod) = self.pods.remove(key) {
             self.with_required_anti_affinity.remove(key);
             self.requested.sub(&pod.requests);

@@ -1,10 +1,8 @@
 //! The message of a pod no node fits (upstream's FitError.Error and the PostFilter plugins'
 //! messages): a histogram of the reasons nodes gave, sorted, then what the PostFilter
-//! plugins said. There is no preemption here; with no lower-priority pods upstream's
-//! DefaultPreemption says the same: a node rejected for a resolvable reason has "No
-//! preemption victims found for incoming pod", the others "Preemption is not helpful for
-//! scheduling". The DynamicResources plugin (on by default) says "no new claims to
-//! deallocate" first.
+//! plugins said when they could not help: the DynamicResources plugin (on by default) says
+//! "no new claims to deallocate" first, then DefaultPreemption (`preemption.rs`) its own
+//! histogram of node statuses. A pod that preempted has the filters' histogram alone.
 
 use std::collections::BTreeMap;
 
@@ -24,34 +22,44 @@ pub fn prefilter_message(total: usize, reason: &str) -> String {
     )
 }
 
-pub fn message(rejections: &[Rejection]) -> String {
+/// A histogram of reasons, `n reason` sorted and comma-separated.
+fn histogram<'a>(reasons: impl IntoIterator<Item = &'a String>) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for reason in reasons {
+        *counts.entry(reason).or_default() += 1;
+    }
+    let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    parts.sort();
+    parts.join(", ")
+}
+
+/// What DefaultPreemption says when no eviction makes room: each node's status (a rejected
+/// node's reasons, or why preemption cannot help there).
+pub fn preemption_failed(statuses: &[Vec<String>]) -> String {
+    format!(
+        "0/{} nodes are available: {}.",
+        statuses.len(),
+        histogram(statuses.iter().flatten())
+    )
+}
+
+/// The FailedScheduling message: the filters' histogram, then, when preemption did not
+/// nominate a node, the PostFilter plugins' words (`preemption` is DefaultPreemption's).
+pub fn message(rejections: &[Rejection], preemption: Option<&str>) -> String {
     let total = rejections.len();
     if total == 0 {
         return NO_NODES.to_string();
     }
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in rejections {
-        for reason in &r.reasons {
-            *reasons.entry(reason).or_default() += 1;
-        }
-        let why = if r.resolvable {
-            "No preemption victims found for incoming pod"
-        } else {
-            "Preemption is not helpful for scheduling"
-        };
-        *preemption.entry(why).or_default() += 1;
+    let mut out = format!(
+        "0/{total} nodes are available: {}.",
+        histogram(rejections.iter().flat_map(|r| r.reasons.iter()))
+    );
+    if let Some(preemption) = preemption {
+        out.push_str(&format!(
+            " no new claims to deallocate, preemption: {preemption}"
+        ));
     }
-    let histogram = |counts: BTreeMap<&str, usize>| {
-        let mut parts: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        parts.sort();
-        parts.join(", ")
-    };
-    format!(
-        "0/{total} nodes are available: {}. no new claims to deallocate, preemption: 0/{total} nodes are available: {}.",
-        histogram(reasons),
-        histogram(preemption)
-    )
+    out
 }
 
 #[cfg(test)]
@@ -62,10 +70,20 @@ mod tests {
     fn upstream_format() {
         let taint = Rejection::unresolvable("node(s) had untolerated taint(s)");
         let cpu = Rejection::resolvable(vec!["Insufficient cpu".into()]);
+        let statuses = [
+            vec!["Preemption is not helpful for scheduling".to_string()],
+            vec!["No preemption victims found for incoming pod".to_string()],
+            vec!["No preemption victims found for incoming pod".to_string()],
+        ];
         assert_eq!(
-            message(&[taint, cpu.clone(), cpu]),
+            message(&[taint, cpu.clone(), cpu.clone()], Some(&preemption_failed(&statuses))),
             "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
         );
-        assert_eq!(message(&[]), NO_NODES);
+        assert_eq!(message(&[], None), NO_NODES);
+        // A nomination ends the message at the filters'.
+        assert_eq!(
+            message(&[cpu], None),
+            "0/1 nodes are available: 1 Insufficient cpu."
+        );
     }
 }

@@ -6,6 +6,7 @@ mod cache;
 mod error;
 mod filters;
 mod fit_error;
+mod preemption;
 mod resources;
 mod scheduler;
 mod scores;

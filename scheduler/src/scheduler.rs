@@ -2,7 +2,9 @@
 //! filter the cached nodes, score the feasible ones, assume the pod on the best and bind it
 //! through pods/binding. A pod nothing fits is marked PodScheduled=False with upstream's
 //! message and a FailedScheduling event, and waits in the unschedulable set until a node or
-//! pod change moves it back (after its backoff), or a periodic flush.
+//! pod change moves it back (after its backoff), or a periodic flush. Before that, a pod of
+//! higher priority may evict pods of lower priority to make room (`preemption.rs`): it is
+//! nominated to the node (`status.nominatedNodeName`) and placed once they are gone.
 
 use registry::types::PodPhase;
 use std::collections::HashMap;
@@ -14,17 +16,18 @@ use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
 use client::worker::{run_when_synced, Next};
 use client::workqueue::RateLimitingQueue;
 use rand::Rng;
-use registry::options::WriteOptions;
+use registry::options::{DeleteOptions, PreconditionsSpec, WriteOptions};
 use registry::patch::PatchType;
 use registry::{object, RegistryError, Store, Subresource};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::cache::{Cache, PodInfo};
+use crate::cache::{Cache, NodeInfo, PodInfo};
 use crate::error::SchedulerError;
 use crate::filters::{node_filters, Rejection};
 use crate::fit_error;
+use crate::preemption::{self, Candidate};
 use crate::scores;
 use crate::topology::TopologyState;
 use crate::volume_binding;
@@ -70,7 +73,20 @@ pub struct Scheduler {
 
 enum Decision {
     Assumed(String),
-    Unschedulable(String),
+    /// No node fits, and preemption could not make room (the message says why).
+    Unschedulable(String, Nomination),
+    /// No node fits until the candidate's victims are gone.
+    Preempt(Candidate, String),
+}
+
+/// What an unschedulable pod's `status.nominatedNodeName` becomes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Nomination {
+    Keep,
+    Set(String),
+    /// A preemption that found no room drops an earlier nomination (upstream's
+    /// NominatedNodeName "").
+    Clear,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -251,12 +267,25 @@ impl Scheduler {
         {
             let total = lock(&self.cache).nodes().count();
             let message = fit_error::prefilter_message(total, &reason);
-            return self.unschedulable(&key, &pod, message).await;
+            return self
+                .unschedulable(&key, &pod, message, Nomination::Keep)
+                .await;
         }
         match self.decide(&pod) {
             None => Next::Done,
             Some(Decision::Assumed(node)) => self.bind(&key, &pod, &node).await,
-            Some(Decision::Unschedulable(message)) => self.unschedulable(&key, &pod, message).await,
+            Some(Decision::Unschedulable(message, nomination)) => {
+                self.unschedulable(&key, &pod, message, nomination).await
+            }
+            Some(Decision::Preempt(candidate, message)) => {
+                for victim in &candidate.victims {
+                    self.evict(&pod, &victim.pod, &candidate.node).await;
+                }
+                info!(pod = key, node = %candidate.node, victims = candidate.victims.len(), "preempted");
+                // It waits for the room, nominated to it.
+                self.unschedulable(&key, &pod, message, Nomination::Set(candidate.node))
+                    .await
+            }
         }
     }
 
@@ -270,18 +299,41 @@ impl Scheduler {
         }
         let state = TopologyState::compute(&info, &cache);
         let mut feasible = Vec::new();
-        let mut rejections: Vec<Rejection> = Vec::new();
+        let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
         for node in cache.nodes() {
             let fits = node_filters(&info, node)
                 .and_then(|()| state.spread_filter(node))
                 .and_then(|()| state.affinity_filter(node));
             match fits {
                 Ok(()) => feasible.push(node),
-                Err(r) => rejections.push(r),
+                Err(r) => rejected.push((node, r)),
             }
         }
         if feasible.is_empty() {
-            return Some(Decision::Unschedulable(fit_error::message(&rejections)));
+            let rejections: Vec<Rejection> = rejected.iter().map(|(_, r)| r.clone()).collect();
+            if rejected.is_empty() {
+                return Some(Decision::Unschedulable(
+                    fit_error::message(&rejections, None),
+                    Nomination::Keep,
+                ));
+            }
+            // DefaultPreemption, the PostFilter plugin.
+            if let Some(why) = preemption::ineligible(&info, &cache) {
+                let message = fit_error::message(&rejections, Some(why));
+                return Some(Decision::Unschedulable(message, Nomination::Keep));
+            }
+            return Some(match preemption::preempt(&info, &state, &rejected) {
+                Ok(candidate) => {
+                    Decision::Preempt(candidate, fit_error::message(&rejections, None))
+                }
+                Err(statuses) => {
+                    let why = fit_error::preemption_failed(&statuses);
+                    Decision::Unschedulable(
+                        fit_error::message(&rejections, Some(&why)),
+                        Nomination::Clear,
+                    )
+                }
+            });
         }
         let scores = scores::score(&info, &feasible, &state);
         // Upstream's selectHost: the best score, ties broken at random.
@@ -337,7 +389,68 @@ impl Scheduler {
         }
     }
 
-    async fn unschedulable(&self, key: &str, pod: &Value, message: String) -> Next {
+    /// upstream's PrepareCandidate for one victim: marked a disruption target of the
+    /// preemption, deleted (gracefully), and told why.
+    async fn evict(&self, preemptor: &Value, victim: &Value, node: &str) {
+        let (ns, name) = (object::namespace(victim), object::name(victim));
+        let scheduler = preemptor["spec"]["schedulerName"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(DEFAULT_SCHEDULER_NAME);
+        let patch = json!({"status": {"conditions": [{
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": format!("{scheduler}: preempting to accommodate a higher priority pod"),
+            "lastProbeTime": null,
+            "lastTransitionTime": object::now(),
+        }]}});
+        let body = patch.to_string();
+        let marked = self
+            .pod_store
+            .patch(
+                Some(ns),
+                name,
+                PatchType::Strategic,
+                body.as_bytes(),
+                Subresource::Status,
+                &WriteOptions::by("kube-scheduler"),
+            )
+            .await;
+        if let Err(e) = marked {
+            if !matches!(e, RegistryError::NotFound { .. }) {
+                warn!(pod = name, namespace = ns, error = %e, "cannot mark the preemption victim");
+            }
+            return;
+        }
+        let options = DeleteOptions {
+            preconditions: Some(PreconditionsSpec {
+                uid: Some(object::uid(victim).to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match self.pod_store.delete(Some(ns), name, options).await {
+            Ok(_) => self.recorder.event(
+                victim,
+                EventType::Normal,
+                "Preempted",
+                format!("Preempted by pod {} on node {node}", object::uid(preemptor)),
+            ),
+            Err(RegistryError::NotFound { .. } | RegistryError::Conflict { .. }) => {}
+            Err(e) => {
+                warn!(pod = name, namespace = ns, error = %e, "cannot delete the preemption victim")
+            }
+        }
+    }
+
+    async fn unschedulable(
+        &self,
+        key: &str,
+        pod: &Value,
+        message: String,
+        nomination: Nomination,
+    ) -> Next {
         {
             let mut waiting = lock(&self.unschedulable);
             let entry = waiting
@@ -354,12 +467,20 @@ impl Scheduler {
         let same = current.is_some_and(|c| {
             c["status"] == "False" && c["reason"] == "Unschedulable" && c["message"] == message
         });
-        if !same {
+        let nominated = pod["status"]["nominatedNodeName"]
+            .as_str()
+            .filter(|n| !n.is_empty());
+        let nominate = match &nomination {
+            Nomination::Set(node) if nominated != Some(node.as_str()) => Some(json!(node)),
+            Nomination::Clear if nominated.is_some() => Some(Value::Null),
+            _ => None,
+        };
+        if !same || nominate.is_some() {
             let transition = match current {
                 Some(c) if c["status"] == "False" => c["lastTransitionTime"].clone(),
                 _ => json!(object::now()),
             };
-            let patch = json!({"status": {"conditions": [{
+            let mut patch = json!({"status": {"conditions": [{
                 "type": "PodScheduled",
                 "status": "False",
                 "reason": "Unschedulable",
@@ -367,6 +488,9 @@ impl Scheduler {
                 "lastProbeTime": null,
                 "lastTransitionTime": transition,
             }]}});
+            if let Some(nominate) = nominate {
+                patch["status"]["nominatedNodeName"] = nominate;
+            }
             let (ns, name) = (object::namespace(pod), object::name(pod));
             let body = patch.to_string();
             if let Err(e) = self
