@@ -111,6 +111,7 @@ pub fn start_wrapped(
 ) -> Server {
     let wrapper: Vec<String> = wrapper.iter().map(|w| w.to_string()).collect();
     let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
     // Free ports of our own unless the caller names them (a port given twice is refused).
     let given = |flag: &str| {
         let with_eq = format!("{flag}=");
@@ -123,28 +124,39 @@ pub fn start_wrapped(
             }
         })
     };
-    let mut command_line: Vec<String> = Vec::new();
-    let port = given("--port").unwrap_or_else(|| {
-        let port = free_port();
-        command_line.extend(["--port".into(), port.to_string()]);
-        port
-    });
-    let secure_port = given("--secure-port").unwrap_or_else(|| {
-        let secure = std::iter::repeat_with(free_port)
-            .find(|p| *p != port)
-            .expect("a second free port");
-        command_line.extend(["--secure-port".into(), secure.to_string()]);
-        secure
-    });
-    let kubeconfig = dir.path().join("kubeconfig");
-    command_line.push("--data-dir".into());
-    command_line.push(dir.path().join("data").display().to_string());
-    command_line.push("--write-kubeconfig".into());
-    command_line.push(kubeconfig.display().to_string());
-    command_line.extend(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")));
-    command_line.extend(args.iter().map(|a| a.to_string()));
-    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (child, serving_line) = spawn(&wrapper, &command_line, &logs);
+    // A port found free may be taken before the server binds it (another test, an etcd):
+    // the start is tried again on new ports then.
+    let mut attempt = 0;
+    let (port, secure_port, command_line, child, serving_line, logs) = loop {
+        attempt += 1;
+        let mut command_line: Vec<String> = Vec::new();
+        let port = given("--port").unwrap_or_else(|| {
+            let port = free_port();
+            command_line.extend(["--port".into(), port.to_string()]);
+            port
+        });
+        let secure_port = given("--secure-port").unwrap_or_else(|| {
+            let secure = std::iter::repeat_with(free_port)
+                .find(|p| *p != port)
+                .expect("a second free port");
+            command_line.extend(["--secure-port".into(), secure.to_string()]);
+            secure
+        });
+        command_line.push("--data-dir".into());
+        command_line.push(dir.path().join("data").display().to_string());
+        command_line.push("--write-kubeconfig".into());
+        command_line.push(kubeconfig.display().to_string());
+        command_line.extend(etcd_endpoint.iter().map(|e| format!("--etcd-servers={e}")));
+        command_line.extend(args.iter().map(|a| a.to_string()));
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        match spawn(&wrapper, &command_line, &logs) {
+            Ok((child, serving_line)) => {
+                break (port, secure_port, command_line, child, serving_line, logs)
+            }
+            Err(said) if attempt < 3 && said.contains("in use") => continue,
+            Err(said) => panic!("apiserver did not serve: {said}"),
+        }
+    };
     Server {
         etcd,
         child,
@@ -176,7 +188,7 @@ fn spawn(
     wrapper: &[String],
     args: &[String],
     logs: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-) -> (Child, String) {
+) -> Result<(Child, String), String> {
     let mut child = wrapped(wrapper, env!("CARGO_BIN_EXE_apiserver"))
         .args(args)
         .env("RUST_LOG", "info")
@@ -199,10 +211,16 @@ fn spawn(
             }
         }
     });
-    let serving_line = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("apiserver serving");
-    (child, serving_line)
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(serving_line) => Ok((child, serving_line)),
+        // It exited, or hangs: what it said instead.
+        Err(why) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let said = logs.lock().map(|l| l.join("\n")).unwrap_or_default();
+            Err(format!("{why}: {said}"))
+        }
+    }
 }
 
 pub struct Response {
@@ -309,7 +327,8 @@ impl Server {
     pub fn crash_and_restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let (child, serving_line) = spawn(&self.wrapper, &self.command_line, &self.logs);
+        let (child, serving_line) = spawn(&self.wrapper, &self.command_line, &self.logs)
+            .unwrap_or_else(|said| panic!("apiserver did not serve again: {said}"));
         self.child = child;
         self.serving_line = serving_line;
     }
