@@ -218,6 +218,14 @@ fn enforce(s: &Server, log: &Path) {
     assert_eq!(stdout(&out), "pod/ok created\n");
     assert_eq!(stderr(&out), "");
 
+    let bad = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bad\n  labels: {pod-security.kubernetes.io/enforce-version: v1.030}\n";
+    let out = s.manifest_output(&["apply", "-f", "-"], bad);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out),
+        "The Namespace \"bad\" is invalid: metadata.labels[pod-security.kubernetes.io/enforce-version]: Invalid value: \"v1.030\": must be \"latest\" or \"v1.x\"\n"
+    );
+
     let out = s.kubectl_raw(&["label", "ns", "psa", "pod-security.kubernetes.io/warn=loud"]);
     assert!(!out.status.success());
     assert_eq!(
