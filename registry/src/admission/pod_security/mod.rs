@@ -134,10 +134,15 @@ impl PodSecurity {
                 // A pod is refused when its namespace's policy is unknown; a workload is
                 // let through, judged again when its pods are made.
                 if kind == Kind::Pod {
-                    return Err(RegistryError::Internal(format!(
+                    let refusal = RegistryError::Internal(format!(
                         "failed to lookup namespace {}",
                         crate::validation::quote(namespace)
-                    )));
+                    ));
+                    crate::audit::annotate(
+                        levels::annotation_key("error"),
+                        format!("{refusal}: {e}"),
+                    );
+                    return Err(refusal);
                 }
                 let mut outcome = Outcome::default();
                 outcome.annotate(
