@@ -242,6 +242,13 @@ pub struct Options {
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
 
+    /// The admission plugins' configuration: an apiserver.config.k8s.io/v1
+    /// AdmissionConfiguration whose `plugins[]` entries give a plugin its configuration
+    /// inline (`configuration`) or by `path` (relative to this file), e.g. PodSecurity's
+    /// PodSecurityConfiguration (defaults and exemptions). A file that does not read fails start.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
+
     /// The authorizers every request is judged by, in order (kube-apiserver's
     /// --authorization-mode): a comma list of RBAC, AlwaysAllow, AlwaysDeny. The first to allow
     /// or deny decides; members of system:masters are always allowed.

@@ -87,6 +87,10 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         &options.enable_admission_plugins,
         &options.disable_admission_plugins,
     )?;
+    let admission_config = registry::admission::configure(
+        options.admission_control_config_file.as_deref(),
+        &admission.enabled,
+    )?;
     let selection = controllers::Selection::parse(&options.controllers)?;
     // A bad --encryption-provider-config too.
     let encryption = match &options.encryption_provider_config {
@@ -139,6 +143,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if !admission.unavailable.is_empty() {
         tracing::info!(plugins = ?admission.unavailable, "default admission plugins not built in this server");
     }
+    registry.set_admission_configuration(admission_config);
     registry.set_admission_plugins(&admission.enabled);
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();

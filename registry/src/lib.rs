@@ -3,6 +3,7 @@
 //! watch semantics over the storage layer. Knows nothing of HTTP.
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 mod bootstrap;
 pub mod catalogue;

@@ -104,6 +104,16 @@ impl Registry {
         self.admission.set(chain);
     }
 
+    /// The admission plugins' configuration (`--admission-control-config-file`), for the
+    /// chain set after it.
+    pub fn set_admission_configuration(&self, configured: crate::admission::Configured) {
+        self.admission.configure(configured);
+    }
+
+    pub(crate) fn admission_configured(&self) -> Arc<crate::admission::Configured> {
+        self.admission.configured()
+    }
+
     /// The admission plugins that run, in order.
     pub fn admission_plugins(&self) -> Vec<&'static str> {
         self.admission.chain().names()

@@ -53,15 +53,20 @@ pub(super) fn method_not_allowed() -> RegistryError {
 }
 
 /// Serves a resource request with the Store it names; warnings the registry raised on the
-/// way go out as `Warning` headers, on success and on failure alike.
+/// way go out as `Warning` headers, on success and on failure alike, and the audit
+/// annotations it added ride on the response to the audit filter.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
-    let (result, warnings) = warning::collect(handle(store, req)).await;
+    let ((result, warnings), annotations) =
+        registry::audit::collect(warning::collect(handle(store, req))).await;
     let mut response = match result {
         Ok(response) => response,
         Err(e) => response::error_in(e, pretty),
     };
     response::add_warnings(&mut response, &warnings);
+    if !annotations.0.is_empty() {
+        response.extensions_mut().insert(annotations);
+    }
     response
 }
 

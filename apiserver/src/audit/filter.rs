@@ -56,9 +56,12 @@ pub fn record_impersonation(extensions: &Extensions, user: &UserInfo) {
 /// Adds an annotation to the event of an audited request (upstream's AddAuditAnnotation,
 /// e.g. `authorization.k8s.io/decision`); a key keeps its first value.
 pub fn annotate(extensions: &Extensions, key: &str, value: &str) {
-    let Some(context) = extensions.get::<Context>() else {
-        return;
-    };
+    if let Some(context) = extensions.get::<Context>() {
+        add_annotation(context, key, value);
+    }
+}
+
+fn add_annotation(context: &Context, key: &str, value: &str) {
     let mut event = context.lock();
     match event.annotations.get(key) {
         Some(old) if old != value => {
@@ -141,6 +144,12 @@ pub async fn audit(
 
     let mut response = next.run(request).await;
     echo_audit_id(&mut response, &audit_id);
+    // What admission recorded for the event (upstream's AddAuditAnnotation from plugins).
+    if let Some(annotations) = response.extensions().get::<registry::audit::Annotations>() {
+        for (key, value) in &annotations.0 {
+            add_annotation(&emitter.context, key, value);
+        }
+    }
     let captured_request = || request_body.as_ref().map(|c| lock(c).take());
     if let Some(Panicked(message)) = response.extensions().get::<Panicked>().cloned() {
         emitter.context.lock().response_status = Some(ResponseStatus {

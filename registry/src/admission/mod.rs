@@ -18,6 +18,7 @@ mod always_deny;
 mod certificate_approval;
 mod certificate_signing;
 mod certificate_subject_restriction;
+mod config;
 mod default_class;
 mod default_ingress_class;
 mod default_storage_class;
@@ -26,6 +27,7 @@ mod limit_ranger;
 mod namespace_lifecycle;
 mod persistent_volume_claim_resize;
 pub mod plugins;
+mod pod_security;
 mod priority;
 mod resource_quota;
 mod runtime_class;
@@ -45,6 +47,7 @@ use crate::object::Object;
 use crate::Registry;
 use storage::Interface;
 
+pub use config::{configure, Configured};
 pub use namespace_lifecycle::SYSTEM_NAMESPACES;
 pub use plugins::{resolve, PluginConfigError, Resolved, ORDERED};
 pub use storage_object_in_use_protection::{PVC_PROTECTION, PV_PROTECTION};
@@ -184,6 +187,9 @@ impl Chain {
 #[derive(Default)]
 pub struct Admission {
     chain: RwLock<Arc<Chain>>,
+    /// The plugins' configuration (`--admission-control-config-file`), read by the
+    /// plugins the chain is built of.
+    configured: RwLock<Arc<Configured>>,
 }
 
 impl Admission {
@@ -192,6 +198,20 @@ impl Admission {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    pub(crate) fn configured(&self) -> Arc<Configured> {
+        self.configured
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn configure(&self, configured: Configured) {
+        *self
+            .configured
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(configured);
     }
 
     pub(crate) fn set(&self, chain: Chain) {

@@ -10,8 +10,8 @@ use super::{
     always_admit, always_deny, certificate_approval, certificate_signing,
     certificate_subject_restriction, default_ingress_class, default_storage_class,
     default_toleration_seconds, limit_ranger, namespace_lifecycle, persistent_volume_claim_resize,
-    priority, resource_quota, runtime_class, service_account, storage_object_in_use_protection,
-    taint_nodes_by_condition, Chain, Plugin,
+    pod_security, priority, resource_quota, runtime_class, service_account,
+    storage_object_in_use_protection, taint_nodes_by_condition, Chain, Plugin,
 };
 use crate::Registry;
 
@@ -54,7 +54,7 @@ pub static ORDERED: &[Entry] = &[
     ),
     plugin("AlwaysPullImages", false, None),
     plugin("ImagePolicyWebhook", false, None),
-    plugin("PodSecurity", true, None),
+    plugin("PodSecurity", true, Some(pod_security::build)),
     plugin("PodNodeSelector", false, None),
     plugin("Priority", true, Some(priority::build)),
     plugin(
@@ -115,6 +115,7 @@ pub static ORDERED: &[Entry] = &[
 pub const IN_PROCESS: &[&str] = &[
     "NamespaceLifecycle",
     "LimitRanger",
+    "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
@@ -135,6 +136,23 @@ pub enum PluginConfigError {
     Overlap(Vec<String>),
     #[error("enable-admission-plugins plugin {0:?} is not available in this server yet")]
     Unavailable(String),
+    /// `--admission-control-config-file` (or a file it names) does not read.
+    #[error("unable to read admission control configuration from {path:?} [{reason}]")]
+    ReadFile { path: String, reason: String },
+    #[error("admission control configuration {path:?}: {message}")]
+    File { path: String, message: String },
+    /// A plugin's configuration does not read (upstream's CompleteConfiguration error).
+    #[error("{plugin} configuration error: {message}")]
+    Configuration {
+        plugin: &'static str,
+        message: String,
+    },
+    /// A plugin's configuration reads but is not valid (upstream's ValidateConfiguration).
+    #[error("{plugin} invalid: {message}")]
+    Invalid {
+        plugin: &'static str,
+        message: String,
+    },
 }
 
 /// What the flags make of the plugins.
@@ -221,6 +239,7 @@ mod tests {
                 "LimitRanger",
                 "ServiceAccount",
                 "TaintNodesByCondition",
+                "PodSecurity",
                 "Priority",
                 "DefaultTolerationSeconds",
                 "DefaultStorageClass",
@@ -234,7 +253,8 @@ mod tests {
                 "ResourceQuota"
             ]
         );
-        assert!(resolved.unavailable.contains(&"PodSecurity"));
+        assert!(!resolved.unavailable.contains(&"PodSecurity"));
+        assert!(!resolved.unavailable.contains(&"ResourceQuota"));
     }
 
     #[test]
@@ -251,6 +271,7 @@ mod tests {
                 "NamespaceLifecycle",
                 "ServiceAccount",
                 "TaintNodesByCondition",
+                "PodSecurity",
                 "Priority",
                 "DefaultStorageClass",
                 "StorageObjectInUseProtection",
