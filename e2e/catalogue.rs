@@ -146,6 +146,19 @@ fn sample(group: &str, kind: &str) -> Option<Value> {
                 "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/walk"]}]}]
         }}),
         ("node.k8s.io", "RuntimeClass") => json!({"handler": "runc"}),
+        ("resource.k8s.io", "DeviceClass") => json!({"spec": {"selectors": [
+            {"cel": {"expression": "device.driver == \"walk.example.com\""}}
+        ]}}),
+        ("resource.k8s.io", "ResourceClaim") => json!({"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "walk-resource"}}
+        ]}}}),
+        ("resource.k8s.io", "ResourceClaimTemplate") => json!({"spec": {"spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "walk-resource"}}]
+        }}}}),
+        ("resource.k8s.io", "ResourceSlice") => json!({"spec": {
+            "driver": "walk.example.com", "pool": {"name": "walk", "resourceSliceCount": 1},
+            "allNodes": true, "devices": [{"name": "dev-0"}]
+        }}),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => json!({"spec": {
             "group": "walk.example.com", "scope": "Namespaced",
             "names": {"plural": "walkers", "singular": "walker", "kind": "Walker", "listKind": "WalkerList"},

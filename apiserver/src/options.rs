@@ -127,6 +127,11 @@ pub struct Options {
     #[arg(long, default_value_t = 110)]
     pub node_pods: u32,
 
+    /// Devices each node's simulated DRA driver (`gpu.sim.kube.io`) publishes in a
+    /// ResourceSlice, for dynamic resource allocation (`gpu-0`, `gpu-1`, ...). 0 publishes none.
+    #[arg(long, default_value_t = 0)]
+    pub node_devices: u32,
+
     /// The pod network: node `i` gets its `i`-th /24 as podCIDR.
     #[arg(long, default_value = "10.244.0.0/16")]
     pub cluster_cidr: String,

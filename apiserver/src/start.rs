@@ -183,6 +183,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
                 cpu: options.node_cpu.clone(),
                 memory: options.node_memory.clone(),
                 pods: options.node_pods,
+                devices: options.node_devices,
                 cluster_cidr: options.cluster_cidr.clone(),
                 network: kubelet::network::NetworkPluginSettings {
                     conf_dir: options.cni_conf_dir.clone(),

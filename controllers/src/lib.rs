@@ -18,6 +18,7 @@ pub mod namespace;
 pub mod node_lifecycle;
 pub mod podautoscaler;
 pub mod replicaset;
+pub mod resourceclaim;
 pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod service_repair;

@@ -16,6 +16,8 @@ pub struct NodeConfig {
     pub cpu: String,
     pub memory: String,
     pub pods: u32,
+    /// Devices each node's simulated DRA driver publishes (0: none).
+    pub devices: u32,
     /// Node `i` gets the `i`-th /24 of this IPv4 range as its podCIDR.
     pub cluster_cidr: String,
     /// Reported in nodeInfo.kubeletVersion.
@@ -33,6 +35,7 @@ impl Default for NodeConfig {
             cpu: "8".to_string(),
             memory: "32Gi".to_string(),
             pods: 110,
+            devices: 0,
             cluster_cidr: "10.244.0.0/16".to_string(),
             kubelet_version: "v1.35.0".to_string(),
             network: NetworkPluginSettings::default(),

@@ -39,6 +39,8 @@ pub struct Nodes {
     pods: SharedInformer,
     node_store: Arc<Store>,
     leases: Arc<Store>,
+    /// Where the simulated DRA driver publishes (None when resource.k8s.io is not served).
+    slices: Option<Arc<Store>>,
     node_objects: Vec<serde_json::Value>,
     kubelets: HashMap<String, Arc<Kubelet>>,
 }
@@ -90,6 +92,9 @@ impl Nodes {
             pods: informers.informer("", "v1", "pods")?,
             node_store: store(informers, "", "nodes")?,
             leases: store(informers, "coordination.k8s.io", "leases")?,
+            slices: informers
+                .registry()
+                .store("resource.k8s.io", "v1", "resourceslices"),
             config,
             node_objects,
             kubelets,
@@ -110,6 +115,15 @@ impl Nodes {
                 self.config.timings.clone(),
                 stop.clone(),
             )));
+            if let Some(slices) = &self.slices {
+                tasks.push(tokio::spawn(node::devices::publish(
+                    slices.clone(),
+                    self.node_store.clone(),
+                    registry::object::name(node).to_string(),
+                    self.config.devices,
+                    stop.clone(),
+                )));
+            }
         }
         let this = self.clone();
         let worker_stop = stop.clone();

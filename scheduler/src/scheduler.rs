@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::cache::{Cache, NodeInfo, PodInfo};
+use crate::dra::{self, ClaimAllocation, DeviceId, DraState};
 use crate::error::SchedulerError;
 use crate::filters::{node_filters, Rejection};
 use crate::fit_error;
@@ -33,6 +34,7 @@ use crate::topology::TopologyState;
 use crate::volume_binding;
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+const RESOURCE: &str = "resource.k8s.io";
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
@@ -64,6 +66,13 @@ pub struct Scheduler {
     node_informer: SharedInformer,
     claim_informer: SharedInformer,
     class_informer: SharedInformer,
+    /// Dynamic resource allocation: claims, device classes, published devices.
+    resource_claims: SharedInformer,
+    device_classes: SharedInformer,
+    resource_slices: SharedInformer,
+    resource_claim_store: Arc<Store>,
+    /// Devices of allocations decided and not yet seen written, by claim key.
+    assumed_devices: Mutex<HashMap<String, Vec<DeviceId>>>,
     recorder: EventRecorder,
     cache: Mutex<Cache>,
     queue: RateLimitingQueue<String>,
@@ -72,7 +81,8 @@ pub struct Scheduler {
 }
 
 enum Decision {
-    Assumed(String),
+    /// The node, and what the pod's claims get there.
+    Assumed(String, Vec<ClaimAllocation>),
     /// No node fits, and preemption could not make room (the message says why).
     Unschedulable(String, Nomination),
     /// No node fits until the candidate's victims are gone.
@@ -123,6 +133,16 @@ impl Scheduler {
             node_informer: informers.informer("", "v1", "nodes")?,
             claim_informer: informers.informer("", "v1", "persistentvolumeclaims")?,
             class_informer: informers.informer("storage.k8s.io", "v1", "storageclasses")?,
+            resource_claims: informers.informer(RESOURCE, "v1", "resourceclaims")?,
+            device_classes: informers.informer(RESOURCE, "v1", "deviceclasses")?,
+            resource_slices: informers.informer(RESOURCE, "v1", "resourceslices")?,
+            resource_claim_store: informers
+                .registry()
+                .store(RESOURCE, "v1", "resourceclaims")
+                .ok_or_else(|| {
+                    SchedulerError::NotServed("resource.k8s.io/v1/resourceclaims".into())
+                })?,
+            assumed_devices: Mutex::new(HashMap::new()),
             recorder: EventRecorder::new(informers.registry().clone(), DEFAULT_SCHEDULER_NAME),
             cache: Mutex::new(Cache::default()),
             queue: RateLimitingQueue::with_default_rate_limiter(""),
@@ -153,6 +173,24 @@ impl Scheduler {
             }
         });
         let this = self.clone();
+        let resource_claims = dispatch(self.resource_claims.subscribe(), stop.clone(), move |n| {
+            // An allocation seen written is no longer only assumed; a claim made or freed,
+            // like devices published, may let waiting pods in.
+            if let Some(claim) = n.latest() {
+                if !claim["status"]["allocation"].is_null() || matches!(n, Notification::Delete(_))
+                {
+                    lock(&this.assumed_devices).remove(&key_of(claim));
+                }
+            }
+            this.move_unschedulable();
+        });
+        let this = self.clone();
+        let slices = dispatch(self.resource_slices.subscribe(), stop.clone(), move |n| {
+            if !matches!(n, Notification::Delete(_)) {
+                this.move_unschedulable();
+            }
+        });
+        let this = self.clone();
         run_when_synced(
             "scheduler",
             &[
@@ -160,6 +198,9 @@ impl Scheduler {
                 &self.node_informer,
                 &self.claim_informer,
                 &self.class_informer,
+                &self.resource_claims,
+                &self.device_classes,
+                &self.resource_slices,
             ],
             self.queue.clone(),
             self.config.workers,
@@ -174,6 +215,8 @@ impl Scheduler {
         let _ = pods.await;
         let _ = nodes.await;
         let _ = claims.await;
+        let _ = resource_claims.await;
+        let _ = slices.await;
         info!("scheduler stopped");
     }
 
@@ -271,9 +314,34 @@ impl Scheduler {
                 .unschedulable(&key, &pod, message, Nomination::Keep)
                 .await;
         }
-        match self.decide(&pod) {
+        // DynamicResources' PreFilter: the pod's claims exist.
+        let claims = match dra::pod_claims(&pod, &self.resource_claims) {
+            Ok(claims) => claims,
+            Err(reason) => {
+                let total = lock(&self.cache).nodes().count();
+                let message = fit_error::prefilter_message(total, &reason);
+                return self
+                    .unschedulable(&key, &pod, message, Nomination::Keep)
+                    .await;
+            }
+        };
+        match self.decide(&pod, claims) {
             None => Next::Done,
-            Some(Decision::Assumed(node)) => self.bind(&key, &pod, &node).await,
+            Some(Decision::Assumed(node, allocations)) => {
+                if let Err(e) = self.reserve_claims(&pod, &allocations).await {
+                    self.release(&key, &allocations);
+                    return match e {
+                        RegistryError::Conflict { .. } | RegistryError::NotFound { .. } => {
+                            Next::Retry
+                        }
+                        e => {
+                            warn!(pod = key, error = %e, "reserving the pod's resource claims failed");
+                            Next::Retry
+                        }
+                    };
+                }
+                self.bind(&key, &pod, &node).await
+            }
             Some(Decision::Unschedulable(message, nomination)) => {
                 self.unschedulable(&key, &pod, message, nomination).await
             }
@@ -291,19 +359,40 @@ impl Scheduler {
 
     /// Filters and scores under the cache lock, and assumes the pod on the chosen node, so
     /// the next decision counts it. None: already placed.
-    fn decide(&self, pod: &Arc<Value>) -> Option<Decision> {
+    fn decide(&self, pod: &Arc<Value>, claims: Vec<Arc<Value>>) -> Option<Decision> {
         let mut cache = lock(&self.cache);
         let info = PodInfo::new(pod.clone());
         if cache.is_placed(&info.key) {
             return None;
         }
         let state = TopologyState::compute(&info, &cache);
+        let assumed: std::collections::BTreeSet<DeviceId> = lock(&self.assumed_devices)
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
+        let dra = DraState::compute(
+            claims,
+            &self.resource_claims,
+            &self.device_classes,
+            &self.resource_slices,
+            &assumed,
+        );
+        let mut allocations: HashMap<String, Vec<ClaimAllocation>> = HashMap::new();
         let mut feasible = Vec::new();
         let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
         for node in cache.nodes() {
             let fits = node_filters(&info, node)
                 .and_then(|()| state.spread_filter(node))
-                .and_then(|()| state.affinity_filter(node));
+                .and_then(|()| state.affinity_filter(node))
+                .and_then(|()| {
+                    if dra.is_empty() {
+                        return Ok(());
+                    }
+                    let claims = dra.filter(node)?;
+                    allocations.insert(node.name().to_string(), claims);
+                    Ok(())
+                });
             match fits {
                 Ok(()) => feasible.push(node),
                 Err(r) => rejected.push((node, r)),
@@ -341,10 +430,64 @@ impl Scheduler {
         let top: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] == best).collect();
         let pick = top[rand::rng().random_range(0..top.len())];
         let node = feasible[pick].name().to_string();
+        let claims = allocations.remove(&node).unwrap_or_default();
+        // The devices are taken from now on, for the decisions that follow.
+        {
+            let mut assumed = lock(&self.assumed_devices);
+            for c in &claims {
+                if let Some(allocation) = &c.allocation {
+                    assumed.insert(key_of(&c.claim), dra::devices_of(allocation));
+                }
+            }
+        }
         let mut assumed = (**pod).clone();
         assumed["spec"]["nodeName"] = json!(node);
         cache.add_pod(Arc::new(assumed), true);
-        Some(Decision::Assumed(node))
+        Some(Decision::Assumed(node, claims))
+    }
+
+    /// Reserve and PreBind of DynamicResources: each claim allocated (its finalizer first,
+    /// then its status) with the pod among its consumers, before the pod is bound.
+    async fn reserve_claims(
+        &self,
+        pod: &Value,
+        claims: &[ClaimAllocation],
+    ) -> Result<(), RegistryError> {
+        let opts = WriteOptions::by("kube-scheduler");
+        for c in claims {
+            let (ns, name) = (object::namespace(&c.claim), object::name(&c.claim));
+            let mut claim = (*c.claim).clone();
+            if c.allocation.is_some() {
+                let finalizers = claim["metadata"]["finalizers"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if !finalizers.iter().any(|f| f == dra::DELETE_PROTECTION) {
+                    let mut finalizers = finalizers;
+                    finalizers.push(json!(dra::DELETE_PROTECTION));
+                    claim["metadata"]["finalizers"] = Value::Array(finalizers);
+                    claim = self
+                        .resource_claim_store
+                        .update(Some(ns), name, claim, Subresource::Main, &opts)
+                        .await?
+                        .0;
+                }
+            }
+            let reserved = dra::reserved(&claim, c.allocation.as_ref(), pod);
+            self.resource_claim_store
+                .update(Some(ns), name, reserved, Subresource::Status, &opts)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets what a failed reservation assumed: the pod's place and its claims' devices.
+    fn release(&self, key: &str, claims: &[ClaimAllocation]) {
+        lock(&self.cache).forget(key);
+        let mut assumed = lock(&self.assumed_devices);
+        for c in claims {
+            assumed.remove(&key_of(&c.claim));
+        }
     }
 
     async fn bind(&self, key: &str, pod: &Value, node: &str) -> Next {

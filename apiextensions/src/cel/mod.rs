@@ -13,6 +13,7 @@ mod check;
 mod env;
 mod rules;
 mod schema;
+mod selector;
 mod types;
 mod value;
 
@@ -31,6 +32,8 @@ use registry::error::Cause;
 use registry::validation::quote;
 use rules::Reason;
 use schema::{Kind, Node};
+
+pub use selector::Expression;
 
 /// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.
 pub struct Rules {

@@ -86,7 +86,7 @@ fn integer<'v>(n: &Number) -> Box<dyn Val + 'v> {
 }
 
 /// A value without a schema: JSON's own types.
-fn any<'v>(json: &'v Json) -> Box<dyn Val + 'v> {
+pub(super) fn any<'v>(json: &'v Json) -> Box<dyn Val + 'v> {
     match json {
         Json::Null => Box::new(CelNull),
         Json::Bool(b) => Box::new(CelBool::from(*b)),

@@ -26,6 +26,7 @@ use controllers::node_lifecycle::{
 };
 use controllers::podautoscaler::HorizontalController;
 use controllers::replicaset::{ReplicaSetController, ReplicaSetControllerConfig, ReplicaSetKind};
+use controllers::resourceclaim::ResourceClaimController;
 use controllers::resourcequota::ResourceQuotaController;
 use controllers::root_ca_publisher::RootCaPublisher;
 use controllers::serviceaccount::ServiceAccountController;
@@ -118,6 +119,7 @@ pub static CONTROLLERS: &[Descriptor] = &[
     controller("certificatesigningrequest-approving-controller", ON, csr_approving),
     controller("certificatesigningrequest-cleaner-controller",   ON, csr_cleaner),
     controller("resourcequota-controller",                       ON, resourcequota),
+    controller("resourceclaim-controller",                       ON, resourceclaim),
 ];
 
 /// Upstream's older names (its ControllerDescriptor aliases), still accepted.
@@ -148,6 +150,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("csrapproving",            "certificatesigningrequest-approving-controller"),
     ("csrcleaner",              "certificatesigningrequest-cleaner-controller"),
     ("resourcequota",           "resourcequota-controller"),
+    ("resourceclaim",           "resourceclaim-controller"),
 ];
 
 fn garbage_collector(cx: &Context<'_>) -> Started {
@@ -204,6 +207,13 @@ fn resourcequota(cx: &Context<'_>) -> Started {
     cx.run(
         ResourceQuotaController::new(cx.informers),
         ResourceQuotaController::run,
+    )
+}
+
+fn resourceclaim(cx: &Context<'_>) -> Started {
+    cx.run(
+        ResourceClaimController::new(cx.informers),
+        ResourceClaimController::run,
     )
 }
 

@@ -83,6 +83,7 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "node.k8s.io",
             "discovery.k8s.io",
             "flowcontrol.apiserver.k8s.io",
+            "resource.k8s.io",
         ]
     );
     assert_eq!(

@@ -2,6 +2,7 @@
 //! registerWithAPIServer), its periodic status (nodeStatusReportFrequency) and its Lease
 //! heartbeat in kube-node-lease.
 
+pub mod devices;
 pub mod lease;
 pub mod object;
 

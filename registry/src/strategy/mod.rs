@@ -16,6 +16,7 @@ pub mod networking;
 pub(crate) mod node;
 mod pod;
 pub(crate) mod rbac;
+pub(crate) mod resource;
 pub mod scheduling;
 pub(crate) mod storage;
 pub(crate) mod workloads;

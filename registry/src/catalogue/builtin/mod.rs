@@ -8,7 +8,7 @@ use super::printers;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::StrategyFactory;
 use crate::strategy::{
-    self, autoscaling, defaults, networking, node, rbac, scheduling, storage, workloads,
+    self, autoscaling, defaults, networking, node, rbac, resource, scheduling, storage, workloads,
 };
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
@@ -95,6 +95,7 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(control_plane::certificate_requests());
     all.extend(autoscalers());
     all.extend(scheduling());
+    all.extend(dynamic_resources());
     all.extend(control_plane::reviews());
     all
 }
@@ -593,6 +594,41 @@ fn scheduling() -> Vec<ResourceInfo> {
             columns: printers::runtimeclass_columns(),
             strategy: |_, _| Box::new(node::RuntimeClassStrategy),
             ..resource("node.k8s.io", "RuntimeClass", "runtimeclasses", CLUSTER)
+        },
+    ]
+}
+
+fn dynamic_resources() -> Vec<ResourceInfo> {
+    const RESOURCE: &str = "resource.k8s.io";
+    vec![
+        ResourceInfo {
+            columns: printers::name_age_columns(),
+            has_generation: true,
+            strategy: |_, _| Box::new(resource::DeviceClassStrategy),
+            ..resource(RESOURCE, "DeviceClass", "deviceclasses", CLUSTER)
+        },
+        ResourceInfo {
+            subresources: vec![SubresourceInfo::status()],
+            columns: printers::resourceclaim_columns(),
+            strategy: |_, _| Box::new(resource::ResourceClaimStrategy),
+            ..resource(RESOURCE, "ResourceClaim", "resourceclaims", NAMESPACED)
+        },
+        ResourceInfo {
+            columns: printers::name_age_columns(),
+            strategy: |_, _| Box::new(resource::ResourceClaimTemplateStrategy),
+            ..resource(
+                RESOURCE,
+                "ResourceClaimTemplate",
+                "resourceclaimtemplates",
+                NAMESPACED,
+            )
+        },
+        ResourceInfo {
+            columns: printers::resourceslice_columns(),
+            field_selectors: strings(&["spec.driver", "spec.nodeName"]),
+            has_generation: true,
+            strategy: |_, _| Box::new(resource::ResourceSliceStrategy),
+            ..resource(RESOURCE, "ResourceSlice", "resourceslices", CLUSTER)
         },
     ]
 }

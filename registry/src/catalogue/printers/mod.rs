@@ -17,6 +17,7 @@ mod network;
 mod networking;
 mod pods;
 mod rbac;
+mod resource;
 mod scheduling;
 mod storage;
 mod workloads;
@@ -52,6 +53,9 @@ pub(in crate::catalogue) use networking::{
 };
 pub(in crate::catalogue) use pods::pod_columns;
 pub(in crate::catalogue) use rbac::{clusterrolebinding_columns, rolebinding_columns};
+pub(in crate::catalogue) use resource::{
+    name_age_columns, resourceclaim_columns, resourceslice_columns,
+};
 pub(in crate::catalogue) use scheduling::{priorityclass_columns, runtimeclass_columns};
 pub(in crate::catalogue) use storage::{
     csidriver_columns, csinode_columns, csistoragecapacity_columns, storageclass_columns,

@@ -22,6 +22,7 @@ const EXTENSIONS: &str = "extensions";
 const NETWORKING: &str = "networking.k8s.io";
 const POLICY: &str = "policy";
 const RBAC: &str = "rbac.authorization.k8s.io";
+const RESOURCE: &str = "resource.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
 
 /// Who may approve CSRs for one signer.
@@ -89,6 +90,9 @@ fn node_rules() -> Vec<PolicyRule> {
             &["csinodes"],
         ),
         res(READ, &["node.k8s.io"], &["runtimeclasses"]),
+        // Dynamic resource allocation: the claims of its pods, and its own devices published.
+        res(&["get"], &[RESOURCE], &["resourceclaims"]),
+        res(READ_WRITE, &[RESOURCE], &["resourceslices"]),
     ]
 }
 
@@ -166,6 +170,11 @@ fn aggregate_to_edit() -> Vec<PolicyRule> {
         res(WRITE, &[POLICY], &["poddisruptionbudgets"]),
         res(WRITE, &[NETWORKING], &["networkpolicies", "ingresses"]),
         res(READ_WRITE, &[COORDINATION], &["leases"]),
+        res(
+            WRITE,
+            &[RESOURCE],
+            &["resourceclaims", "resourceclaimtemplates"],
+        ),
     ]
 }
 
@@ -262,6 +271,15 @@ fn aggregate_to_view() -> Vec<PolicyRule> {
             &[NETWORKING],
             &["ingresses", "ingresses/status", "networkpolicies"],
         ),
+        res(
+            READ,
+            &[RESOURCE],
+            &[
+                "resourceclaims",
+                "resourceclaims/status",
+                "resourceclaimtemplates",
+            ],
+        ),
     ]
 }
 
@@ -284,6 +302,18 @@ fn kube_scheduler() -> Vec<PolicyRule> {
         core(READ, &["namespaces"]),
         res(READ, &[STORAGE], &["csidrivers"]),
         res(READ, &[STORAGE], &["csistoragecapacities"]),
+        // Dynamic resource allocation: claims allocated from published devices.
+        res(READ, &[RESOURCE], &["resourceclaims", "deviceclasses"]),
+        res(
+            &["get", "list", "watch", "update", "patch"],
+            &[RESOURCE],
+            &["resourceclaims/status"],
+        ),
+        core(
+            &["get", "list", "watch", "update", "patch"],
+            &["pods/finalizers"],
+        ),
+        res(READ, &[RESOURCE], &["resourceslices"]),
     ]);
     rules
 }

@@ -12,6 +12,7 @@ const NAMESPACE: &str = "kube-system";
 const APPS: &str = "apps";
 const EXTENSIONS: &str = "extensions";
 const BATCH: &str = "batch";
+const RESOURCE: &str = "resource.k8s.io";
 
 /// (controller, rules): the role is `system:controller:<controller>`, the account
 /// `kube-system/<controller>`.
@@ -224,6 +225,33 @@ fn controllers() -> Vec<(&'static str, Vec<PolicyRule>)> {
                 core(&["update"], &["replicationcontrollers/status"]),
                 core(&["update"], &["replicationcontrollers/finalizers"]),
                 core(&["list", "watch", "patch", "create", "delete"], &["pods"]),
+                events(),
+            ],
+        ),
+        (
+            "resource-claim-controller",
+            vec![
+                core(&["get", "list", "watch"], &["pods"]),
+                core(&["update"], &["pods/finalizers"]),
+                res(
+                    &["get", "list", "watch", "create", "delete"],
+                    &[RESOURCE],
+                    &["resourceclaims"],
+                ),
+                res(
+                    &["update", "patch"],
+                    &[RESOURCE],
+                    &["resourceclaims", "resourceclaims/status"],
+                ),
+                core(&["update", "patch"], &["pods/status"]),
+                events(),
+            ],
+        ),
+        (
+            "resourcequota-controller",
+            vec![
+                res(&["list", "watch"], &["*"], &["*"]),
+                core(&["update"], &["resourcequotas/status"]),
                 events(),
             ],
         ),
