@@ -69,7 +69,8 @@ fn claim_of(s: &Server, pod: &str) -> (Value, String) {
 
 fn allocates(s: &Server) {
     wait_until("the node's devices published", LONG, || {
-        s.kubectl(&["get", "resourceslices"]).contains("gpu.sim.kube.io")
+        s.kubectl(&["get", "resourceslices"])
+            .contains("gpu.sim.kube.io")
     });
     let slices = s.kubectl(&["get", "resourceslices"]);
     assert!(slices.starts_with("NAME"), "{slices}");
@@ -79,7 +80,9 @@ fn allocates(s: &Server) {
     for name in ["a", "b"] {
         s.with_manifest("create", &pod(name));
     }
-    wait_until("a and b running", LONG, || running(s, "a") && running(s, "b"));
+    wait_until("a and b running", LONG, || {
+        running(s, "a") && running(s, "b")
+    });
     let (claim_a, device_a) = claim_of(s, "a");
     let (_, device_b) = claim_of(s, "b");
     assert!(device_a.starts_with("gpu-") && device_b.starts_with("gpu-"));
@@ -88,7 +91,10 @@ fn allocates(s: &Server) {
     assert_eq!(result["driver"], "gpu.sim.kube.io", "{claim_a}");
     assert_eq!(result["pool"], "node-0", "{claim_a}");
     assert_eq!(result["request"], "gpu", "{claim_a}");
-    assert_eq!(claim_a["status"]["reservedFor"][0]["name"], "a", "{claim_a}");
+    assert_eq!(
+        claim_a["status"]["reservedFor"][0]["name"], "a",
+        "{claim_a}"
+    );
     assert_eq!(claim_a["metadata"]["ownerReferences"][0]["name"], "a");
     assert_eq!(
         claim_a["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"],
@@ -112,10 +118,15 @@ fn allocates(s: &Server) {
     });
 
     // a goes, its claim with it, and c gets the device.
-    let claim_name = claim_a["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let claim_name = claim_a["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     s.kubectl(&["delete", "pod", "a"]);
     wait_until("a's claim deleted", LONG, || {
-        !s.kubectl_raw(&["get", "resourceclaim", &claim_name]).status.success()
+        !s.kubectl_raw(&["get", "resourceclaim", &claim_name])
+            .status
+            .success()
     });
     wait_until("c running", LONG, || running(s, "c"));
     let (_, device_c) = claim_of(s, "c");

@@ -39,6 +39,11 @@ fn everyday_verbs(s: &Server) {
         "{resources}"
     );
 
+    // Exactly kube-apiserver 1.35's default resources (GA group-versions), in kubectl's order.
+    let names = s.kubectl(&["api-resources", "-o", "name"]);
+    let names: Vec<&str> = names.lines().collect();
+    assert_eq!(names, UPSTREAM_1_35_RESOURCES, "{}", names.len());
+
     // explain reads the server's OpenAPI.
     let explained = s.kubectl(&["explain", "deployment.spec.strategy"]);
     assert!(explained.contains("KIND:       Deployment"), "{explained}");
@@ -554,3 +559,72 @@ fn kubectl_diff_prune_shows_what_apply_would_prune() {
     assert!(diff.contains("-kind: Ingress"), "{diff}");
     assert!(diff.contains("-  x: \"1\"\n+  x: \"2\""), "{diff}");
 }
+
+/// `kubectl api-resources -o name` against kube-apiserver 1.35 with its defaults: 65 resources.
+const UPSTREAM_1_35_RESOURCES: [&str; 65] = [
+    "bindings",
+    "componentstatuses",
+    "configmaps",
+    "endpoints",
+    "events",
+    "limitranges",
+    "namespaces",
+    "nodes",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "pods",
+    "podtemplates",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "serviceaccounts",
+    "services",
+    "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+    "validatingadmissionpolicies.admissionregistration.k8s.io",
+    "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+    "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    "customresourcedefinitions.apiextensions.k8s.io",
+    "apiservices.apiregistration.k8s.io",
+    "controllerrevisions.apps",
+    "daemonsets.apps",
+    "deployments.apps",
+    "replicasets.apps",
+    "statefulsets.apps",
+    "selfsubjectreviews.authentication.k8s.io",
+    "tokenreviews.authentication.k8s.io",
+    "localsubjectaccessreviews.authorization.k8s.io",
+    "selfsubjectaccessreviews.authorization.k8s.io",
+    "selfsubjectrulesreviews.authorization.k8s.io",
+    "subjectaccessreviews.authorization.k8s.io",
+    "horizontalpodautoscalers.autoscaling",
+    "cronjobs.batch",
+    "jobs.batch",
+    "certificatesigningrequests.certificates.k8s.io",
+    "leases.coordination.k8s.io",
+    "endpointslices.discovery.k8s.io",
+    "events.events.k8s.io",
+    "flowschemas.flowcontrol.apiserver.k8s.io",
+    "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+    "ingressclasses.networking.k8s.io",
+    "ingresses.networking.k8s.io",
+    "ipaddresses.networking.k8s.io",
+    "networkpolicies.networking.k8s.io",
+    "servicecidrs.networking.k8s.io",
+    "runtimeclasses.node.k8s.io",
+    "poddisruptionbudgets.policy",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "clusterroles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+    "roles.rbac.authorization.k8s.io",
+    "deviceclasses.resource.k8s.io",
+    "resourceclaims.resource.k8s.io",
+    "resourceclaimtemplates.resource.k8s.io",
+    "resourceslices.resource.k8s.io",
+    "priorityclasses.scheduling.k8s.io",
+    "csidrivers.storage.k8s.io",
+    "csinodes.storage.k8s.io",
+    "csistoragecapacities.storage.k8s.io",
+    "storageclasses.storage.k8s.io",
+    "volumeattachments.storage.k8s.io",
+    "volumeattributesclasses.storage.k8s.io",
+];
