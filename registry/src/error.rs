@@ -110,6 +110,15 @@ impl Cause {
         Self::new("FieldValueForbidden", field, format!("Forbidden: {why}"))
     }
 
+    /// field.TooMany of a list of `count` items where at most `max` may be.
+    pub fn too_many(field: &str, count: usize, max: usize) -> Self {
+        Self::new(
+            "FieldValueTooMany",
+            field,
+            format!("Too many: {count}: must have at most {max} items"),
+        )
+    }
+
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
         Self::new(

@@ -532,6 +532,22 @@ impl Scheduler {
         }
     }
 
+    /// A strategic merge patch of a pod's status, as the scheduler writes it.
+    async fn patch_status(&self, pod: &Value, patch: &Value) -> Result<(), RegistryError> {
+        let body = patch.to_string();
+        self.pod_store
+            .patch(
+                Some(object::namespace(pod)),
+                object::name(pod),
+                PatchType::Strategic,
+                body.as_bytes(),
+                Subresource::Status,
+                &WriteOptions::by("kube-scheduler"),
+            )
+            .await
+            .map(|_| ())
+    }
+
     /// upstream's PrepareCandidate for one victim: marked a disruption target of the
     /// preemption, deleted (gracefully), and told why.
     async fn evict(&self, preemptor: &Value, victim: &Value, node: &str) {
@@ -548,19 +564,7 @@ impl Scheduler {
             "lastProbeTime": null,
             "lastTransitionTime": object::now(),
         }]}});
-        let body = patch.to_string();
-        let marked = self
-            .pod_store
-            .patch(
-                Some(ns),
-                name,
-                PatchType::Strategic,
-                body.as_bytes(),
-                Subresource::Status,
-                &WriteOptions::by("kube-scheduler"),
-            )
-            .await;
-        if let Err(e) = marked {
+        if let Err(e) = self.patch_status(victim, &patch).await {
             if !matches!(e, RegistryError::NotFound { .. }) {
                 warn!(pod = name, namespace = ns, error = %e, "cannot mark the preemption victim");
             }
@@ -634,20 +638,7 @@ impl Scheduler {
             if let Some(nominate) = nominate {
                 patch["status"]["nominatedNodeName"] = nominate;
             }
-            let (ns, name) = (object::namespace(pod), object::name(pod));
-            let body = patch.to_string();
-            if let Err(e) = self
-                .pod_store
-                .patch(
-                    Some(ns),
-                    name,
-                    PatchType::Strategic,
-                    body.as_bytes(),
-                    Subresource::Status,
-                    &WriteOptions::by("kube-scheduler"),
-                )
-                .await
-            {
+            if let Err(e) = self.patch_status(pod, &patch).await {
                 warn!(pod = key, error = %e, "cannot record the unschedulable condition");
             }
         }

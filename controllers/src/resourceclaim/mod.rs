@@ -263,6 +263,27 @@ impl ResourceClaimController {
         Ok(object::name(&created).to_string())
     }
 
+    /// Writes the claim (or its status); None when it is gone.
+    async fn write(
+        &self,
+        claim: Value,
+        sub: Subresource,
+    ) -> Result<Option<Value>, ResourceClaimError> {
+        let (ns, name) = (
+            object::namespace(&claim).to_string(),
+            object::name(&claim).to_string(),
+        );
+        match self
+            .claim_store
+            .update(Some(&ns), &name, claim, sub, &WriteOptions::by(MANAGER))
+            .await
+        {
+            Ok((written, _)) => Ok(Some(written)),
+            Err(RegistryError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether `consumer` (a reservedFor entry) still uses the claim.
     fn in_use_by(&self, ns: &str, consumer: &Value) -> bool {
         if consumer["resource"] != "pods" {
@@ -283,7 +304,6 @@ impl ResourceClaimController {
         };
         let ns = object::namespace(&claim).to_string();
         let name = object::name(&claim).to_string();
-        let opts = WriteOptions::by(MANAGER);
         let reserved = claim["status"]["reservedFor"]
             .as_array()
             .cloned()
@@ -296,15 +316,10 @@ impl ResourceClaimController {
         let mut current = (*claim).clone();
         if kept.len() != reserved.len() {
             current["status"]["reservedFor"] = Value::Array(kept.clone());
-            current = match self
-                .claim_store
-                .update(Some(&ns), &name, current, Subresource::Status, &opts)
-                .await
-            {
-                Ok((c, _)) => c,
-                Err(RegistryError::NotFound { .. }) => return Ok(()),
-                Err(e) => return Err(e.into()),
+            let Some(written) = self.write(current, Subresource::Status).await? else {
+                return Ok(());
             };
+            current = written;
         }
         if !kept.is_empty() {
             return Ok(());
@@ -334,15 +349,10 @@ impl ResourceClaimController {
         // Nothing uses it: its devices are freed, then its protection is lifted.
         if !current["status"]["allocation"].is_null() {
             current["status"]["allocation"] = Value::Null;
-            current = match self
-                .claim_store
-                .update(Some(&ns), &name, current, Subresource::Status, &opts)
-                .await
-            {
-                Ok((c, _)) => c,
-                Err(RegistryError::NotFound { .. }) => return Ok(()),
-                Err(e) => return Err(e.into()),
+            let Some(written) = self.write(current, Subresource::Status).await? else {
+                return Ok(());
             };
+            current = written;
         }
         let finalizers = current["metadata"]["finalizers"]
             .as_array()
@@ -355,14 +365,7 @@ impl ResourceClaimController {
                     .filter(|f| f != DELETE_PROTECTION)
                     .collect(),
             );
-            match self
-                .claim_store
-                .update(Some(&ns), &name, current, Subresource::Main, &opts)
-                .await
-            {
-                Ok(_) | Err(RegistryError::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            self.write(current, Subresource::Main).await?;
         }
         Ok(())
     }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use storage::{Interface, ListOptions, ReadRevision};
+use storage::{Interface, ReadRevision};
 
-use super::{on_main, watched, Attributes, Operation, Plugin};
+use super::{namespaced_list, on_main, watched, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
-use crate::error::{Qualified, RegistryError, Result};
+use crate::error::{RegistryError, Result};
 use crate::object::{self, Object};
 use crate::types::parse_quantity;
 use crate::Registry;
@@ -55,21 +55,14 @@ fn amount(text: &str) -> f64 {
 
 impl LimitRanger {
     async fn limit_ranges(&self, namespace: &str) -> Result<Vec<Value>> {
-        let prefix = format!("{}/{namespace}/", self.path);
-        let opts = ListOptions {
-            revision: ReadRevision::Any,
-            recursive: true,
-            ..Default::default()
-        };
-        let list =
-            self.ranges.get_list(&prefix, opts).await.map_err(|e| {
-                RegistryError::from_storage(e, &Qualified::new("", "limitranges"), "")
-            })?;
-        Ok(list
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-            .collect())
+        namespaced_list(
+            self.ranges.as_ref(),
+            &self.path,
+            "limitranges",
+            namespace,
+            ReadRevision::Any,
+        )
+        .await
     }
 }
 

@@ -93,6 +93,33 @@ fn watched(registry: &Registry, group: &str, plural: &str) -> (Arc<dyn Interface
     (registry.cache_for(&path), path)
 }
 
+/// The objects of core resource `plural` in `namespace`, from its storage at `path` (a plugin's
+/// lister), read at `revision`.
+async fn namespaced_list(
+    storage: &dyn Interface,
+    path: &str,
+    plural: &str,
+    namespace: &str,
+    revision: storage::ReadRevision,
+) -> Result<Vec<serde_json::Value>> {
+    let opts = storage::ListOptions {
+        revision,
+        recursive: true,
+        ..Default::default()
+    };
+    let list = storage
+        .get_list(&format!("{path}/{namespace}/"), opts)
+        .await
+        .map_err(|e| {
+            crate::RegistryError::from_storage(e, &crate::Qualified::new("", plural), "")
+        })?;
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
+        .collect())
+}
+
 /// One admission plugin (upstream's admission.Interface with MutationInterface and/or
 /// ValidationInterface).
 #[async_trait]

@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::Value;
-use storage::{Interface, ListOptions, ReadRevision};
+use storage::{Interface, ReadRevision};
 
-use super::{watched, Attributes, Operation, Plugin};
+use super::{namespaced_list, watched, Attributes, Operation, Plugin};
 use crate::catalogue::ResourceInfo;
-use crate::error::{Qualified, RegistryError, Result};
+use crate::error::{RegistryError, Result};
 use crate::object::{self, Object};
 use crate::options::WriteOptions;
 use crate::quota::{self, Evaluator, ResourceList};
@@ -34,7 +34,7 @@ pub(super) fn build(registry: &Registry) -> Arc<dyn Plugin> {
     let (quotas, path) = watched(registry, "", "resourcequotas");
     Arc::new(ResourceQuota {
         quotas,
-        prefix: format!("{path}/"),
+        path,
         store: registry.store("", "v1", "resourcequotas"),
         namespaces: Mutex::default(),
     })
@@ -49,7 +49,7 @@ struct Turn {
 struct ResourceQuota {
     /// The quotas' storage (their watch cache), as upstream reads its lister.
     quotas: Arc<dyn Interface>,
-    prefix: String,
+    path: String,
     /// Where charges are written (None in registries without resource quotas).
     store: Option<Arc<Store>>,
     namespaces: Mutex<HashMap<String, Arc<Turn>>>,
@@ -197,23 +197,14 @@ impl ResourceQuota {
     }
 
     async fn quotas(&self, namespace: &str, revision: ReadRevision) -> Result<Vec<Value>> {
-        let opts = ListOptions {
+        namespaced_list(
+            self.quotas.as_ref(),
+            &self.path,
+            "resourcequotas",
+            namespace,
             revision,
-            recursive: true,
-            ..Default::default()
-        };
-        let list = self
-            .quotas
-            .get_list(&format!("{}{namespace}/", self.prefix), opts)
-            .await
-            .map_err(|e| {
-                RegistryError::from_storage(e, &Qualified::new("", "resourcequotas"), "")
-            })?;
-        Ok(list
-            .items
-            .iter()
-            .filter_map(|kv| serde_json::from_slice(&kv.value).ok())
-            .collect())
+        )
+        .await
     }
 
     async fn charge(&self, attrs: &Attributes<'_>, namespace: &str, obj: &Object) -> Result<()> {

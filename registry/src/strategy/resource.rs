@@ -132,14 +132,7 @@ fn validate_claim_spec(spec: &Value, field: &str, causes: &mut Vec<Cause>) {
         .unwrap_or_default();
     let path = format!("{field}.devices.requests");
     if requests.len() > REQUESTS_MAX {
-        causes.push(Cause::new(
-            "FieldValueTooMany",
-            &path,
-            format!(
-                "Too many: {}: must have at most {REQUESTS_MAX} items",
-                requests.len()
-            ),
-        ));
+        causes.push(Cause::too_many(&path, requests.len(), REQUESTS_MAX));
     }
     let mut names = BTreeSet::new();
     for (i, request) in requests.iter().enumerate() {
@@ -245,13 +238,10 @@ impl Strategy for ResourceClaimStrategy {
             ));
         }
         if reserved.len() > RESERVED_FOR_MAX {
-            causes.push(Cause::new(
-                "FieldValueTooMany",
+            causes.push(Cause::too_many(
                 "status.reservedFor",
-                format!(
-                    "Too many: {}: must have at most {RESERVED_FOR_MAX} items",
-                    reserved.len()
-                ),
+                reserved.len(),
+                RESERVED_FOR_MAX,
             ));
         }
         let mut uids = BTreeSet::new();
@@ -357,14 +347,7 @@ impl Strategy for ResourceSliceStrategy {
         }
         let devices = items(spec, "devices");
         if devices.len() > DEVICES_MAX {
-            causes.push(Cause::new(
-                "FieldValueTooMany",
-                "spec.devices",
-                format!(
-                    "Too many: {}: must have at most {DEVICES_MAX} items",
-                    devices.len()
-                ),
-            ));
+            causes.push(Cause::too_many("spec.devices", devices.len(), DEVICES_MAX));
         }
         let mut names = BTreeSet::new();
         for (i, device) in devices.iter().enumerate() {

@@ -424,11 +424,7 @@ pub(super) fn match_conditions(conditions: &Value, field: &str) -> Vec<Cause> {
     let list = conditions.as_array().map_or(&[][..], Vec::as_slice);
     let mut causes = Vec::new();
     if list.len() > MAX {
-        causes.push(Cause::new(
-            "FieldValueTooMany",
-            field,
-            format!("Too many: {}: must have at most {MAX} items", list.len()),
-        ));
+        causes.push(Cause::too_many(field, list.len(), MAX));
     }
     let mut names: Vec<&str> = Vec::new();
     for (i, condition) in list.iter().enumerate() {

@@ -21,14 +21,6 @@ fn valid_values(values: &[&str]) -> String {
     format!("valid values: [{}]", quoted.join(" "))
 }
 
-fn too_many(field: &str, count: usize, max: usize) -> Cause {
-    Cause::new(
-        "FieldValueTooMany",
-        field,
-        format!("Too many: {count}: must have at most {max} items"),
-    )
-}
-
 /// An Invalid cause whose value upstream leaves out.
 fn invalid_omitted(field: &str, why: &str) -> Cause {
     Cause::new("FieldValueInvalid", field, format!("Invalid value: {why}"))
@@ -53,7 +45,7 @@ pub(super) fn validate_pod_failure_policy(spec: &Value, field: &str) -> Vec<Caus
         .cloned()
         .unwrap_or_default();
     if rules.len() > MAX_POD_FAILURE_POLICY_RULES {
-        causes.push(too_many(
+        causes.push(Cause::too_many(
             &rules_field,
             rules.len(),
             MAX_POD_FAILURE_POLICY_RULES,
@@ -149,7 +141,11 @@ fn exit_code_rules(requirement: &Value, field: &str, containers: &[&str]) -> Vec
             "at least one value is required",
         ));
     } else if values.len() > MAX_EXIT_CODE_VALUES {
-        causes.push(too_many(&values_field, values.len(), MAX_EXIT_CODE_VALUES));
+        causes.push(Cause::too_many(
+            &values_field,
+            values.len(),
+            MAX_EXIT_CODE_VALUES,
+        ));
     }
     let mut seen = Vec::with_capacity(values.len());
     for (j, value) in values.iter().enumerate() {
@@ -180,7 +176,11 @@ fn exit_code_rules(requirement: &Value, field: &str, containers: &[&str]) -> Vec
 fn condition_rules(patterns: &[Value], field: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     if patterns.len() > MAX_POD_CONDITION_PATTERNS {
-        causes.push(too_many(field, patterns.len(), MAX_POD_CONDITION_PATTERNS));
+        causes.push(Cause::too_many(
+            field,
+            patterns.len(),
+            MAX_POD_CONDITION_PATTERNS,
+        ));
     }
     for (j, pattern) in patterns.iter().enumerate() {
         let type_ = pattern["type"].as_str().unwrap_or_default();
@@ -231,7 +231,7 @@ pub(super) fn validate_success_policy(spec: &Value, field: &str) -> Vec<Cause> {
         ));
     }
     if rules.len() > MAX_SUCCESS_POLICY_RULES {
-        causes.push(too_many(
+        causes.push(Cause::too_many(
             &rules_field,
             rules.len(),
             MAX_SUCCESS_POLICY_RULES,
