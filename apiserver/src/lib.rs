@@ -26,5 +26,6 @@ pub mod table;
 mod testing;
 pub mod tls;
 pub mod version;
+pub mod webhooks;
 
 pub use start::{run, StartError};

@@ -144,6 +144,9 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         tracing::info!(plugins = ?admission.unavailable, "default admission plugins not built in this server");
     }
     registry.set_admission_configuration(admission_config);
+    // The webhook plugins are built here (they call out over HTTPS) and handed to the chain;
+    // they follow their configurations once the informers run.
+    let webhooks = crate::webhooks::Webhooks::provide(&registry);
     registry.set_admission_plugins(&admission.enabled);
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
@@ -162,6 +165,9 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     registry.set_authorizer(authorization.authorizer.clone());
     // One informer per resource for every controller in the process.
     let informers = InformerFactory::new(registry.clone(), InformerConfig::default());
+    for plugin in &webhooks {
+        plugin.watch(&informers, shutdown.clone());
+    }
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
         tokio::spawn(consumer.run(shutdown.clone()));
     }

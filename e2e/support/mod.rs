@@ -10,6 +10,8 @@ mod kubelet;
 pub mod managed;
 /// Token users and curl on the secure port.
 pub mod secure;
+/// A real HTTPS server for admission webhooks.
+pub mod webhook_server;
 
 #[allow(unused_imports)]
 pub use kubectl::Kubectl;

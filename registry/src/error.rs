@@ -224,6 +224,46 @@ pub enum RegistryError {
         retry_after_seconds: i64,
         causes: Vec<Cause>,
     },
+
+    /// A refusal whose Status another party wrote (an admission webhook's): its code, its
+    /// reason when it is one of metav1's, and its message as given.
+    #[error("{message}")]
+    Rejected {
+        code: u16,
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// metav1's StatusReasons: the ones a Status from elsewhere may carry through.
+const STATUS_REASONS: &[&str] = &[
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
+    "ServiceUnavailable",
+];
+
+/// `reason` as one of metav1's StatusReasons; "" (StatusReasonUnknown) for any other.
+pub fn known_reason(reason: &str) -> &'static str {
+    STATUS_REASONS
+        .iter()
+        .find(|r| **r == reason)
+        .copied()
+        .unwrap_or("")
 }
 
 /// The causes as upstream's aggregate prints them: `field: message`, bracketed when several
@@ -348,6 +388,7 @@ impl RegistryError {
             Self::NoSuchResource => (404, "NotFound"),
             Self::Unprocessable => (422, "Invalid"),
             Self::TooManyRequests { .. } => (429, "TooManyRequests"),
+            Self::Rejected { code, reason, .. } => (*code, *reason),
         };
         let details = match self {
             Self::NotFound { resource, name }

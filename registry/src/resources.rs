@@ -104,6 +104,22 @@ impl Registry {
         self.admission.set(chain);
     }
 
+    /// Hands in a plugin the server builds (the webhooks), for chains set after it.
+    pub fn provide_admission_plugin(
+        &self,
+        name: &'static str,
+        plugin: Arc<dyn crate::admission::Plugin>,
+    ) {
+        self.admission.provide(name, plugin);
+    }
+
+    pub(crate) fn provided_admission_plugin(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn crate::admission::Plugin>> {
+        self.admission.provided(name)
+    }
+
     /// The admission plugins' configuration (`--admission-control-config-file`), for the
     /// chain set after it.
     pub fn set_admission_configuration(&self, configured: crate::admission::Configured) {

@@ -217,6 +217,8 @@ pub struct Admission {
     /// The plugins' configuration (`--admission-control-config-file`), read by the
     /// plugins the chain is built of.
     configured: RwLock<Arc<Configured>>,
+    /// Plugins the server built and handed in, by name (see `plugins::provided`).
+    provided: RwLock<std::collections::HashMap<&'static str, Arc<dyn Plugin>>>,
 }
 
 impl Admission {
@@ -239,6 +241,21 @@ impl Admission {
             .configured
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(configured);
+    }
+
+    pub(crate) fn provide(&self, name: &'static str, plugin: Arc<dyn Plugin>) {
+        self.provided
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name, plugin);
+    }
+
+    pub(crate) fn provided(&self, name: &str) -> Option<Arc<dyn Plugin>> {
+        self.provided
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     pub(crate) fn set(&self, chain: Chain) {

@@ -23,9 +23,11 @@ pub struct Entry {
     pub name: &'static str,
     /// In kube-apiserver's default set (enabled unless disabled).
     pub default_on: bool,
-    /// None: upstream has it, this server does not build it yet (its kinds or its
-    /// configuration are not here).
+    /// None: upstream has it, this server does not build it here: it is `provided` by the
+    /// server (built where its dependencies are, handed to the registry at start), or not
+    /// built yet.
     build: Option<Build>,
+    provided: bool,
 }
 
 const fn plugin(name: &'static str, default_on: bool, build: Option<Build>) -> Entry {
@@ -33,6 +35,18 @@ const fn plugin(name: &'static str, default_on: bool, build: Option<Build>) -> E
         name,
         default_on,
         build,
+        provided: false,
+    }
+}
+
+/// A plugin the server builds and hands in ([`crate::Registry::provide_admission_plugin`]):
+/// the webhooks, which call out over HTTPS.
+const fn provided(name: &'static str, default_on: bool) -> Entry {
+    Entry {
+        name,
+        default_on,
+        build: None,
+        provided: true,
     }
 }
 
@@ -102,9 +116,9 @@ pub static ORDERED: &[Entry] = &[
     plugin("DenyServiceExternalIPs", false, None),
     plugin("PodTopologyLabels", true, None),
     plugin("MutatingAdmissionPolicy", true, None),
-    plugin("MutatingAdmissionWebhook", true, None),
+    provided("MutatingAdmissionWebhook", true),
     plugin("ValidatingAdmissionPolicy", true, None),
-    plugin("ValidatingAdmissionWebhook", true, None),
+    provided("ValidatingAdmissionWebhook", true),
     plugin("ResourceQuota", true, Some(resource_quota::build)),
     plugin("AlwaysDeny", false, Some(always_deny::build)),
 ];
@@ -196,6 +210,7 @@ pub fn resolve(enable: &[String], disable: &[String]) -> Result<Resolved, Plugin
         match (on, e.build) {
             (false, _) => {}
             (true, Some(_)) => resolved.enabled.push(e.name),
+            (true, None) if e.provided => resolved.enabled.push(e.name),
             (true, None) if enable.contains(e.name) => {
                 return Err(PluginConfigError::Unavailable(e.name.to_string()))
             }
@@ -216,7 +231,11 @@ pub(crate) fn chain(registry: &Registry, names: &[&str]) -> Chain {
         ORDERED
             .iter()
             .filter(|e| names.contains(&e.name))
-            .filter_map(|e| e.build.map(|build| build(registry)))
+            .filter_map(|e| match e.build {
+                Some(build) => Some(build(registry)),
+                None if e.provided => registry.provided_admission_plugin(e.name),
+                None => None,
+            })
             .collect(),
     )
 }
@@ -250,6 +269,8 @@ mod tests {
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
                 "DefaultIngressClass",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );
@@ -281,6 +302,8 @@ mod tests {
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
                 "DefaultIngressClass",
+                "MutatingAdmissionWebhook",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota",
                 "AlwaysDeny"
             ]

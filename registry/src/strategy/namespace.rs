@@ -10,6 +10,23 @@ use crate::store::DeletePlan;
 
 pub struct NamespaceStrategy;
 
+/// Upstream's immutable label naming the namespace (`kubernetes.io/metadata.name`), set on
+/// every create and update, so selectors can pick namespaces by name.
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+fn name_label(obj: &mut Value) {
+    let name = crate::object::name(obj).to_string();
+    if name.is_empty() {
+        return;
+    }
+    let meta = crate::object::meta_mut(obj);
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels[NAME_LABEL] = json!(name);
+}
+
 impl Strategy for NamespaceStrategy {
     /// Namespaces are DNS labels.
     fn name_problems(&self, name: &str) -> Vec<String> {
@@ -17,6 +34,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn prepare_for_create(&self, obj: &mut Value) {
+        name_label(obj);
         default_at(obj, &["spec", "finalizers"], json!(["kubernetes"]));
         if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
             status.insert("phase".into(), json!("Active"));
@@ -26,6 +44,7 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        name_label(new);
         // spec.finalizers changes only through the finalize subresource.
         let finalizers = old.get("spec").and_then(|s| s.get("finalizers")).cloned();
         match (finalizers, new.as_object_mut()) {

@@ -1,0 +1,436 @@
+//! Admission webhooks (upstream's k8s.io/apiserver/pkg/admission/plugin/webhook): the
+//! MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins of the admission chain.
+//! Every webhook of the MutatingWebhookConfigurations and ValidatingWebhookConfigurations
+//! whose rules, selectors and matchConditions take a request in is sent an `AdmissionReview`
+//! (`admission.k8s.io/v1`, or v1beta1 when that is all a webhook accepts) over HTTPS:
+//! mutating webhooks in order (configurations by name), their JSON patches applied one after
+//! the other and those with `reinvocationPolicy: IfNeeded` called once more when a later one
+//! changed the object; then validating webhooks all at once. A refusal answers the request in
+//! upstream's words (`admission webhook "x" denied the request: ...`); a webhook that cannot
+//! be called fails the request (`failurePolicy: Fail`, the default) or is passed over
+//! (`Ignore`). Warnings reach the client, audit annotations the audit event.
+//!
+//! The configurations are watched: a change acts from the next request. Not yet: `matchPolicy:
+//! Equivalent` across versions of a kind (rules match the request's own version), the
+//! authorizer in matchConditions, and the webhook metrics.
+
+mod review;
+mod rules;
+mod transport;
+
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use registry::admission::{Attributes, Operation, Plugin};
+use registry::catalogue::ResourceInfo;
+use registry::error::{known_reason, Result};
+use registry::object::Object;
+use registry::options::ListOptions;
+use registry::{Registry, RegistryError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+use transport::Target;
+
+/// Which of the two plugins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Mutating,
+    Validating,
+}
+
+impl Kind {
+    fn plural(self) -> &'static str {
+        match self {
+            Kind::Mutating => "mutatingwebhookconfigurations",
+            Kind::Validating => "validatingwebhookconfigurations",
+        }
+    }
+
+    fn plugin_name(self) -> &'static str {
+        match self {
+            Kind::Mutating => "MutatingAdmissionWebhook",
+            Kind::Validating => "ValidatingAdmissionWebhook",
+        }
+    }
+}
+
+/// One webhook of one configuration.
+#[derive(Clone, Debug)]
+struct Hook {
+    configuration: String,
+    webhook: Value,
+}
+
+impl Hook {
+    fn name(&self) -> &str {
+        self.webhook["name"].as_str().unwrap_or_default()
+    }
+
+    fn ignores_failure(&self) -> bool {
+        self.webhook["failurePolicy"] == "Ignore"
+    }
+
+    fn timeout(&self) -> Duration {
+        let seconds = self.webhook["timeoutSeconds"]
+            .as_u64()
+            .unwrap_or(10)
+            .clamp(1, 30);
+        Duration::from_secs(seconds)
+    }
+}
+
+/// A webhook admission plugin over the configurations it watches.
+pub struct Webhooks {
+    kind: Kind,
+    registry: Weak<Registry>,
+    hooks: RwLock<Arc<Vec<Hook>>>,
+}
+
+impl Webhooks {
+    pub fn new(kind: Kind, registry: &Arc<Registry>) -> Arc<Self> {
+        Arc::new(Self {
+            kind,
+            registry: Arc::downgrade(registry),
+            hooks: RwLock::default(),
+        })
+    }
+
+    /// Builds both plugins and hands them to the registry's admission chain.
+    pub fn provide(registry: &Arc<Registry>) -> [Arc<Self>; 2] {
+        let made = [
+            Self::new(Kind::Mutating, registry),
+            Self::new(Kind::Validating, registry),
+        ];
+        for plugin in &made {
+            registry.provide_admission_plugin(plugin.kind.plugin_name(), plugin.clone());
+        }
+        made
+    }
+
+    fn hooks(&self) -> Arc<Vec<Hook>> {
+        self.hooks.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The webhooks of `configurations`, configurations by name, each one's in order.
+    fn reload(&self, mut configurations: Vec<Arc<Value>>) {
+        configurations.sort_by(|a, b| registry::object::name(a).cmp(registry::object::name(b)));
+        let hooks: Vec<Hook> = configurations
+            .iter()
+            .flat_map(|c| {
+                let configuration = registry::object::name(c).to_string();
+                c["webhooks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |webhook| Hook {
+                        configuration: configuration.clone(),
+                        webhook,
+                    })
+            })
+            .collect();
+        debug!(
+            plugin = self.kind.plugin_name(),
+            webhooks = hooks.len(),
+            "webhook configuration loaded"
+        );
+        *self.hooks.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(hooks);
+    }
+
+    /// Keeps the webhooks in step with their configurations until `stop`.
+    pub fn watch(
+        self: &Arc<Self>,
+        informers: &::client::informer::InformerFactory,
+        stop: CancellationToken,
+    ) {
+        let informer =
+            match informers.informer("admissionregistration.k8s.io", "v1", self.kind.plural()) {
+                Ok(i) => i,
+                Err(e) => {
+                    warn!(error = %e, "webhook configurations are not served; webhooks stay off");
+                    return;
+                }
+            };
+        let this = self.clone();
+        let indexer = informer.indexer().clone();
+        let notifications = informer.subscribe();
+        tokio::spawn(async move {
+            if informer.wait_for_sync().await {
+                this.reload(indexer.list());
+            }
+            let reload = this.clone();
+            let indexer = indexer.clone();
+            let _ = ::client::informer::dispatch(notifications, stop, move |_| {
+                reload.reload(indexer.list())
+            })
+            .await;
+        });
+    }
+
+    fn request<'a>(&self, info: &'a ResourceInfo, attrs: &'a Attributes<'_>) -> rules::Request<'a> {
+        rules::Request {
+            group: &info.group,
+            version: &info.version,
+            plural: &info.plural,
+            subresource: attrs.subresource,
+            namespaced: info.namespaced,
+            operation: attrs.operation,
+        }
+    }
+
+    /// The labels namespaceSelector is matched against; None when it does not apply.
+    async fn namespace_labels(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+    ) -> Option<Value> {
+        let info = attrs.info;
+        if info.group.is_empty() && info.plural == "namespaces" {
+            let object = obj.or(attrs.old)?;
+            return Some(object["metadata"]["labels"].clone());
+        }
+        if !info.namespaced {
+            return None;
+        }
+        let registry = self.registry.upgrade()?;
+        let ns = attrs.namespace?;
+        let namespaces = registry.store("", "v1", "namespaces")?;
+        let cached = ListOptions {
+            resource_version: Some("0".into()),
+            ..Default::default()
+        };
+        let found = namespaces.get(None, ns, &cached).await.ok()?;
+        Some(found["metadata"]["labels"].clone())
+    }
+
+    /// The webhooks that take the request in (rules, namespace and object selectors).
+    async fn matching(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Vec<Hook> {
+        let request = self.request(attrs.info, attrs);
+        let candidates: Vec<Hook> = self
+            .hooks()
+            .iter()
+            .filter(|h| {
+                h.webhook["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| rules::rule_matches(r, &request))
+            })
+            .cloned()
+            .collect();
+        if candidates.is_empty() {
+            return candidates;
+        }
+        let namespace_labels = self.namespace_labels(attrs, obj).await;
+        candidates
+            .into_iter()
+            .filter(|h| match &namespace_labels {
+                Some(labels) => rules::selector_matches(&h.webhook["namespaceSelector"], labels),
+                None => true,
+            })
+            .filter(|h| {
+                let selector = &h.webhook["objectSelector"];
+                [obj, attrs.old]
+                    .iter()
+                    .flatten()
+                    .any(|o| rules::selector_matches(selector, &o["metadata"]["labels"]))
+                    || (obj.is_none() && attrs.old.is_none())
+            })
+            .collect()
+    }
+
+    /// Calls one webhook; Ok(None) when it is passed over (matchConditions false, or a
+    /// failure it ignores).
+    async fn call(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+    ) -> Result<Option<review::Response>> {
+        let name = hook.name().to_string();
+        let review = review::request(hook, attrs, obj);
+        match review::match_conditions(hook, &review) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) if hook.ignores_failure() => {
+                warn!(webhook = %name, error = %e, "matchConditions failed; the webhook is passed over");
+                return Ok(None);
+            }
+            Err(e) => {
+                return Err(RegistryError::Internal(format!(
+                    "failed calling webhook \"{name}\": {e}"
+                )))
+            }
+        }
+        if attrs.dry_run && !review::side_effect_free(hook) {
+            return Err(RegistryError::BadRequest(format!(
+                "admission webhook \"{name}\" does not support dry run"
+            )));
+        }
+        let called = async {
+            let registry = self.registry.upgrade().ok_or("the server is stopping")?;
+            let target: Target =
+                transport::resolve(&registry, &hook.webhook["clientConfig"]).await?;
+            let body = serde_json::to_vec(&review.document).map_err(|e| e.to_string())?;
+            let answer = transport::post(&target, body, hook.timeout()).await?;
+            review::response(&answer, &review.uid)
+        };
+        match called.await {
+            Ok(response) => Ok(Some(response)),
+            Err(e) if hook.ignores_failure() => {
+                warn!(webhook = %name, error = %e, "calling the webhook failed; failurePolicy Ignore");
+                Ok(None)
+            }
+            Err(e) => Err(RegistryError::Internal(format!(
+                "failed calling webhook \"{name}\": failed to call webhook: {e}"
+            ))),
+        }
+    }
+}
+
+/// upstream's ToStatusErr: a webhook's refusal as the request's error.
+fn denied(name: &str, status: &Value) -> RegistryError {
+    let code = status["code"].as_u64().unwrap_or(0) as u16;
+    let code = if code < 400 { 400 } else { code };
+    let by = format!("admission webhook \"{name}\" denied the request");
+    let message = match (status["message"].as_str(), status["reason"].as_str()) {
+        (Some(m), _) if !m.is_empty() => format!("{by}: {m}"),
+        (_, Some(r)) if !r.is_empty() => format!("{by}: {r}"),
+        _ => format!("{by} without explanation"),
+    };
+    RegistryError::Rejected {
+        code,
+        reason: known_reason(status["reason"].as_str().unwrap_or_default()),
+        message,
+    }
+}
+
+/// What a response brings besides its verdict: warnings, audit annotations.
+fn record(hook: &Hook, response: &review::Response) {
+    for w in &response.warnings {
+        registry::warning::add(w.clone());
+    }
+    for (key, value) in &response.audit_annotations {
+        registry::audit::annotate(format!("{}/{key}", hook.name()), value.clone());
+    }
+}
+
+#[async_trait]
+impl Plugin for Webhooks {
+    fn name(&self) -> &'static str {
+        self.kind.plugin_name()
+    }
+
+    fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
+        if rules::exempt(&info.group, &info.plural) {
+            return false;
+        }
+        let request = rules::Request {
+            group: &info.group,
+            version: &info.version,
+            plural: &info.plural,
+            subresource,
+            namespaced: info.namespaced,
+            operation,
+        };
+        self.hooks().iter().any(|h| {
+            h.webhook["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| rules::rule_matches(r, &request))
+        })
+    }
+
+    fn mutates(&self) -> bool {
+        self.kind == Kind::Mutating
+    }
+
+    fn validates(&self) -> bool {
+        self.kind == Kind::Validating
+    }
+
+    async fn admit(&self, attrs: &Attributes<'_>, mut obj: Option<&mut Object>) -> Result<()> {
+        let hooks = self.matching(attrs, obj.as_deref()).await;
+        // Webhooks asking to be called again (IfNeeded), and whether another one changed the
+        // object since each was last called.
+        let mut reinvoke: Vec<usize> = Vec::new();
+        let mut changed_after: Vec<bool> = vec![false; hooks.len()];
+        for round in 0..2 {
+            for (i, hook) in hooks.iter().enumerate() {
+                if round == 1 && !(reinvoke.contains(&i) && changed_after[i]) {
+                    continue;
+                }
+                let Some(response) = self.call(hook, attrs, obj.as_deref()).await? else {
+                    continue;
+                };
+                record(hook, &response);
+                if !response.allowed {
+                    return Err(denied(hook.name(), &response.status));
+                }
+                let mut mutated = false;
+                if let (Some(patch), Some(target)) = (&response.patch, obj.as_deref_mut()) {
+                    let patched = review::apply(target, patch).map_err(|e| {
+                        RegistryError::Internal(format!(
+                            "failed calling webhook \"{}\": {e}",
+                            hook.name()
+                        ))
+                    })?;
+                    mutated = patched != *target;
+                    *target = patched;
+                }
+                registry::audit::annotate(
+                    format!("mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
+                    serde_json::json!({
+                        "configuration": hook.configuration,
+                        "webhook": hook.name(),
+                        "mutated": mutated,
+                    })
+                    .to_string(),
+                );
+                if mutated {
+                    for (j, flag) in changed_after.iter_mut().enumerate() {
+                        if j != i {
+                            *flag = true;
+                        }
+                    }
+                }
+                if round == 0 && hook.webhook["reinvocationPolicy"] == "IfNeeded" {
+                    reinvoke.push(i);
+                    changed_after[i] = false;
+                }
+            }
+            if reinvoke.iter().all(|i| !changed_after[*i]) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Result<()> {
+        let hooks = self.matching(attrs, obj).await;
+        let calls = hooks.iter().map(|hook| async move {
+            let response = self.call(hook, attrs, obj).await?;
+            Ok::<_, RegistryError>((hook, response))
+        });
+        let results = futures::future::join_all(calls).await;
+        let mut first_error = None;
+        for result in results {
+            match result {
+                Ok((hook, Some(response))) => {
+                    record(hook, &response);
+                    if !response.allowed && first_error.is_none() {
+                        first_error = Some(denied(hook.name(), &response.status));
+                    }
+                }
+                Ok((_, None)) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,283 @@
+//! Admission webhooks through the real binary and kubectl, on both backends, against a real
+//! HTTPS server on loopback: a mutating webhook by URL patches what namespaces selected by
+//! label create and sends a warning; one by Service (resolved through its EndpointSlice, the
+//! Service's DNS name verified) patches too; a validating webhook refuses in upstream's words;
+//! a webhook that cannot be called fails the request (Fail) or is passed over (Ignore); dry
+//! runs reach only side-effect-free webhooks; configurations are never sent to webhooks; a
+//! deleted configuration stops acting.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::webhook_server::{allow, deny, patch, WebhookServer};
+use support::{output_text, start, start_on_etcd, Kubectl, Server};
+
+const SERVICE_DNS: &str = "hooks.webhooks.svc";
+
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn server() -> WebhookServer {
+    WebhookServer::start(
+        SERVICE_DNS,
+        Arc::new(|path, review| {
+            let labels = &review["request"]["object"]["metadata"]["labels"];
+            match path {
+                "/mutate" => {
+                    let mut extra = patch(json!([{"op": "add", "path": "/metadata/labels",
+                        "value": merged(labels, "mutated", "url")}]));
+                    extra["warnings"] = json!(["mutated by the test webhook"]);
+                    allow(review, extra)
+                }
+                "/by-service" => allow(
+                    review,
+                    patch(json!([{"op": "add", "path": "/metadata/labels",
+                        "value": merged(labels, "via", "service")}])),
+                ),
+                "/validate" if labels["deny"] == "true" => deny(
+                    review,
+                    json!({"code": 403, "reason": "Forbidden", "message": "no denial labels allowed"}),
+                ),
+                _ => allow(review, json!({})),
+            }
+        }),
+    )
+}
+
+/// The object's labels with one more.
+fn merged(labels: &Value, key: &str, value: &str) -> Value {
+    let mut out = labels.as_object().cloned().unwrap_or_default();
+    out.insert(key.into(), json!(value));
+    Value::Object(out)
+}
+
+fn hook(name: &str, client: Value, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": client,
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
+        h.extend(e.clone());
+    }
+    hook
+}
+
+fn configuration(kind: &str, name: &str, hooks: Vec<Value>) -> String {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+        "metadata": {"name": name, "labels": {"deny": "true"}}, "webhooks": hooks})
+    .to_string()
+}
+
+fn labels_of(s: &Server, ns: &str, name: &str) -> Value {
+    s.json(&["get", "configmap", name, "-n", ns])["metadata"]["labels"].clone()
+}
+
+fn refused(s: &Server, manifest: &str) -> String {
+    let out = s.manifest_output(&["create", "-f", "-"], manifest);
+    let said = output_text(&out);
+    assert!(!out.status.success(), "should be refused: {said}");
+    said
+}
+
+fn configmap(ns: &str, name: &str, labels: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": labels}})
+    .to_string()
+}
+
+fn webhooks(s: &Server) {
+    let hooks = server();
+    let url = |path: &str| json!({"url": format!("https://127.0.0.1:{}{path}", hooks.port), "caBundle": hooks.ca_bundle});
+    s.kubectl(&["create", "namespace", "hooked"]);
+    s.kubectl(&["label", "namespace", "hooked", "hooks=on"]);
+    s.kubectl(&["create", "namespace", "plain"]);
+
+    // Mutating by URL, for namespaces labelled hooks=on.
+    s.with_manifest(
+        "create",
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "mutate",
+            vec![hook(
+                "mutate.webhooks.test",
+                url("/mutate"),
+                json!({"namespaceSelector": {"matchLabels": {"hooks": "on"}}}),
+            )],
+        ),
+    );
+    let mut n = 0;
+    eventually("the mutating webhook acting", || {
+        n += 1;
+        let name = format!("probe-{n}");
+        let out = s.kubectl_raw(&["create", "configmap", &name, "-n", "hooked"]);
+        output_text(&out).contains("Warning: mutated by the test webhook")
+            && labels_of(s, "hooked", &name)["mutated"] == "url"
+    });
+    s.kubectl(&["create", "configmap", "untouched", "-n", "plain"]);
+    assert!(labels_of(s, "plain", "untouched").get("mutated").is_none());
+    let review = hooks.received("/mutate").pop().unwrap_or_default();
+    let request = &review["request"];
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(request["namespace"], "hooked");
+    assert_eq!(
+        request["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        request["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert!(request["userInfo"]["username"].is_string(), "{request}");
+    assert_eq!(request["dryRun"], false);
+
+    // By Service: its EndpointSlice names the server; its DNS name is verified.
+    s.kubectl(&["create", "namespace", "webhooks"]);
+    s.with_manifest(
+        "create",
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks", "namespace": "webhooks"},
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": hooks.port}]}})
+        .to_string(),
+    );
+    s.with_manifest(
+        "create",
+        &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "hooks-1", "namespace": "webhooks",
+                "labels": {"kubernetes.io/service-name": "hooks"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": hooks.port, "protocol": "TCP"}]})
+        .to_string(),
+    );
+    s.with_manifest(
+        "create",
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "service",
+            vec![hook(
+                "service.webhooks.test",
+                json!({"service": {"namespace": "webhooks", "name": "hooks", "path": "/by-service"},
+                    "caBundle": hooks.ca_bundle}),
+                json!({"namespaceSelector": {"matchLabels": {"hooks": "on"}}}),
+            )],
+        ),
+    );
+    eventually("the Service's webhook acting", || {
+        n += 1;
+        let name = format!("probe-{n}");
+        s.kubectl(&["create", "configmap", &name, "-n", "hooked"]);
+        labels_of(s, "hooked", &name)["via"] == "service"
+    });
+
+    // Validating: upstream's words, the webhook's code and reason.
+    s.with_manifest(
+        "create",
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "validate",
+            vec![hook("validate.webhooks.test", url("/validate"), json!({}))],
+        ),
+    );
+    let mut said = String::new();
+    eventually("the validating webhook refusing", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap("plain", &format!("denied-{n}"), json!({"deny": "true"})),
+        );
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains(r#"Error from server (Forbidden): error when creating "STDIN": admission webhook "validate.webhooks.test" denied the request: no denial labels allowed"#),
+        "{said}"
+    );
+    s.with_manifest(
+        "create",
+        &configmap("plain", "allowed", json!({"deny": "false"})),
+    );
+    // Webhooks never see webhook configurations (this one carries deny=true).
+    assert!(!hooks
+        .received("/validate")
+        .iter()
+        .any(|r| r["request"]["resource"]["group"] == "admissionregistration.k8s.io"));
+
+    // Dry runs: seen by side-effect-free webhooks, with dryRun set.
+    s.kubectl(&[
+        "create",
+        "configmap",
+        "dry",
+        "-n",
+        "plain",
+        "--dry-run=server",
+    ]);
+    let last = hooks.received("/validate").pop().unwrap_or_default();
+    assert_eq!(last["request"]["dryRun"], true, "{last}");
+    assert_eq!(last["request"]["name"], "dry");
+
+    // A webhook that cannot be called: Fail refuses, Ignore passes over.
+    let down = json!({"url": "https://127.0.0.1:1/", "caBundle": hooks.ca_bundle});
+    s.with_manifest(
+        "create",
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "down",
+            vec![
+                hook("ignored.webhooks.test", down.clone(), json!({"failurePolicy": "Ignore",
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "plain"}}})),
+                hook("down.webhooks.test", down, json!({"failurePolicy": "Fail",
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "hooked"}}})),
+            ],
+        ),
+    );
+    let mut said = String::new();
+    eventually("the unreachable webhook failing", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap("hooked", &format!("down-{n}"), json!({})),
+        );
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains(r#"Internal error occurred: failed calling webhook "down.webhooks.test": failed to call webhook: Post "https://127.0.0.1:1/?timeout=10s": dial tcp 127.0.0.1:1: connect: connection refused"#),
+        "{said}"
+    );
+    s.with_manifest("create", &configmap("plain", "ignored", json!({})));
+
+    // A deleted configuration stops acting.
+    s.kubectl(&["delete", "validatingwebhookconfiguration", "validate"]);
+    eventually("the validating webhook gone", || {
+        n += 1;
+        s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap("plain", &format!("after-{n}"), json!({"deny": "true"})),
+        )
+        .status
+        .success()
+    });
+    let _ = refused;
+}
+
+#[test]
+fn admission_webhooks() {
+    webhooks(&start());
+}
+
+#[test]
+fn admission_webhooks_on_etcd() {
+    webhooks(&start_on_etcd());
+}
