@@ -263,10 +263,12 @@ fn resource_entry(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         entry.insert("categories".into(), info.categories.clone().into());
     }
-    entry.insert(
-        "storageVersionHash".into(),
-        storage_version_hash(&info.group, &info.version, &info.kind).into(),
-    );
+    if let Some((group, version, kind)) = info.storage_version() {
+        entry.insert(
+            "storageVersionHash".into(),
+            storage_version_hash(group, version, kind).into(),
+        );
+    }
     Value::Object(entry)
 }
 

@@ -81,9 +81,10 @@ fn api_groups_lists_every_named_group_in_priority_order() {
             "scheduling.k8s.io",
             "coordination.k8s.io",
             "node.k8s.io",
+            // resource.k8s.io shares discovery.k8s.io's priority (16200), as upstream.
             "discovery.k8s.io",
-            "flowcontrol.apiserver.k8s.io",
             "resource.k8s.io",
+            "flowcontrol.apiserver.k8s.io",
         ]
     );
     assert_eq!(
@@ -424,4 +425,46 @@ fn storage_version_hash_matches_upstream() {
         storage_version_hash("coordination.k8s.io", "v1", "Lease"),
         "gqkMMb/YqFM="
     );
+}
+
+/// The hash is the storage version's: HPAs are stored as autoscaling/v2 (at v1 too),
+/// events.k8s.io Events as core Events, CRDs and EndpointSlices as v1beta1; what stores
+/// nothing (reviews, bindings, componentstatuses) has none, as upstream's fixtures show.
+#[test]
+fn storage_version_hash_is_the_storage_versions() {
+    let resources = builtin();
+    let hash = |group: &str, version: &str, plural: &str| {
+        let doc = resource_list(&resources, group, version).expect("served");
+        named(&doc["resources"], "name", plural)
+            .get("storageVersionHash")
+            .cloned()
+    };
+    assert_eq!(
+        hash("autoscaling", "v1", "horizontalpodautoscalers"),
+        Some(json!("qwQve8ut294="))
+    );
+    assert_eq!(
+        hash("autoscaling", "v2", "horizontalpodautoscalers"),
+        Some(json!("qwQve8ut294="))
+    );
+    assert_eq!(
+        hash("events.k8s.io", "v1", "events"),
+        Some(json!("r2yiGXH7wu8="))
+    );
+    assert_eq!(
+        hash("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+        Some(json!("jfWCUB31mvA="))
+    );
+    assert_eq!(
+        hash("discovery.k8s.io", "v1", "endpointslices"),
+        Some(json!("Nx3SIv6I0mE="))
+    );
+    for (group, plural) in [
+        ("", "bindings"),
+        ("", "componentstatuses"),
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    ] {
+        assert_eq!(hash(group, "v1", plural), None, "{group}/{plural}");
+    }
 }

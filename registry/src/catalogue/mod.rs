@@ -188,6 +188,22 @@ impl ResourceInfo {
     pub fn scale(&self) -> Option<&ScaleSubresource> {
         self.subresource("scale").and_then(|s| s.scale.as_ref())
     }
+
+    /// The group, version and kind its objects are stored as (upstream's storage version,
+    /// which discovery's storageVersionHash is computed from); None when nothing is stored
+    /// (the reviews, bindings, componentstatuses), for which upstream lists no hash.
+    pub fn storage_version(&self) -> Option<(&str, &str, &str)> {
+        if self.create_only || self.computed {
+            return None;
+        }
+        Some(
+            builtin::storage_version(&self.group, &self.plural).unwrap_or((
+                &self.group,
+                &self.version,
+                &self.kind,
+            )),
+        )
+    }
 }
 
 /// Every resource served, built-in and (later) custom. Readers take a snapshot; `changes`

@@ -21,10 +21,10 @@ pub fn group_priority(group: &str) -> u32 {
         "scheduling.k8s.io" => 16600,
         "coordination.k8s.io" => 16500,
         "node.k8s.io" => 16300,
-        "discovery.k8s.io" => 16200,
+        // resource.k8s.io shares discovery.k8s.io's priority upstream; the name breaks the tie.
+        "discovery.k8s.io" | "resource.k8s.io" => 16200,
         "flowcontrol.apiserver.k8s.io" => 16100,
         "internal.apiserver.k8s.io" => 16000,
-        "resource.k8s.io" => 15900,
         "storagemigration.k8s.io" => 15800,
         _ => 1000,
     }

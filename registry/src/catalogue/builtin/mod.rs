@@ -84,6 +84,32 @@ const fn core_kind(kind: &'static str, definition: &'static str) -> Speaks {
 /// The verbs upstream lists for a connect subresource such as a node's proxy.
 const CONNECT_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
 
+/// The built-in resources stored as another group-version than the one served (kube-apiserver
+/// 1.35's storage versions, as its discovery's storageVersionHash shows them): HPAs as
+/// autoscaling/v2 at autoscaling/v1 too, events.k8s.io Events as core/v1 Events (one storage
+/// for both), CustomResourceDefinitions and EndpointSlices as their v1beta1 (upstream still
+/// encodes both in v1beta1).
+pub(super) fn storage_version(
+    group: &str,
+    plural: &str,
+) -> Option<(&'static str, &'static str, &'static str)> {
+    match (group, plural) {
+        ("autoscaling", "horizontalpodautoscalers") => {
+            Some(("autoscaling", "v2", "HorizontalPodAutoscaler"))
+        }
+        ("events.k8s.io", "events") => Some(("", "v1", "Event")),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => Some((
+            "apiextensions.k8s.io",
+            "v1beta1",
+            "CustomResourceDefinition",
+        )),
+        ("discovery.k8s.io", "endpointslices") => {
+            Some(("discovery.k8s.io", "v1beta1", "EndpointSlice"))
+        }
+        _ => None,
+    }
+}
+
 pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
     all.extend(apps());
