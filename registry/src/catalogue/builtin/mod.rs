@@ -83,6 +83,9 @@ const fn core_kind(kind: &'static str, definition: &'static str) -> Speaks {
 
 /// The verbs upstream lists for a connect subresource such as a node's proxy.
 const CONNECT_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+/// The verbs of pods' streaming subresources (attach, exec, portforward), served by GET and
+/// POST only (upstream's upgradeableMethods).
+const STREAM_VERBS: &[&str] = &["create", "get"];
 
 pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
@@ -135,6 +138,30 @@ fn core() -> Vec<ResourceInfo> {
                     },
                 ),
                 SubresourceInfo::text("log"),
+                // Reached through the pod's node (attach, exec, portforward) or its IP (proxy).
+                SubresourceInfo::connect(
+                    "attach",
+                    core_kind("PodAttachOptions", "io.k8s.api.core.v1.PodAttachOptions"),
+                    STREAM_VERBS,
+                ),
+                SubresourceInfo::connect(
+                    "exec",
+                    core_kind("PodExecOptions", "io.k8s.api.core.v1.PodExecOptions"),
+                    STREAM_VERBS,
+                ),
+                SubresourceInfo::connect(
+                    "portforward",
+                    core_kind(
+                        "PodPortForwardOptions",
+                        "io.k8s.api.core.v1.PodPortForwardOptions",
+                    ),
+                    STREAM_VERBS,
+                ),
+                SubresourceInfo::connect(
+                    "proxy",
+                    core_kind("PodProxyOptions", "io.k8s.api.core.v1.PodProxyOptions"),
+                    CONNECT_VERBS,
+                ),
             ],
             columns: printers::pod_columns(),
             field_selectors: strings(&[
@@ -154,7 +181,18 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["svc"]),
             categories: strings(&["all"]),
-            subresources: vec![SubresourceInfo::status()],
+            // `proxy`: one of the Service's ready endpoints, reached through the server.
+            subresources: vec![
+                SubresourceInfo::status(),
+                SubresourceInfo::connect(
+                    "proxy",
+                    core_kind(
+                        "ServiceProxyOptions",
+                        "io.k8s.api.core.v1.ServiceProxyOptions",
+                    ),
+                    CONNECT_VERBS,
+                ),
+            ],
             columns: printers::service_columns(),
             field_selectors: strings(&["spec.clusterIP", "spec.type"]),
             storage_path: "/services/specs".to_string(),
