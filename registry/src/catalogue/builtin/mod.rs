@@ -83,9 +83,12 @@ const fn core_kind(kind: &'static str, definition: &'static str) -> Speaks {
 
 /// The verbs upstream lists for a connect subresource such as a node's proxy.
 const CONNECT_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+/// The methods of a proxy subresource (upstream's proxyMethods).
+const PROXY_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 /// The verbs of pods' streaming subresources (attach, exec, portforward), served by GET and
 /// POST only (upstream's upgradeableMethods).
 const STREAM_VERBS: &[&str] = &["create", "get"];
+const STREAM_METHODS: &[&str] = &["GET", "POST"];
 
 pub(super) fn resources() -> Vec<ResourceInfo> {
     let mut all = core();
@@ -143,11 +146,13 @@ fn core() -> Vec<ResourceInfo> {
                     "attach",
                     core_kind("PodAttachOptions", "io.k8s.api.core.v1.PodAttachOptions"),
                     STREAM_VERBS,
+                    STREAM_METHODS,
                 ),
                 SubresourceInfo::connect(
                     "exec",
                     core_kind("PodExecOptions", "io.k8s.api.core.v1.PodExecOptions"),
                     STREAM_VERBS,
+                    STREAM_METHODS,
                 ),
                 SubresourceInfo::connect(
                     "portforward",
@@ -156,11 +161,13 @@ fn core() -> Vec<ResourceInfo> {
                         "io.k8s.api.core.v1.PodPortForwardOptions",
                     ),
                     STREAM_VERBS,
+                    STREAM_METHODS,
                 ),
                 SubresourceInfo::connect(
                     "proxy",
                     core_kind("PodProxyOptions", "io.k8s.api.core.v1.PodProxyOptions"),
                     CONNECT_VERBS,
+                    PROXY_METHODS,
                 ),
             ],
             columns: printers::pod_columns(),
@@ -191,6 +198,7 @@ fn core() -> Vec<ResourceInfo> {
                         "io.k8s.api.core.v1.ServiceProxyOptions",
                     ),
                     CONNECT_VERBS,
+                    PROXY_METHODS,
                 ),
             ],
             columns: printers::service_columns(),
@@ -263,6 +271,7 @@ fn core() -> Vec<ResourceInfo> {
                     "proxy",
                     core_kind("NodeProxyOptions", "io.k8s.api.core.v1.NodeProxyOptions"),
                     CONNECT_VERBS,
+                    PROXY_METHODS,
                 ),
             ],
             columns: printers::node_columns(),
