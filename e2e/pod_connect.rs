@@ -176,6 +176,99 @@ fn kubectl_proxies(s: &Server) {
     );
 }
 
+/// A ready endpoint that answers: the request goes through to it and its answer comes back
+/// as it is. The endpoint is a pod whose status says 127.0.0.1 (a server of this test), named
+/// by a selector-less Service's own Endpoints, since simulated pods run no servers.
+fn service_proxy_reaches_a_backend(s: &Server) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let backend = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("a proxied request");
+        let mut reader = BufReader::new(stream);
+        let mut head = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            head.push(line.trim_end().to_string());
+        }
+        let mut stream = reader.into_inner();
+        let body = "hello from the backend";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        head
+    });
+    s.with_manifest(
+        "apply",
+        UNBOUND.replace("name: unbound", "name: backend").as_str(),
+    );
+    s.kubectl(&[
+        "patch",
+        "pod",
+        "backend",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status": {"podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}]}}"#,
+    ]);
+    s.kubectl(&[
+        "create",
+        "service",
+        "clusterip",
+        "backend",
+        &format!("--tcp={port}:{port}"),
+    ]);
+    // Its own Endpoints, so no selector may take them over.
+    s.kubectl(&[
+        "patch",
+        "service",
+        "backend",
+        "--type=json",
+        "-p",
+        r#"[{"op": "remove", "path": "/spec/selector"}]"#,
+    ]);
+    let endpoints = format!(
+        r#"{{"apiVersion": "v1", "kind": "Endpoints", "metadata": {{"name": "backend"}},
+            "subsets": [{{"addresses": [{{"ip": "127.0.0.1",
+                "targetRef": {{"kind": "Pod", "namespace": "default", "name": "backend"}}}}],
+              "ports": [{{"name": "{port}-{port}", "port": {port}}}]}}]}}"#
+    );
+    s.with_manifest("apply", &endpoints);
+    let out = s.kubectl_raw(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/default/services/backend:{port}/proxy/hello?x=1"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "hello from the backend"
+    );
+    let head = backend.join().unwrap_or_default();
+    assert_eq!(
+        head.first().map(String::as_str),
+        Some("GET /hello?x=1 HTTP/1.1"),
+        "{head:?}"
+    );
+    assert!(
+        head.iter().any(|h| h.eq_ignore_ascii_case(&format!(
+            "x-forwarded-uri: /api/v1/namespaces/default/services/backend:{port}/proxy/hello"
+        ))),
+        "{head:?}"
+    );
+    assert!(
+        !head
+            .iter()
+            .any(|h| h.to_ascii_lowercase().starts_with("authorization")),
+        "{head:?}"
+    );
+}
+
 /// Raw requests as curl sends them (no user agent here, so compact answers).
 fn raw_requests(s: &Server) {
     let base = "/api/v1/namespaces/default/pods";
@@ -349,6 +442,7 @@ fn pod_connect(s: &Server) {
     setup(s);
     kubectl_streams(s);
     kubectl_proxies(s);
+    service_proxy_reaches_a_backend(s);
     raw_requests(s);
     exec_needs_create(s);
     discovery(s);

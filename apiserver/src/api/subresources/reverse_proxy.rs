@@ -99,6 +99,10 @@ pub async fn serve(req: &Request, location: Location) -> Result<Response, Regist
     if let Ok(value) = host.parse() {
         outgoing.headers_mut().insert(header::HOST, value);
     }
+    // The path the client asked the server for (upstream's proxy Transport sets it).
+    if let Ok(value) = req.uri.path().parse() {
+        outgoing.headers_mut().insert("x-forwarded-uri", value);
+    }
     let mut answer = sender
         .send_request(outgoing)
         .await
