@@ -122,6 +122,15 @@ fn kubectl_streams(s: &Server) {
         )
     );
 
+    // A container the pod does not have: refused before any upgrade, on the WebSocket
+    // attempt and on kubectl's SPDY fallback alike.
+    let wrong = s.kubectl_raw(&["exec", "two", "-c", "nope", "--", "date"]);
+    assert!(!wrong.status.success());
+    assert_eq!(
+        stderr(&wrong),
+        "Error from server (BadRequest): container nope is not valid for pod two\n"
+    );
+
     let forward = s.kubectl_raw(&["port-forward", "pod/one", "0:80"]);
     assert!(!forward.status.success());
     assert_eq!(
