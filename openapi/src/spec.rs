@@ -32,6 +32,9 @@ pub struct SubresourceSpec {
     pub speaks: Option<KindSpec>,
     /// Answers plain text (pods' log) rather than an object.
     pub text: bool,
+    /// For a connect subresource (exec, proxy, ...): the HTTP methods it takes, each one
+    /// operation (`connect<Method>...`); empty for every other subresource.
+    pub connect_methods: Vec<String>,
 }
 
 /// A kind a subresource speaks, and its definition in the documents.

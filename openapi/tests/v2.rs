@@ -175,3 +175,105 @@ fn protobuf_form_carries_the_same_document() {
     let items = field(field(containers, 23)[0], 1)[0];
     assert_eq!(text(items, 1), "#/definitions/io.k8s.api.core.v1.Container");
 }
+
+/// Connect subresources as upstream's installer documents them: one `connect<Method>`
+/// operation per method, any media type in and out, a string answered, the options kind's
+/// fields as the path's query parameters, and a proxy's second route for the proxied path.
+#[test]
+fn connect_subresources() {
+    let doc = json(openapi().v2().bytes());
+    let paths = &doc["paths"];
+    let exec = &paths["/api/v1/namespaces/{namespace}/pods/{name}/exec"];
+    let methods: Vec<&str> = exec
+        .as_object()
+        .expect("exec path")
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "parameters")
+        .collect();
+    assert_eq!(methods, ["get", "post"]);
+    let get = &exec["get"];
+    assert_eq!(get["operationId"], "connectCoreV1GetNamespacedPodExec");
+    assert_eq!(get["description"], "connect GET requests to exec of Pod");
+    assert_eq!(get["consumes"], json!(["*/*"]));
+    assert_eq!(get["produces"], json!(["*/*"]));
+    assert_eq!(get["x-kubernetes-action"], "connect");
+    assert_eq!(
+        get["x-kubernetes-group-version-kind"],
+        json!({"group": "", "kind": "PodExecOptions", "version": "v1"})
+    );
+    assert_eq!(get["responses"]["200"]["schema"], json!({"type": "string"}));
+    assert_eq!(
+        exec["post"]["operationId"],
+        "connectCoreV1PostNamespacedPodExec"
+    );
+    let names: Vec<(&str, &str, &str)> = exec["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap_or_default(),
+                p["in"].as_str().unwrap_or_default(),
+                p["type"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("command", "query", "string"),
+            ("container", "query", "string"),
+            ("name", "path", "string"),
+            ("namespace", "path", "string"),
+            ("stderr", "query", "boolean"),
+            ("stdin", "query", "boolean"),
+            ("stdout", "query", "boolean"),
+            ("tty", "query", "boolean"),
+        ]
+    );
+
+    for (path, suffix) in [
+        ("/api/v1/namespaces/{namespace}/pods/{name}/proxy", ""),
+        (
+            "/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}",
+            "WithPath",
+        ),
+    ] {
+        let item = &paths[path];
+        for (method, name) in [
+            ("delete", "Delete"),
+            ("get", "Get"),
+            ("head", "Head"),
+            ("options", "Options"),
+            ("patch", "Patch"),
+            ("post", "Post"),
+            ("put", "Put"),
+        ] {
+            assert_eq!(
+                item[method]["operationId"],
+                format!("connectCoreV1{name}NamespacedPodProxy{suffix}"),
+                "{path} {method}"
+            );
+        }
+        let params: Vec<(&str, &str)> = item["parameters"]
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap_or_default(),
+                    p["in"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut expected = vec![("name", "path"), ("namespace", "path")];
+        if suffix == "WithPath" {
+            expected.push(("path", "path"));
+        }
+        expected.push(("path", "query"));
+        assert_eq!(params, expected, "{path}");
+    }
+    // The protobuf form carries them too (kubectl reads it).
+    assert!(!openapi().v2_protobuf().bytes().is_empty());
+}

@@ -285,7 +285,10 @@ fn writes_take_field_validation_dry_run_and_field_manager() {
         let doc = document(path);
         let mut writes = 0;
         for (p, method, op) in operations(&doc) {
-            if !matches!(method.as_str(), "post" | "put" | "patch") {
+            // Connect operations (exec, proxy) pass the request on: no write options.
+            if !matches!(method.as_str(), "post" | "put" | "patch")
+                || op["x-kubernetes-action"] == "connect"
+            {
                 continue;
             }
             writes += 1;
@@ -341,4 +344,34 @@ fn collect_refs(value: &Value, out: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
         _ => {}
     }
+}
+
+/// A connect operation answers a string in any media type and takes no body; its options
+/// are the path's query parameters.
+#[test]
+fn connect_operations_answer_strings() {
+    let doc = document("api/v1");
+    let exec = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/exec"];
+    let post = &exec["post"];
+    assert_eq!(post["operationId"], "connectCoreV1PostNamespacedPodExec");
+    assert_eq!(
+        post["responses"]["200"],
+        json!({"description": "OK", "content": {"*/*": {"schema": {"type": "string"}}}})
+    );
+    assert!(post.get("requestBody").is_none());
+    let command = exec["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "command"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(command["in"], "query");
+    assert_eq!(
+        command["schema"],
+        json!({"type": "string", "uniqueItems": true})
+    );
+    let with_path = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}"];
+    assert_eq!(
+        with_path["options"]["operationId"],
+        "connectCoreV1OptionsNamespacedPodProxyWithPath"
+    );
 }

@@ -39,9 +39,12 @@ pub struct Cause {
     /// Upstream's cause types: FieldValueRequired, FieldValueInvalid, FieldValueNotSupported,
     /// FieldValueForbidden, FieldValueDuplicate, FieldValueTooLong, ... (metav1.StatusCause
     /// calls the field `type` in Go and `reason` on the wire).
-    #[serde(rename = "reason")]
+    #[serde(rename = "reason", skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    // Go's StatusCause leaves every empty field out (omitempty).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub field: String,
 }
 
@@ -194,6 +197,11 @@ pub enum RegistryError {
 
     #[error("Internal error occurred: {0}")]
     Internal(String),
+
+    /// 500 with no reason and the message as it is: an error that is none of the API's own,
+    /// which upstream's ErrorToAPIStatus passes on that way (a failed dial to a kubelet).
+    #[error("{0}")]
+    Unclassified(String),
 
     /// 415: the body's media type is not one the endpoint accepts (the message lists them).
     #[error("{0}")]
@@ -382,6 +390,7 @@ impl RegistryError {
             Self::TooLargeResourceVersion { .. } => (504, "Timeout"),
             Self::ServiceUnavailable(_) => (503, "ServiceUnavailable"),
             Self::Internal(_) => (500, "InternalError"),
+            Self::Unclassified(_) => (500, ""),
             Self::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
             Self::RequestEntityTooLarge(_) => (413, "RequestEntityTooLarge"),
             Self::NotAcceptable(_) => (406, "NotAcceptable"),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
+use registry::catalogue::{Answer, SubresourceInfo};
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
 use registry::{warning, RegistryError, Store, Subresource, Verb};
@@ -23,6 +24,12 @@ use super::watch;
 use crate::table::{self, IncludeObject};
 
 pub struct Request {
+    /// The method and URI as sent (the proxies forward them and redirect by them).
+    pub method: axum::http::Method,
+    pub uri: axum::http::Uri,
+    /// The connection's upgrade, for the subresources that take one (exec and attach answer
+    /// WebSocket upgrades); taken by the one that does.
+    pub upgrade: std::sync::Mutex<Option<hyper::upgrade::OnUpgrade>>,
     /// Turns true when the server begins to shut down, ending watches.
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Every Store, for subresources that act on more than their own resource (pods'
@@ -84,10 +91,13 @@ pub(super) fn body(
 
 async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryError> {
     let info = store.info.clone();
-    let format = response::negotiate(&req.headers)?;
     let Some(verb) = req.info.verb else {
         return Err(method_not_allowed());
     };
+    if let Some(sub) = connect_subresource(&store, &req) {
+        return connect(&store, &req, verb, sub).await;
+    }
+    let format = response::negotiate(&req.headers)?;
     if req.info.subresource.is_none() && !info.has_verb(verb) {
         return Err(method_not_allowed());
     }
@@ -119,7 +129,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                 let obj = store.get(ns, name, &req.params.list()?).await?;
                 // One object: a one-row Table carrying the object's resourceVersion.
                 let table = table::table_for_watch_event(&info, &obj, include);
-                Ok(response::json(StatusCode::OK, &table))
+                Ok(response::json_in(StatusCode::OK, &table, pretty))
             }
         },
         Verb::List => {
@@ -221,6 +231,50 @@ pub fn patch_type(headers: &HeaderMap) -> Result<PatchType, RegistryError> {
     })
 }
 
+/// The connect subresource (exec, proxy, ...) the request names, if it names one: whatever
+/// its body and Accept header, it goes to the far end as it is (upstream's ConnectResource
+/// negotiates nothing and decodes no body).
+fn connect_subresource<'a>(store: &'a Store, req: &Request) -> Option<&'a SubresourceInfo> {
+    let sub = store.info.subresource(req.info.subresource.as_deref()?)?;
+    (sub.answer == Answer::Connect).then_some(sub)
+}
+
+/// A request to a connect subresource: its verb must be one it lists, and it takes no
+/// dryRun (upstream's ConnectResource refuses one before anything else).
+async fn connect(
+    store: &Store,
+    req: &Request,
+    verb: Verb,
+    registered: &SubresourceInfo,
+) -> Result<Response, RegistryError> {
+    let namespace = req.info.namespace.as_deref();
+    if namespace.is_none() && store.info.namespaced {
+        return Err(method_not_allowed());
+    }
+    let Some(handler) = subresources::handler(registered.name) else {
+        return Err(RegistryError::NoSuchResource);
+    };
+    if !registered.verbs.contains(&verb.as_str()) {
+        return Err(method_not_allowed());
+    }
+    if req.params.0.iter().any(|(key, _)| key == "dryRun") {
+        return Err(RegistryError::BadRequest(
+            "dryRun is not supported".to_string(),
+        ));
+    }
+    let call = Call {
+        store,
+        req,
+        verb,
+        namespace,
+        name: req.info.name.as_deref().unwrap_or_default(),
+        format: Format::Json,
+        pretty: response::is_pretty(req.params.get("pretty"), &req.headers),
+        write: WriteOptions::default(),
+    };
+    handler.serve(call).await
+}
+
 /// A request to one of the resource's subresources, served by the handler registered under
 /// its name once the registration allows the verb.
 async fn subresource(
@@ -251,6 +305,7 @@ async fn subresource(
         namespace: req.info.namespace.as_deref(),
         name: req.info.name.as_deref().unwrap_or_default(),
         format,
+        pretty: response::is_pretty(req.params.get("pretty"), &req.headers),
         write,
     };
     handler.serve(call).await

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::{Extension, Router};
@@ -115,6 +115,8 @@ async fn groups_discovery(State(api): State<Api>, headers: HeaderMap) -> Respons
 /// The parts of a resource request the handlers need.
 struct Incoming {
     method: Method,
+    uri: Uri,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
     path: String,
     query: Vec<(String, String)>,
     headers: HeaderMap,
@@ -128,7 +130,8 @@ struct Incoming {
 /// `/api/...` (LEGACY) and `/apis/...` share one handler.
 async fn dispatch_path<const LEGACY: bool>(
     State(api): State<Api>,
-    method: Method,
+    // The method, the URI as sent and the connection's upgrade, as one extractor.
+    (method, uri, subresources::Upgrade(upgrade)): (Method, Uri, subresources::Upgrade),
     Path(path): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
     // What the filters read and who they let in, as one extractor.
@@ -138,6 +141,8 @@ async fn dispatch_path<const LEGACY: bool>(
 ) -> Response {
     let incoming = Incoming {
         method,
+        uri,
+        upgrade,
         path,
         query,
         headers,
@@ -151,6 +156,8 @@ async fn dispatch_path<const LEGACY: bool>(
 async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
     let Incoming {
         method,
+        uri,
+        upgrade,
         path,
         query,
         headers,
@@ -203,6 +210,9 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         return response::error(RegistryError::NoSuchResource);
     };
     let request = Request {
+        method,
+        uri,
+        upgrade: std::sync::Mutex::new(upgrade),
         shutdown: api.shutdown.clone(),
         registry: api.registry.clone(),
         info,

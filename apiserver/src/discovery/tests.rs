@@ -239,6 +239,11 @@ fn aggregated_core_group() {
             "categories": ["all"],
             "subresources": [
                 {
+                    "subresource": "attach",
+                    "responseKind": {"group": "", "version": "", "kind": "PodAttachOptions"},
+                    "verbs": ["create", "get"],
+                },
+                {
                     "subresource": "binding",
                     "responseKind": {"group": "", "version": "", "kind": "Binding"},
                     "verbs": ["create"],
@@ -249,9 +254,24 @@ fn aggregated_core_group() {
                     "verbs": ["create"],
                 },
                 {
+                    "subresource": "exec",
+                    "responseKind": {"group": "", "version": "", "kind": "PodExecOptions"},
+                    "verbs": ["create", "get"],
+                },
+                {
                     "subresource": "log",
                     "responseKind": {"group": "", "version": "", "kind": "Pod"},
                     "verbs": ["get"],
+                },
+                {
+                    "subresource": "portforward",
+                    "responseKind": {"group": "", "version": "", "kind": "PodPortForwardOptions"},
+                    "verbs": ["create", "get"],
+                },
+                {
+                    "subresource": "proxy",
+                    "responseKind": {"group": "", "version": "", "kind": "PodProxyOptions"},
+                    "verbs": ["create", "delete", "get", "patch", "update"],
                 },
                 {
                     "subresource": "status",

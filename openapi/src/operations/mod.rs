@@ -2,6 +2,7 @@
 //! the paths, verbs, operation ids, parameters, bodies and responses upstream's installer
 //! documents for each resource.
 
+mod connect;
 mod params;
 mod subresources;
 
@@ -19,6 +20,8 @@ pub(crate) enum Method {
     Post,
     Delete,
     Patch,
+    Head,
+    Options,
 }
 
 impl Method {
@@ -29,6 +32,8 @@ impl Method {
             Method::Post => "post",
             Method::Delete => "delete",
             Method::Patch => "patch",
+            Method::Head => "head",
+            Method::Options => "options",
         }
     }
 }
@@ -203,6 +208,11 @@ pub(crate) fn paths(target: &Target) -> Vec<PathItem> {
         });
     }
     for sub in &r.subresources {
+        if !sub.connect_methods.is_empty() {
+            let path = format!("{scope}/{}/{{name}}/{}", r.plural, sub.name);
+            out.extend(connect::paths(target, sub, &path, &scope_params));
+            continue;
+        }
         let operations = subresources::operations(target, sub);
         if !operations.is_empty() {
             out.push(PathItem {

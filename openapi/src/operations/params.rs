@@ -214,3 +214,80 @@ pub(crate) static LOG: &[&Param] = &[
     &TAIL_LINES,
     &TIMESTAMPS,
 ];
+
+/// The proxied path of a proxy subresource's `{path}` route.
+pub(crate) static PROXY_PATH: Param = Param {
+    name: "path",
+    location: In::Path,
+    kind: "string",
+    description: "The path below `proxy/` to request from the far end.",
+};
+static PROXY_PATH_QUERY: Param = query(
+    "path",
+    "string",
+    "The path to request from the far end, when the route carries none.",
+);
+static EXEC_COMMAND: Param = query(
+    "command",
+    "string",
+    "The command to run and its arguments, one parameter each; not run by a shell.",
+);
+static STREAM_CONTAINER: Param = query(
+    "container",
+    "string",
+    "Which container; may be left out when the pod has one container.",
+);
+static STREAM_STDIN: Param = query(
+    "stdin",
+    "boolean",
+    "Whether the client's standard input is passed to the container.",
+);
+static STREAM_STDOUT: Param = query(
+    "stdout",
+    "boolean",
+    "Whether the container's standard output is passed back.",
+);
+static STREAM_STDERR: Param = query(
+    "stderr",
+    "boolean",
+    "Whether the container's standard error is passed back.",
+);
+static STREAM_TTY: Param = query(
+    "tty",
+    "boolean",
+    "Whether the container's process runs in a terminal.",
+);
+static PORTS: Param = query(
+    "ports",
+    "integer",
+    "The pod's ports to forward connections to.",
+);
+
+static EXEC_OPTIONS: &[&Param] = &[
+    &EXEC_COMMAND,
+    &STREAM_CONTAINER,
+    &STREAM_STDERR,
+    &STREAM_STDIN,
+    &STREAM_STDOUT,
+    &STREAM_TTY,
+];
+static ATTACH_OPTIONS: &[&Param] = &[
+    &STREAM_CONTAINER,
+    &STREAM_STDERR,
+    &STREAM_STDIN,
+    &STREAM_STDOUT,
+    &STREAM_TTY,
+];
+static PORT_FORWARD_OPTIONS: &[&Param] = &[&PORTS];
+static PROXY_OPTIONS: &[&Param] = &[&PROXY_PATH_QUERY];
+
+/// The query parameters of a connect options kind (its fields, as upstream documents them).
+pub(crate) fn connect_options(kind: &str) -> &'static [&'static Param] {
+    match kind {
+        "PodExecOptions" => EXEC_OPTIONS,
+        "PodAttachOptions" => ATTACH_OPTIONS,
+        "PodPortForwardOptions" => PORT_FORWARD_OPTIONS,
+        "PodProxyOptions" | "ServiceProxyOptions" | "NodeProxyOptions" => PROXY_OPTIONS,
+        _ => &[],
+    }
+}

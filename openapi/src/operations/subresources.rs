@@ -58,7 +58,7 @@ pub(super) fn operations(target: &Target, sub: &SubresourceSpec) -> Vec<Operatio
                         params::PATCH,
                         &["200", "201"],
                     ),
-                    Method::Post | Method::Delete => (
+                    Method::Post | Method::Delete | Method::Head | Method::Options => (
                         "create",
                         "post",
                         format!("create {name} of a {parent}"),

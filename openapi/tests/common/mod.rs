@@ -74,13 +74,29 @@ pub fn subresource(name: &str) -> SubresourceSpec {
             false,
         ),
         "log" => (&["get"], None, true),
+        "exec" => (
+            &["create", "get"],
+            kind("", "PodExecOptions", "io.k8s.api.core.v1.PodExecOptions"),
+            false,
+        ),
+        "proxy" => (
+            &["create", "delete", "get", "patch", "update"],
+            kind("", "PodProxyOptions", "io.k8s.api.core.v1.PodProxyOptions"),
+            false,
+        ),
         other => panic!("no subresource {other} in the tests"),
+    };
+    let connect_methods: &[&str] = match name {
+        "exec" => &["GET", "POST"],
+        "proxy" => &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"],
+        _ => &[],
     };
     SubresourceSpec {
         name: name.to_string(),
         verbs: verbs.iter().map(|v| v.to_string()).collect(),
         speaks,
         text,
+        connect_methods: connect_methods.iter().map(|m| m.to_string()).collect(),
     }
 }
 
@@ -97,6 +113,8 @@ pub fn resources() -> Vec<ResourceSpec> {
                 "eviction",
                 "log",
                 "ephemeralcontainers",
+                "exec",
+                "proxy",
             ],
         ),
         spec("", "ConfigMap", "configmaps", true, &[]),

@@ -40,7 +40,6 @@ pub enum Answer {
     /// Plain text (pods' `log`, upstream's streamer).
     Text,
     /// Whatever the far end answers, passed through (nodes' `proxy`, upstream's Connecter).
-    /// The OpenAPI documents leave these out.
     Connect,
 }
 
@@ -54,6 +53,9 @@ pub struct SubresourceInfo {
     /// Upstream verb names, as discovery lists them.
     pub verbs: &'static [&'static str],
     pub answer: Answer,
+    /// For a connect subresource: the HTTP methods it takes (upstream's ConnectMethods),
+    /// which the OpenAPI documents describe one operation each.
+    pub methods: &'static [&'static str],
     /// For `scale`: where replicas live in the parent object.
     pub scale: Option<ScaleSubresource>,
 }
@@ -72,6 +74,7 @@ impl SubresourceInfo {
             speaks: None,
             verbs,
             answer: Answer::Object,
+            methods: &[],
             scale: None,
         }
     }
@@ -88,6 +91,7 @@ impl SubresourceInfo {
             speaks: Some(SCALE),
             verbs: READ_WRITE,
             answer: Answer::Object,
+            methods: &[],
             scale: Some(paths),
         }
     }
@@ -100,6 +104,7 @@ impl SubresourceInfo {
             speaks: Some(speaks),
             verbs: CREATE,
             answer: Answer::Object,
+            methods: &[],
             scale: None,
         }
     }
@@ -111,28 +116,33 @@ impl SubresourceInfo {
             speaks: None,
             verbs: &["get"],
             answer: Answer::Text,
+            methods: &[],
             scale: None,
         }
     }
 
-    /// A connection passed through elsewhere (`proxy`), speaking its options kind.
-    pub fn connect(name: &'static str, speaks: Speaks, verbs: &'static [&'static str]) -> Self {
+    /// A connection passed through elsewhere (`exec`, `proxy`), speaking its options kind:
+    /// the HTTP `methods` it takes, and the `verbs` discovery lists for them (GET is get,
+    /// POST create, PUT update, PATCH patch, DELETE delete; HEAD and OPTIONS none).
+    pub fn connect(
+        name: &'static str,
+        speaks: Speaks,
+        verbs: &'static [&'static str],
+        methods: &'static [&'static str],
+    ) -> Self {
         Self {
             name,
             speaks: Some(speaks),
             verbs,
             answer: Answer::Connect,
+            methods,
             scale: None,
         }
     }
 
     /// How the OpenAPI documents describe it; `None` for those they leave out.
     pub fn openapi_spec(&self) -> Option<openapi::SubresourceSpec> {
-        let text = match self.answer {
-            Answer::Object => false,
-            Answer::Text => true,
-            Answer::Connect => return None,
-        };
+        let text = self.answer == Answer::Text;
         Some(openapi::SubresourceSpec {
             name: self.name.to_string(),
             verbs: self.verbs.iter().map(|v| v.to_string()).collect(),
@@ -143,6 +153,7 @@ impl SubresourceInfo {
                 definition: s.definition.to_string(),
             }),
             text,
+            connect_methods: self.methods.iter().map(|m| m.to_string()).collect(),
         })
     }
 }

@@ -44,16 +44,17 @@ pub(crate) enum ListEncoding<'a> {
     /// `?pretty=true`.
     PrettyJson,
     Yaml,
-    /// A meta.k8s.io/v1 Table whose rows are aged against `now`.
+    /// A meta.k8s.io/v1 Table whose rows are aged against `now`, indented when `pretty`.
     Table {
         info: &'a ResourceInfo,
         include: IncludeObject,
         now: Now,
+        pretty: bool,
     },
 }
 
 impl<'a> ListEncoding<'a> {
-    /// The encoding of a list in the negotiated format; a Table is never indented, as before.
+    /// The encoding of a list in the negotiated format, indented when `pretty`.
     pub(crate) fn of(
         format: Format,
         pretty: bool,
@@ -65,6 +66,7 @@ impl<'a> ListEncoding<'a> {
                 info,
                 include,
                 now: chrono::Utc::now(),
+                pretty,
             },
             Format::Yaml => ListEncoding::Yaml,
             Format::Json if pretty => ListEncoding::PrettyJson,
@@ -150,8 +152,20 @@ impl Chunks {
             ListEncoding::Yaml => {
                 Box::new(yaml::Yaml::new(&mut buf, &api_version, &kind, metadata)?)
             }
-            ListEncoding::Table { info, include, now } => {
-                Box::new(table::Table::new(&mut buf, info, metadata, include, now)?)
+            ListEncoding::Table {
+                info,
+                include,
+                now,
+                pretty,
+            } => {
+                let style = if pretty {
+                    registry::wire::Style::Pretty
+                } else {
+                    registry::wire::Style::Compact
+                };
+                Box::new(table::Table::new(
+                    &mut buf, info, metadata, include, now, style,
+                )?)
             }
         };
         Ok(Self {

@@ -1,6 +1,8 @@
 //! Table lists: `{"kind":"Table","apiVersion":…,"metadata":…,"columnDefinitions":…,"rows":[…]}`
 //! in the Go struct's order (registry's `wire`), a row made from each item as it comes (rows
-//! are the Table's last field, after everything known up front).
+//! are the Table's last field, after everything known up front). With `?pretty=true` the
+//! whole Table is written at the end, indented as json.MarshalIndent writes it, without the
+//! trailing newline.
 
 use openapi::wire_order::Def;
 use registry::wire::{self, Style};
@@ -11,6 +13,9 @@ use crate::table::{self, IncludeObject, Now, RowPrinter};
 use registry::{RegistryError, ResourceInfo};
 
 pub(super) struct Table {
+    /// Indented: the head waits here for the rows, and everything is written at the end.
+    pretty: Option<Map<String, Value>>,
+    pretty_rows: Vec<Value>,
     printer: RowPrinter,
     /// meta.k8s.io/v1 TableRow, whose fields order each row.
     row_type: Option<&'static Def>,
@@ -27,16 +32,27 @@ impl Table {
         list_metadata: Map<String, Value>,
         include: IncludeObject,
         now: Now,
+        style: Style,
     ) -> Result<Self, RegistryError> {
         let metadata = table::list_table_metadata(Some(&Value::Object(list_metadata)));
-        let head = Value::Object(table::table_head(info, metadata));
-        wire::write(out, &head, Style::Compact)?;
-        // The head's closing brace gives way to the rows, the Table's last field.
-        out.pop();
-        out.extend_from_slice(br#","rows":["#);
+        let head = table::table_head(info, metadata);
+        let row_type =
+            wire::type_of(&Value::Object(head.clone())).and_then(|t| t.field_type("rows"));
+        let pretty = match style {
+            Style::Pretty => Some(head),
+            Style::Compact => {
+                wire::write(out, &Value::Object(head), Style::Compact)?;
+                // The head's closing brace gives way to the rows, the Table's last field.
+                out.pop();
+                out.extend_from_slice(br#","rows":["#);
+                None
+            }
+        };
         Ok(Self {
+            pretty,
+            pretty_rows: Vec::new(),
             printer: RowPrinter::new(info, include, now),
-            row_type: wire::type_of(&head).and_then(|t| t.field_type("rows")),
+            row_type,
             rows: 0,
             order: info.row_order,
             held: Vec::new(),
@@ -46,6 +62,10 @@ impl Table {
 
 impl Table {
     fn row(&mut self, out: &mut Vec<u8>, item: &Value) -> Result<(), RegistryError> {
+        if self.pretty.is_some() {
+            self.pretty_rows.push(self.printer.row(item));
+            return Ok(());
+        }
         if self.rows > 0 {
             out.push(b',');
         }
@@ -70,6 +90,11 @@ impl Framing for Table {
             for item in &held {
                 self.row(out, item)?;
             }
+        }
+        if let Some(mut head) = self.pretty.take() {
+            let rows = std::mem::take(&mut self.pretty_rows);
+            head.insert("rows".to_string(), Value::Array(rows));
+            return wire::write(out, &Value::Object(head), Style::Pretty);
         }
         out.extend_from_slice(b"]}\n");
         Ok(())

@@ -27,7 +27,7 @@ impl Handler for Binding {
             StatusCode::CREATED,
             &status,
             call.format,
-            false,
+            call.pretty,
         ))
     }
 }

@@ -3,13 +3,30 @@
 //! `<resource>/<name>/<subresource>` does once the generic checks passed (the subresource is
 //! registered, the verb is one of its verbs, the write options parse).
 
+mod attach;
 mod binding;
+mod create_permission;
+mod dial;
 mod eviction;
+mod exec;
+mod kubelet_location;
 mod log;
+mod node_proxy;
 mod parent;
+mod pod_proxy;
+mod pod_target;
+mod portforward;
 mod proxy;
+mod reverse_proxy;
 mod scale;
+mod service_proxy;
+mod stream_options;
+mod streaming;
 mod token;
+mod upgrade;
+mod websocket;
+
+pub(super) use upgrade::Upgrade;
 
 use async_trait::async_trait;
 use axum::response::Response;
@@ -29,6 +46,8 @@ pub(super) struct Call<'a> {
     /// The parent object's name.
     pub name: &'a str,
     pub format: Format,
+    /// Whether JSON answers are indented (`?pretty`, or a client people type at).
+    pub pretty: bool,
     /// The request's write options (with its patch type, for a patch).
     pub write: WriteOptions,
 }
@@ -49,7 +68,7 @@ pub(super) trait Handler: Send + Sync {
 }
 
 /// Every subresource handler, by the name subresources are registered under.
-static HANDLERS: [(&str, &dyn Handler); 9] = [
+static HANDLERS: [(&str, &dyn Handler); 12] = [
     ("status", &parent::InPlace(Subresource::Status)),
     ("approval", &parent::InPlace(Subresource::Approval)),
     ("finalize", &parent::InPlace(Subresource::Finalize)),
@@ -59,6 +78,9 @@ static HANDLERS: [(&str, &dyn Handler); 9] = [
     ("token", &token::Token),
     ("log", &log::Log),
     ("proxy", &proxy::Proxy),
+    ("attach", &attach::Attach),
+    ("exec", &exec::Exec),
+    ("portforward", &portforward::PortForward),
 ];
 
 /// The handler of the subresource registered as `name`.

@@ -25,6 +25,7 @@ impl Handler for InPlace {
             namespace: ns,
             name,
             format,
+            pretty,
             mut write,
         } = call;
         let part = self.0;
@@ -47,11 +48,12 @@ impl Handler for InPlace {
             _ => return Err(method_not_allowed()),
         };
         Ok(match format {
-            Format::Table => response::json(
+            Format::Table => response::json_in(
                 StatusCode::OK,
                 &table::table(&store.info, &[obj], None, IncludeObject::Metadata),
+                pretty,
             ),
-            _ => response::encoded(StatusCode::OK, &obj, format, false),
+            _ => response::encoded(StatusCode::OK, &obj, format, pretty),
         })
     }
 }

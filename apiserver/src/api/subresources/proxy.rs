@@ -1,33 +1,22 @@
-//! nodes' `proxy`: the kubelet's endpoints below `nodes/<name>/proxy/`, reached through the
-//! server (`kubelet::proxy`); reads only.
+//! `proxy`: one name, three subresources — a node's kubelet, a pod's port, a Service's
+//! endpoint — told apart by the parent resource.
 
 use async_trait::async_trait;
-use axum::http::StatusCode;
 use axum::response::Response;
-use kubelet::proxy::ProxyResponse;
-use registry::{RegistryError, Verb};
+use registry::RegistryError;
 
-use super::{Call, Handler};
-use crate::api::handlers::method_not_allowed;
-use crate::api::response;
+use super::{node_proxy, pod_proxy, service_proxy, Call, Handler};
 
 pub(super) struct Proxy;
 
 #[async_trait]
 impl Handler for Proxy {
     async fn serve(&self, call: Call<'_>) -> Result<Response, RegistryError> {
-        let Call {
-            req, verb, name, ..
-        } = call;
-        if verb != Verb::Get {
-            return Err(method_not_allowed());
+        match call.store.info.plural.as_str() {
+            "nodes" => node_proxy::NodeProxy.serve(call).await,
+            "pods" => pod_proxy::PodProxy.serve(call).await,
+            "services" => service_proxy::ServiceProxy.serve(call).await,
+            _ => Err(RegistryError::NoSuchResource),
         }
-        let path = req.info.proxy_path.as_deref().unwrap_or_default();
-        Ok(
-            match kubelet::proxy::serve(&req.registry, name, path).await? {
-                ProxyResponse::Text(text) => response::text(StatusCode::OK, text),
-                ProxyResponse::Json(body) => response::json(StatusCode::OK, &body),
-            },
-        )
     }
 }

@@ -22,6 +22,7 @@ impl Handler for Scale {
             namespace: ns,
             name,
             format,
+            pretty,
             mut write,
         } = call;
         let scale = match verb {
@@ -40,6 +41,6 @@ impl Handler for Scale {
             }
             _ => return Err(method_not_allowed()),
         };
-        Ok(response::encoded(StatusCode::OK, &scale, format, false))
+        Ok(response::encoded(StatusCode::OK, &scale, format, pretty))
     }
 }

@@ -22,7 +22,7 @@ impl Handler for Token {
             StatusCode::CREATED,
             &issued,
             call.format,
-            false,
+            call.pretty,
         ))
     }
 }

@@ -83,6 +83,12 @@ const fn core_kind(kind: &'static str, definition: &'static str) -> Speaks {
 
 /// The verbs upstream lists for a connect subresource such as a node's proxy.
 const CONNECT_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+/// The methods of a proxy subresource (upstream's proxyMethods).
+const PROXY_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+/// The verbs of pods' streaming subresources (attach, exec, portforward), served by GET and
+/// POST only (upstream's upgradeableMethods).
+const STREAM_VERBS: &[&str] = &["create", "get"];
+const STREAM_METHODS: &[&str] = &["GET", "POST"];
 
 /// The built-in resources stored as another group-version than the one served (kube-apiserver
 /// 1.35's storage versions, as its discovery's storageVersionHash shows them): HPAs as
@@ -162,6 +168,34 @@ fn core() -> Vec<ResourceInfo> {
                     },
                 ),
                 SubresourceInfo::text("log"),
+                // Reached through the pod's node (attach, exec, portforward) or its IP (proxy).
+                SubresourceInfo::connect(
+                    "attach",
+                    core_kind("PodAttachOptions", "io.k8s.api.core.v1.PodAttachOptions"),
+                    STREAM_VERBS,
+                    STREAM_METHODS,
+                ),
+                SubresourceInfo::connect(
+                    "exec",
+                    core_kind("PodExecOptions", "io.k8s.api.core.v1.PodExecOptions"),
+                    STREAM_VERBS,
+                    STREAM_METHODS,
+                ),
+                SubresourceInfo::connect(
+                    "portforward",
+                    core_kind(
+                        "PodPortForwardOptions",
+                        "io.k8s.api.core.v1.PodPortForwardOptions",
+                    ),
+                    STREAM_VERBS,
+                    STREAM_METHODS,
+                ),
+                SubresourceInfo::connect(
+                    "proxy",
+                    core_kind("PodProxyOptions", "io.k8s.api.core.v1.PodProxyOptions"),
+                    CONNECT_VERBS,
+                    PROXY_METHODS,
+                ),
             ],
             columns: printers::pod_columns(),
             field_selectors: strings(&[
@@ -181,7 +215,19 @@ fn core() -> Vec<ResourceInfo> {
         ResourceInfo {
             short_names: strings(&["svc"]),
             categories: strings(&["all"]),
-            subresources: vec![SubresourceInfo::status()],
+            // `proxy`: one of the Service's ready endpoints, reached through the server.
+            subresources: vec![
+                SubresourceInfo::status(),
+                SubresourceInfo::connect(
+                    "proxy",
+                    core_kind(
+                        "ServiceProxyOptions",
+                        "io.k8s.api.core.v1.ServiceProxyOptions",
+                    ),
+                    CONNECT_VERBS,
+                    PROXY_METHODS,
+                ),
+            ],
             columns: printers::service_columns(),
             field_selectors: strings(&["spec.clusterIP", "spec.type"]),
             storage_path: "/services/specs".to_string(),
@@ -252,6 +298,7 @@ fn core() -> Vec<ResourceInfo> {
                     "proxy",
                     core_kind("NodeProxyOptions", "io.k8s.api.core.v1.NodeProxyOptions"),
                     CONNECT_VERBS,
+                    PROXY_METHODS,
                 ),
             ],
             columns: printers::node_columns(),

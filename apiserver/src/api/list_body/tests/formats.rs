@@ -229,7 +229,11 @@ async fn an_error_in_the_first_chunk_is_a_status() {
 #[tokio::test]
 async fn an_error_after_the_first_chunk_ends_the_body_with_it() {
     let info = info("configmaps");
-    for encoding in ENCODINGS {
+    // An indented Table is written whole once its rows are all in: an error is a Status.
+    let streamed = ENCODINGS
+        .into_iter()
+        .filter(|e| !matches!(e, Encoding::PrettyTable(_)));
+    for encoding in streamed {
         let response = streamed_response(failing_after(5000), &info, encoding)
             .await
             .expect("the response begins");

@@ -70,11 +70,17 @@ async fn both(
     let started = Instant::now();
     let list = store.list(Some("default"), opts).await.expect("list");
     let old = match encoding {
-        Encoding::Table(include) => {
+        Encoding::Table(include) | Encoding::PrettyTable(include) => {
             let items = list["items"].as_array().map_or(&[][..], Vec::as_slice);
             let metadata = table::list_table_metadata(list.get("metadata"));
             let table = table::table_at(info, items, metadata, include, now);
-            body_of(crate::api::response::json(StatusCode::OK, &table)).await
+            let pretty = matches!(encoding, Encoding::PrettyTable(_));
+            body_of(crate::api::response::json_in(
+                StatusCode::OK,
+                &table,
+                pretty,
+            ))
+            .await
         }
         _ => old(list, info, encoding).await,
     };
@@ -85,7 +91,17 @@ async fn both(
         .await
         .expect("list stream");
     let encoding_now = match list_encoding(info, encoding) {
-        ListEncoding::Table { info, include, .. } => ListEncoding::Table { info, include, now },
+        ListEncoding::Table {
+            info,
+            include,
+            pretty,
+            ..
+        } => ListEncoding::Table {
+            info,
+            include,
+            now,
+            pretty,
+        },
         other => other,
     };
     let response = response(stream, encoding_now)

@@ -20,13 +20,15 @@ use crate::api::response::{encoded, Format};
 use crate::table::{self, IncludeObject};
 
 /// Every way a list is written, with the Table's inclusions.
-const ENCODINGS: [Encoding; 6] = [
+const ENCODINGS: [Encoding; 8] = [
     Encoding::Json,
     Encoding::PrettyJson,
     Encoding::Yaml,
     Encoding::Table(IncludeObject::Metadata),
     Encoding::Table(IncludeObject::None),
     Encoding::Table(IncludeObject::Object),
+    Encoding::PrettyTable(IncludeObject::Metadata),
+    Encoding::PrettyTable(IncludeObject::Object),
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +37,8 @@ enum Encoding {
     PrettyJson,
     Yaml,
     Table(IncludeObject),
+    /// `?pretty=true`: json.MarshalIndent of the whole Table.
+    PrettyTable(IncludeObject),
 }
 
 /// 2024-05-01T12:00:00Z: Table ages are computed against a fixed clock.
@@ -100,11 +104,12 @@ async fn old(list: Value, info: &ResourceInfo, encoding: Encoding) -> Vec<u8> {
         Encoding::Json => encoded(StatusCode::OK, &list, Format::Json, false),
         Encoding::PrettyJson => encoded(StatusCode::OK, &list, Format::Json, true),
         Encoding::Yaml => encoded(StatusCode::OK, &list, Format::Yaml, false),
-        Encoding::Table(include) => {
+        Encoding::Table(include) | Encoding::PrettyTable(include) => {
             let items = list["items"].as_array().cloned().unwrap_or_default();
             let metadata = table::list_table_metadata(list.get("metadata"));
             let table = table::table_at(info, &items, metadata, include, noon());
-            crate::api::response::json(StatusCode::OK, &table)
+            let pretty = matches!(encoding, Encoding::PrettyTable(_));
+            crate::api::response::json_in(StatusCode::OK, &table, pretty)
         }
     };
     body_of(response).await
@@ -119,6 +124,13 @@ fn list_encoding(info: &ResourceInfo, encoding: Encoding) -> ListEncoding<'_> {
             info,
             include,
             now: noon(),
+            pretty: false,
+        },
+        Encoding::PrettyTable(include) => ListEncoding::Table {
+            info,
+            include,
+            now: noon(),
+            pretty: true,
         },
     }
 }
