@@ -162,23 +162,6 @@ const FIXTURES: [(&str, &str, &str, &str); 22] = [
 /// aggregated entries of every GA group-version it has; see [`expected_aggregated_apis`].
 const AGGREGATED_FIXTURE: &str = "aggregated_v2.json";
 
-/// Entries upstream serves that this server may not serve yet; each is checked exactly when
-/// served, and its absence is printed. The connect subresources pods/attach, pods/exec,
-/// pods/portforward, pods/proxy and services/proxy are being added (with their handlers) in
-/// another change. pods/ephemeralcontainers and pods/resize (both kind Pod, get/patch/update)
-/// are not served by this server yet: each needs its own update semantics (only
-/// spec.ephemeralContainers may be added to; only container resources may change) and
-/// admission (PodSecurity checks ephemeral containers), which is more than discovery.
-const ALLOWED_MISSING: [(&str, &str); 7] = [
-    ("", "pods/attach"),
-    ("", "pods/exec"),
-    ("", "pods/portforward"),
-    ("", "pods/proxy"),
-    ("", "services/proxy"),
-    ("", "pods/ephemeralcontainers"),
-    ("", "pods/resize"),
-];
-
 fn fixture(file: &str) -> Value {
     let path = format!(
         "{}/../e2e/fixtures/discovery/{file}",
@@ -255,34 +238,6 @@ fn expected_list(group: &str, version: &str) -> Value {
         _ => {}
     }
     doc
-}
-
-/// Whether an entry of upstream's list may be absent from ours (see [`ALLOWED_MISSING`]).
-fn allowed_missing(group: &str, name: &str) -> bool {
-    ALLOWED_MISSING.contains(&(group, name))
-}
-
-/// Drops from `expected` the allowed-missing entries the server does not serve, printing
-/// them, so that everything served is compared exactly.
-fn without_unserved(group: &str, expected: &mut Value, served: &Value) {
-    let served_names: BTreeSet<String> = served["resources"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter_map(|r| r["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    resources_mut(expected).retain(|r| {
-        let name = r["name"].as_str().unwrap_or_default();
-        let keep = served_names.contains(name) || !allowed_missing(group, name);
-        if !keep {
-            eprintln!(
-                "note: upstream lists {name} in {group:?}, not served here yet (allowed missing)"
-            );
-        }
-        keep
-    });
 }
 
 /// Upstream's conversion of an APIResourceList's entries into the aggregated form
@@ -490,57 +445,6 @@ fn expected_aggregated_api() -> Value {
     })
 }
 
-/// Drops from an expected aggregated document the allowed-missing subresources the served one
-/// lacks.
-fn aggregated_without_unserved(expected: &mut Value, served: &Value) {
-    let served_subs = |group: &str, resource: &str| -> BTreeSet<String> {
-        served["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|item| item["metadata"]["name"].as_str().unwrap_or_default() == group)
-            .flat_map(|item| item["versions"].as_array().cloned().unwrap_or_default())
-            .flat_map(|v| v["resources"].as_array().cloned().unwrap_or_default())
-            .filter(|r| r["resource"] == resource)
-            .flat_map(|r| r["subresources"].as_array().cloned().unwrap_or_default())
-            .filter_map(|s| s["subresource"].as_str().map(str::to_string))
-            .collect()
-    };
-    let Some(items) = expected["items"].as_array_mut() else {
-        return;
-    };
-    for item in items {
-        let group = item["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        for version in item["versions"].as_array_mut().into_iter().flatten() {
-            for resource in version["resources"].as_array_mut().into_iter().flatten() {
-                let name = resource["resource"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let served = served_subs(&group, &name);
-                let Some(subs) = resource
-                    .get_mut("subresources")
-                    .and_then(Value::as_array_mut)
-                else {
-                    continue;
-                };
-                subs.retain(|s| {
-                    let sub = s["subresource"].as_str().unwrap_or_default();
-                    served.contains(sub) || !allowed_missing(&group, &format!("{name}/{sub}"))
-                });
-                if subs.is_empty() {
-                    if let Some(entry) = resource.as_object_mut() {
-                        entry.remove("subresources");
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// The key an array element is matched by, for arrays of named things.
 fn key_of(value: &Value) -> Option<String> {
     ["name", "resource", "subresource", "version"]
@@ -626,8 +530,7 @@ fn resource_lists_equal_upstream(s: &Server) {
     for (group, version, _, _) in FIXTURES {
         let path = path_of(group, version);
         let served = served_json(s, &path, None);
-        let mut expected = expected_list(group, version);
-        without_unserved(group, &mut expected, &served);
+        let expected = expected_list(group, version);
         diff(&path, &expected, &served, &mut problems);
     }
     report(problems);
@@ -636,7 +539,7 @@ fn resource_lists_equal_upstream(s: &Server) {
 fn aggregated_equals_upstream(s: &Server) {
     let mut problems = Vec::new();
 
-    let mut expected = expected_aggregated_apis(&mut problems);
+    let expected = expected_aggregated_apis(&mut problems);
     let upstream_order: Vec<String> = expected["items"]
         .as_array()
         .into_iter()
@@ -644,12 +547,10 @@ fn aggregated_equals_upstream(s: &Server) {
         .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
         .collect();
     let served = restricted(&served_json(s, "/apis", Some(AGGREGATED_ACCEPT)));
-    aggregated_without_unserved(&mut expected, &served);
     diff("aggregated /apis", &expected, &served, &mut problems);
 
-    let mut expected = expected_aggregated_api();
+    let expected = expected_aggregated_api();
     let served = served_json(s, "/api", Some(AGGREGATED_ACCEPT));
-    aggregated_without_unserved(&mut expected, &served);
     diff("aggregated /api", &expected, &served, &mut problems);
 
     // The unaggregated /apis (APIGroupList) lists the groups in the same order.

@@ -249,6 +249,11 @@ fn aggregated_core_group() {
                     "verbs": ["create"],
                 },
                 {
+                    "subresource": "ephemeralcontainers",
+                    "responseKind": {"group": "", "version": "", "kind": "Pod"},
+                    "verbs": ["get", "patch", "update"],
+                },
+                {
                     "subresource": "eviction",
                     "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
                     "verbs": ["create"],
@@ -272,6 +277,11 @@ fn aggregated_core_group() {
                     "subresource": "proxy",
                     "responseKind": {"group": "", "version": "", "kind": "PodProxyOptions"},
                     "verbs": ["create", "delete", "get", "patch", "update"],
+                },
+                {
+                    "subresource": "resize",
+                    "responseKind": {"group": "", "version": "", "kind": "Pod"},
+                    "verbs": ["get", "patch", "update"],
                 },
                 {
                     "subresource": "status",

@@ -30,6 +30,8 @@ pub(crate) enum Endpoint {
     Status,
     Finalize,
     Approval,
+    EphemeralContainers,
+    Resize,
     /// The scale subresource, over the replicas at this path of the object.
     Scale,
 }
@@ -41,6 +43,8 @@ impl Endpoint {
             Subresource::Status => Endpoint::Status,
             Subresource::Finalize => Endpoint::Finalize,
             Subresource::Approval => Endpoint::Approval,
+            Subresource::EphemeralContainers => Endpoint::EphemeralContainers,
+            Subresource::Resize => Endpoint::Resize,
         }
     }
 }
@@ -122,6 +126,11 @@ impl Store {
             Endpoint::Status => ("status", self.status_resets(objects)),
             Endpoint::Finalize => ("finalize", all_but(&["spec", "finalizers"], objects)),
             Endpoint::Approval => ("approval", all_but(&["status", "conditions"], objects)),
+            Endpoint::EphemeralContainers => (
+                "ephemeralcontainers",
+                all_but(&["spec", "ephemeralContainers"], objects),
+            ),
+            Endpoint::Resize => ("resize", all_but(&["spec", "containers"], objects)),
             Endpoint::Scale => {
                 let path = self.scale_replicas_path();
                 let steps: Vec<&str> = path.iter().map(String::as_str).collect();

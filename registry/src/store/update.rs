@@ -25,6 +25,11 @@ pub enum Subresource {
     Finalize,
     /// Only `status.conditions` (CertificateSigningRequests' `approval`).
     Approval,
+    /// Only `spec.ephemeralContainers` (pods' `ephemeralcontainers`, what `kubectl debug`
+    /// writes).
+    EphemeralContainers,
+    /// Only the containers' `resources` and `resizePolicy` (pods' `resize`: in-place resize).
+    Resize,
 }
 
 impl Subresource {
@@ -35,6 +40,8 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Finalize => "finalize",
             Subresource::Approval => "approval",
+            Subresource::EphemeralContainers => "ephemeralcontainers",
+            Subresource::Resize => "resize",
         }
     }
 }
@@ -393,6 +400,10 @@ impl Store {
             }
             Subresource::Finalize => replace_part(&old, &new, &["spec", "finalizers"]),
             Subresource::Approval => replace_part(&old, &new, &["status", "conditions"]),
+            Subresource::EphemeralContainers => {
+                replace_part(&old, &new, &["spec", "ephemeralContainers"])
+            }
+            Subresource::Resize => resized(&old, &new),
         };
         self.strategy
             .prepare_for_subresource_update(sub, &mut new, &old);
@@ -426,6 +437,9 @@ impl Store {
         causes.extend(match sub {
             Subresource::Status => self.strategy.validate_status_update(&new, &old),
             Subresource::Approval => self.strategy.validate_approval_update(&new, &old),
+            Subresource::EphemeralContainers | Subresource::Resize => {
+                self.strategy.validate_subresource_update(sub, &new, &old)
+            }
             _ => self.strategy.validate_update(&new, &old),
         });
         self.invalid_if_any(name, causes)?;
@@ -457,6 +471,35 @@ impl Store {
 }
 
 /// The stored object with only `path` taken from the requested one.
+/// `old` with each container's `resources` and `resizePolicy` from `new` (matched by name):
+/// what a resize may change.
+fn resized(old: &Object, new: &Object) -> Object {
+    let mut out = old.clone();
+    for list in ["containers", "initContainers"] {
+        let wanted = new["spec"][list].as_array().cloned().unwrap_or_default();
+        let Some(containers) = out
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in containers.iter_mut() {
+            let Some(w) = wanted.iter().find(|w| w["name"] == c["name"]) else {
+                continue;
+            };
+            for field in ["resources", "resizePolicy"] {
+                if let Some(map) = c.as_object_mut() {
+                    match w.get(field) {
+                        Some(v) => map.insert(field.to_string(), v.clone()),
+                        None => map.remove(field),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
 fn replace_part(old: &Object, new: &Object, path: &[&str]) -> Object {
     let mut out = old.clone();
     let value = crate::strategy::at(new, path).cloned();

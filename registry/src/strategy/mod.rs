@@ -75,6 +75,17 @@ pub trait Strategy: Send + Sync {
 
     /// Field problems of a write through the status subresource (upstream's status strategy
     /// ValidateUpdate); the spec is the stored one by then.
+    /// Field problems of a write through a subresource that changes part of the spec
+    /// (pods' `ephemeralcontainers` and `resize`); by default the update's.
+    fn validate_subresource_update(
+        &self,
+        _sub: crate::store::update::Subresource,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<Cause> {
+        self.validate_update(new, old)
+    }
+
     fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         self.validate_update(new, old)
     }

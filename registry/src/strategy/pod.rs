@@ -166,6 +166,129 @@ fn only_added_tolerations(new: &Value, old: &Value) -> Option<Cause> {
     })
 }
 
+/// Fields an ephemeral container may not set (upstream's validateEphemeralContainers).
+const EPHEMERAL_FORBIDDEN: &[&str] = &[
+    "ports",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "resources",
+    "resizePolicy",
+];
+
+/// upstream's ValidatePodEphemeralContainersUpdate: ephemeral containers are only added, each
+/// named once in the pod, with an image, without what a debugging container may not have.
+fn validate_ephemeral_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let list = |pod: &Value, key: &str| pod["spec"][key].as_array().cloned().unwrap_or_default();
+    let (added, before) = (
+        list(new, "ephemeralContainers"),
+        list(old, "ephemeralContainers"),
+    );
+    for o in &before {
+        let name = o["name"].as_str().unwrap_or_default();
+        match added.iter().find(|n| n["name"] == o["name"]) {
+            None => causes.push(Cause::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers {name:?} may not be removed\n"),
+            )),
+            Some(n) if n != o => causes.push(Cause::forbidden(
+                &format!("spec.ephemeralContainers[{name}]"),
+                &format!("existing ephemeral containers {name:?} may not be changed\n"),
+            )),
+            Some(_) => {}
+        }
+    }
+    let mut names: std::collections::HashSet<String> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| list(new, k))
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
+    let app_names: Vec<String> = list(new, "containers")
+        .iter()
+        .chain(list(new, "initContainers").iter())
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
+    for (i, c) in added.iter().enumerate() {
+        let base = format!("spec.ephemeralContainers[{i}]");
+        match c["name"].as_str() {
+            None | Some("") => causes.push(Cause::required(&format!("{base}.name"))),
+            Some(name) => {
+                for why in is_dns1123_label(name) {
+                    causes.push(Cause::invalid(
+                        &format!("{base}.name"),
+                        format!("\"{name}\""),
+                        &why,
+                    ));
+                }
+                if !names.insert(name.to_string()) {
+                    causes.push(Cause::duplicate(
+                        &format!("{base}.name"),
+                        format!("\"{name}\""),
+                    ));
+                }
+            }
+        }
+        if c["image"].as_str().is_none_or(str::is_empty) {
+            causes.push(Cause::required(&format!("{base}.image")));
+        }
+        for field in EPHEMERAL_FORBIDDEN {
+            if c.get(*field)
+                .is_some_and(|v| !v.is_null() && *v != json!({}) && *v != json!([]))
+            {
+                causes.push(Cause::forbidden(
+                    &format!("{base}.{field}"),
+                    "cannot be set for an Ephemeral Container",
+                ));
+            }
+        }
+        if let Some(target) = c["targetContainerName"].as_str().filter(|t| !t.is_empty()) {
+            if !app_names.iter().any(|n| n == target) {
+                causes.push(Cause::new(
+                    "FieldValueNotFound",
+                    &format!("{base}.targetContainerName"),
+                    format!("Not found: \"{target}\""),
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// A pod's QoS class (upstream's GetPodQOS): Guaranteed when every container limits cpu and
+/// memory to what it requests, BestEffort when none asks for either, else Burstable.
+fn qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| pod["spec"][*k].as_array().cloned().unwrap_or_default())
+        .collect();
+    let names = |c: &Value, which: &str| -> Vec<(String, String)> {
+        ["cpu", "memory"]
+            .iter()
+            .filter_map(|r| {
+                let v = &c["resources"][which][*r];
+                v.as_str().map(|q| (r.to_string(), q.to_string()))
+            })
+            .collect()
+    };
+    if containers
+        .iter()
+        .all(|c| names(c, "requests").is_empty() && names(c, "limits").is_empty())
+    {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let limits = names(c, "limits");
+        limits.len() == 2 && names(c, "requests").iter().all(|r| limits.contains(r))
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
 impl Strategy for PodStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
         if let Some(spec) = at_mut(obj, &["spec"]) {
@@ -207,6 +330,29 @@ impl Strategy for PodStrategy {
         causes
     }
 
+    fn validate_subresource_update(
+        &self,
+        sub: crate::store::update::Subresource,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<Cause> {
+        use crate::store::update::Subresource;
+        let mut causes = self.validate(new);
+        match sub {
+            Subresource::EphemeralContainers => causes.extend(validate_ephemeral_update(new, old)),
+            Subresource::Resize => {
+                if qos_class(new) != qos_class(old) {
+                    causes.push(Cause::forbidden(
+                        "spec",
+                        "Pod QOS Class may not change as a result of resizing",
+                    ));
+                }
+            }
+            _ => causes.extend(self.validate_update(new, old)),
+        }
+        causes
+    }
+
     fn deletes_gracefully(&self) -> bool {
         true
     }
@@ -234,7 +380,44 @@ impl Strategy for PodStrategy {
 mod tests {
     use serde_json::json;
 
-    use super::default_pod_spec;
+    use super::{default_pod_spec, qos_class, PodStrategy};
+    use crate::strategy::Strategy;
+
+    #[test]
+    fn ephemeral_containers_are_only_added_and_resizes_keep_the_qos_class() {
+        use crate::store::update::Subresource;
+        let old = json!({"spec": {"containers": [{"name": "app", "image": "nginx"}],
+            "ephemeralContainers": [{"name": "debug-1", "image": "busybox"}]}});
+        let mut new = old.clone();
+        new["spec"]["ephemeralContainers"] = json!([
+            {"name": "debug-1", "image": "busybox:2"},
+            {"name": "app", "image": "busybox", "ports": [{"containerPort": 80}],
+             "targetContainerName": "nope"}
+        ]);
+        let said: Vec<String> = PodStrategy
+            .validate_subresource_update(Subresource::EphemeralContainers, &new, &old)
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "spec.ephemeralContainers[debug-1]: Forbidden: existing ephemeral containers \"debug-1\" may not be changed\n",
+                "spec.ephemeralContainers[1].name: Duplicate value: \"app\"",
+                "spec.ephemeralContainers[1].ports: Forbidden: cannot be set for an Ephemeral Container",
+                "spec.ephemeralContainers[1].targetContainerName: Not found: \"nope\"",
+            ]
+        );
+        let guaranteed = json!({"spec": {"containers": [{"name": "app", "image": "nginx",
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        let mut burstable = guaranteed.clone();
+        burstable["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("500m");
+        assert_eq!(qos_class(&guaranteed), "Guaranteed");
+        assert_eq!(qos_class(&burstable), "Burstable");
+        let said =
+            PodStrategy.validate_subresource_update(Subresource::Resize, &burstable, &guaranteed);
+        assert_eq!(said.len(), 1, "{said:?}");
+    }
 
     #[test]
     fn field_references_name_v1_and_sourceless_volumes_are_empty_dirs() {

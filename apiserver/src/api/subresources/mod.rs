@@ -68,9 +68,14 @@ pub(super) trait Handler: Send + Sync {
 }
 
 /// Every subresource handler, by the name subresources are registered under.
-static HANDLERS: [(&str, &dyn Handler); 12] = [
+static HANDLERS: [(&str, &dyn Handler); 14] = [
     ("status", &parent::InPlace(Subresource::Status)),
     ("approval", &parent::InPlace(Subresource::Approval)),
+    (
+        "ephemeralcontainers",
+        &parent::InPlace(Subresource::EphemeralContainers),
+    ),
+    ("resize", &parent::InPlace(Subresource::Resize)),
     ("finalize", &parent::InPlace(Subresource::Finalize)),
     ("scale", &scale::Scale),
     ("binding", &binding::Binding),

@@ -1,5 +1,6 @@
-//! `status`, `approval` and `finalize`: the parent object itself, read and written in place
-//! (a write through one changes only its part of the object; `finalize` takes updates only).
+//! `status`, `approval`, `finalize`, and pods' `ephemeralcontainers` and `resize`: the parent
+//! object itself, read and written in place (a write through one changes only its part of the
+//! object; `finalize` takes updates only).
 
 use async_trait::async_trait;
 use axum::http::StatusCode;
@@ -30,14 +31,14 @@ impl Handler for InPlace {
         } = call;
         let part = self.0;
         let obj = match (verb, part) {
-            (Verb::Get, Subresource::Status | Subresource::Approval) => {
+            (Verb::Get, sub) if sub != Subresource::Finalize => {
                 store.get(ns, name, &req.params.list()?).await?
             }
             (Verb::Update, _) => {
                 let obj = body(req, &mut write, &store.info.kind)?;
                 store.update(ns, name, obj, part, &write).await?.0
             }
-            (Verb::Patch, Subresource::Status | Subresource::Approval) => {
+            (Verb::Patch, sub) if sub != Subresource::Finalize => {
                 let kind = patch_body(req, &mut write)?;
                 if kind == PatchType::Apply {
                     store.apply(ns, name, &req.body, part, &write).await?.0

@@ -5,6 +5,7 @@
 mod control_plane;
 
 use super::printers;
+use super::subresource::READ_WRITE;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::StrategyFactory;
 use crate::strategy::{
@@ -168,6 +169,9 @@ fn core() -> Vec<ResourceInfo> {
                     },
                 ),
                 SubresourceInfo::text("log"),
+                // Parts of the spec written apart: debugging containers, in-place resize.
+                SubresourceInfo::in_place("ephemeralcontainers", READ_WRITE),
+                SubresourceInfo::in_place("resize", READ_WRITE),
                 // Reached through the pod's node (attach, exec, portforward) or its IP (proxy).
                 SubresourceInfo::connect(
                     "attach",
