@@ -17,6 +17,7 @@ pub mod logging;
 pub mod metrics;
 pub mod openapi;
 pub mod options;
+pub mod policies;
 pub mod reviews;
 pub mod server;
 pub mod service_account_keys;

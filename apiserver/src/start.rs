@@ -147,6 +147,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     // The webhook plugins are built here (they call out over HTTPS) and handed to the chain;
     // they follow their configurations once the informers run.
     let webhooks = crate::webhooks::Webhooks::provide(&registry);
+    let policies = crate::policies::Policies::provide(&registry);
     registry.set_admission_plugins(&admission.enabled);
     // The server's one cancellation: watches, the controllers and readiness all follow it.
     let shutdown = CancellationToken::new();
@@ -168,6 +169,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     for plugin in &webhooks {
         plugin.watch(&informers, shutdown.clone());
     }
+    policies.watch(&informers, shutdown.clone());
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
         tokio::spawn(consumer.run(shutdown.clone()));
     }

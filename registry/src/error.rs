@@ -240,6 +240,8 @@ pub enum RegistryError {
         code: u16,
         reason: &'static str,
         message: String,
+        /// Boxed: rarely there, and every Result of the crate carries the error's size.
+        details: Option<Box<Details>>,
     },
 }
 
@@ -441,6 +443,7 @@ impl RegistryError {
                 retry_after_seconds: Some(*retry_after_seconds).filter(|s| *s > 0),
                 ..Default::default()
             }),
+            Self::Rejected { details, .. } => details.as_deref().cloned(),
             Self::Internal(message) => Some(Details {
                 causes: vec![Cause {
                     kind: String::new(),

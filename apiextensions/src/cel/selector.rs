@@ -42,6 +42,18 @@ impl Expression {
     /// Evaluates to a bool with `variables` bound; Err says why it could not (an error of
     /// evaluation, or a result that is not a bool).
     pub fn evaluate_bool(&self, variables: &[(&str, &Json)]) -> Result<bool, String> {
+        match self.evaluate(variables)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(format!("expression returned {other:?}, not a bool")),
+        }
+    }
+
+    /// Evaluates to a JSON value (a policy's variables, a messageExpression's string).
+    pub fn evaluate_json(&self, variables: &[(&str, &Json)]) -> Result<Json, String> {
+        self.evaluate(variables).map(|v| to_json(&v))
+    }
+
+    fn evaluate(&self, variables: &[(&str, &Json)]) -> Result<Value, String> {
         let vars = Variables {
             values: variables
                 .iter()
@@ -58,11 +70,42 @@ impl Expression {
                 "the expression could not be evaluated".to_string(),
             ))
         });
-        match result {
-            Ok(Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("expression returned {other:?}, not a bool")),
-            Err(e) => Err(e.to_string()),
+        result.map_err(|e| e.to_string())
+    }
+}
+
+/// A CEL value as JSON: lists, maps with their keys as text, numbers, strings, bools, null;
+/// bytes in base64, durations and timestamps as their text.
+fn to_json(value: &Value) -> Json {
+    use base64::Engine;
+    match value {
+        Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
+        Value::Map(map) => Json::Object(
+            map.map
+                .iter()
+                .map(|(k, v)| (key_text(k), to_json(v)))
+                .collect(),
+        ),
+        Value::Int(i) => Json::from(*i),
+        Value::UInt(u) => Json::from(*u),
+        Value::Float(f) => Json::from(*f),
+        Value::String(s) => Json::String(s.to_string()),
+        Value::Bytes(b) => {
+            Json::String(base64::engine::general_purpose::STANDARD.encode(b.as_slice()))
         }
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Duration(d) => Json::String(format!("{}s", d.num_milliseconds() as f64 / 1000.0)),
+        Value::Timestamp(t) => Json::String(t.to_rfc3339()),
+        _ => Json::Null,
+    }
+}
+
+fn key_text(key: &cel::objects::Key) -> String {
+    match key {
+        cel::objects::Key::Int(i) => i.to_string(),
+        cel::objects::Key::Uint(u) => u.to_string(),
+        cel::objects::Key::Bool(b) => b.to_string(),
+        cel::objects::Key::String(s) => s.to_string(),
     }
 }
 
@@ -90,5 +133,17 @@ mod tests {
         assert!(missing.evaluate_bool(&[("device", &device)]).is_err());
         let not_bool = Expression::compile("device.driver").expect("compiles");
         assert!(not_bool.evaluate_bool(&[("device", &device)]).is_err());
+        assert_eq!(
+            not_bool.evaluate_json(&[("device", &device)]),
+            Ok(json!("gpu.example.com"))
+        );
+        let map = Expression::compile(
+            r#"{"n": device.attributes["gpu.example.com"].index + 1, "l": [true]}"#,
+        )
+        .expect("compiles");
+        assert_eq!(
+            map.evaluate_json(&[("device", &device)]),
+            Ok(json!({"n": 4, "l": [true]}))
+        );
     }
 }

@@ -14,8 +14,8 @@
 //! Equivalent` across versions of a kind (rules match the request's own version), the
 //! authorizer in matchConditions, and the webhook metrics.
 
-mod review;
-mod rules;
+pub(crate) mod review;
+pub(crate) mod rules;
 mod transport;
 
 use std::sync::{Arc, RwLock, Weak};
@@ -26,7 +26,6 @@ use registry::admission::{Attributes, Operation, Plugin};
 use registry::catalogue::ResourceInfo;
 use registry::error::{known_reason, Result};
 use registry::object::Object;
-use registry::options::ListOptions;
 use registry::{Registry, RegistryError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -58,7 +57,7 @@ impl Kind {
 
 /// One webhook of one configuration.
 #[derive(Clone, Debug)]
-struct Hook {
+pub(crate) struct Hook {
     configuration: String,
     webhook: Value,
 }
@@ -186,23 +185,8 @@ impl Webhooks {
         attrs: &Attributes<'_>,
         obj: Option<&Object>,
     ) -> Option<Value> {
-        let info = attrs.info;
-        if info.group.is_empty() && info.plural == "namespaces" {
-            let object = obj.or(attrs.old)?;
-            return Some(object["metadata"]["labels"].clone());
-        }
-        if !info.namespaced {
-            return None;
-        }
         let registry = self.registry.upgrade()?;
-        let ns = attrs.namespace?;
-        let namespaces = registry.store("", "v1", "namespaces")?;
-        let cached = ListOptions {
-            resource_version: Some("0".into()),
-            ..Default::default()
-        };
-        let found = namespaces.get(None, ns, &cached).await.ok()?;
-        Some(found["metadata"]["labels"].clone())
+        rules::namespace_labels(&registry, attrs, obj).await
     }
 
     /// The webhooks that take the request in (rules, namespace and object selectors).
@@ -304,6 +288,7 @@ fn denied(name: &str, status: &Value) -> RegistryError {
         code,
         reason: known_reason(status["reason"].as_str().unwrap_or_default()),
         message,
+        details: None,
     }
 }
 

@@ -48,8 +48,22 @@ fn review_version(hook: &Hook) -> &'static str {
 }
 
 pub fn request(hook: &Hook, attrs: &Attributes<'_>, obj: Option<&Object>) -> Review {
-    let info = attrs.info;
     let uid = uuid::Uuid::new_v4().to_string();
+    let request = admission_request(&uid, attrs, obj);
+    Review {
+        uid,
+        document: json!({
+            "apiVersion": review_version(hook),
+            "kind": "AdmissionReview",
+            "request": request,
+        }),
+    }
+}
+
+/// The AdmissionRequest of a request (what webhooks are sent, and what admission policies'
+/// CEL sees as `request`).
+pub fn admission_request(uid: &str, attrs: &Attributes<'_>, obj: Option<&Object>) -> Value {
+    let info = attrs.info;
     let kind = json!({"group": info.group, "version": info.version, "kind": info.kind});
     let resource = json!({"group": info.group, "version": info.version, "resource": info.plural});
     let name = if attrs.name.is_empty() {
@@ -86,14 +100,7 @@ pub fn request(hook: &Hook, attrs: &Attributes<'_>, obj: Option<&Object>) -> Rev
         request["subResource"] = json!(attrs.subresource);
         request["requestSubResource"] = json!(attrs.subresource);
     }
-    Review {
-        uid,
-        document: json!({
-            "apiVersion": review_version(hook),
-            "kind": "AdmissionReview",
-            "request": request,
-        }),
-    }
+    request
 }
 
 /// Whether every matchCondition holds; Err is an expression that could not be evaluated.

@@ -4,8 +4,11 @@
 //! Namespace; ignored for other cluster-scoped objects) and its objectSelector (the new or
 //! the old object's labels).
 
-use registry::admission::Operation;
+use registry::admission::{Attributes, Operation};
+use registry::object::Object;
+use registry::options::ListOptions;
 use registry::selector::labels::LabelSelector;
+use registry::Registry;
 use serde_json::Value;
 
 /// What a request is, as rules see it.
@@ -61,6 +64,45 @@ pub fn rule_matches(rule: &Value, request: &Request<'_>) -> bool {
         && any_of(&rule["apiVersions"], request.version)
         && strings(&rule["resources"])
             .any(|r| resource_matches(r, request.plural, request.subresource))
+}
+
+/// The namespace of a namespaced request, from the watch cache; None for cluster-scoped ones.
+pub async fn namespace_object(registry: &Registry, attrs: &Attributes<'_>) -> Option<Value> {
+    if !attrs.info.namespaced {
+        return None;
+    }
+    let ns = attrs.namespace?;
+    let namespaces = registry.store("", "v1", "namespaces")?;
+    let cached = ListOptions {
+        resource_version: Some("0".into()),
+        ..Default::default()
+    };
+    namespaces.get(None, ns, &cached).await.ok()
+}
+
+/// The labels a namespaceSelector is matched against: the request's namespace's, a
+/// Namespace's own; None for other cluster-scoped objects (the selector does not apply).
+pub async fn namespace_labels(
+    registry: &Registry,
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+) -> Option<Value> {
+    let info = attrs.info;
+    if info.group.is_empty() && info.plural == "namespaces" {
+        let object = obj.or(attrs.old)?;
+        return Some(object["metadata"]["labels"].clone());
+    }
+    namespace_object(registry, attrs)
+        .await
+        .map(|ns| ns["metadata"]["labels"].clone())
+}
+
+/// Whether a rule's `resourceNames` (empty: any) names the object.
+pub fn names_match(rule: &Value, name: &str) -> bool {
+    rule["resourceNames"]
+        .as_array()
+        .filter(|names| !names.is_empty())
+        .is_none_or(|names| names.iter().any(|n| n == name))
 }
 
 /// A label selector of a webhook (absent or `{}`: everything).

@@ -117,7 +117,7 @@ pub static ORDERED: &[Entry] = &[
     plugin("PodTopologyLabels", true, None),
     plugin("MutatingAdmissionPolicy", true, None),
     provided("MutatingAdmissionWebhook", true),
-    plugin("ValidatingAdmissionPolicy", true, None),
+    provided("ValidatingAdmissionPolicy", true),
     provided("ValidatingAdmissionWebhook", true),
     plugin("ResourceQuota", true, Some(resource_quota::build)),
     plugin("AlwaysDeny", false, Some(always_deny::build)),
@@ -270,6 +270,7 @@ mod tests {
                 "CertificateSubjectRestriction",
                 "DefaultIngressClass",
                 "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
@@ -303,6 +304,7 @@ mod tests {
                 "CertificateSubjectRestriction",
                 "DefaultIngressClass",
                 "MutatingAdmissionWebhook",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
                 "ResourceQuota",
                 "AlwaysDeny"

@@ -1,0 +1,410 @@
+//! One binding's policy applied to a request (upstream's validating.Validator and its
+//! dispatcher): parameters found through the binding's `paramRef`, then per parameter the
+//! matchConditions, variables, validations and audit annotations, and the binding's
+//! validationActions on each violation.
+
+use apiextensions::cel::Expression;
+use registry::admission::Attributes;
+use registry::error::{Cause, Details, Result};
+use registry::object::Object;
+use registry::options::ListOptions;
+use registry::selector::labels::LabelSelector;
+use registry::{Registry, RegistryError};
+use serde_json::{json, Map, Value};
+
+use crate::webhooks::review::admission_request;
+
+/// What every expression of a request sees.
+pub struct Context {
+    object: Value,
+    old_object: Value,
+    request: Value,
+    namespace_object: Value,
+}
+
+impl Context {
+    pub fn new(attrs: &Attributes<'_>, obj: Option<&Object>, namespace: Option<Value>) -> Self {
+        let uid = uuid::Uuid::new_v4().to_string();
+        Self {
+            object: obj.cloned().unwrap_or(Value::Null),
+            old_object: attrs.old.cloned().unwrap_or(Value::Null),
+            request: admission_request(&uid, attrs, obj),
+            namespace_object: namespace.unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A violation: its message and the reason (and code) it refuses with.
+struct Violation {
+    message: String,
+    reason: &'static str,
+}
+
+fn code_of(reason: &str) -> u16 {
+    match reason {
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+fn names<'a>(policy: &'a Value, binding: &'a Value) -> (&'a str, &'a str) {
+    (
+        registry::object::name(policy),
+        registry::object::name(binding),
+    )
+}
+
+/// upstream's refusal: NewForbidden's message with the violation's reason and code, and the
+/// message again as the one cause.
+fn deny(
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+    message: String,
+    reason: &'static str,
+) -> RegistryError {
+    let name = if attrs.name.is_empty() {
+        obj.map(registry::object::name).unwrap_or_default()
+    } else {
+        attrs.name
+    };
+    let resource = attrs.info.qualified_resource();
+    RegistryError::Rejected {
+        code: code_of(reason),
+        reason,
+        message: format!("{resource} \"{name}\" is forbidden: {message}"),
+        details: Some(Box::new(Details {
+            name: Some(name.to_string()),
+            group: Some(resource.group.clone()).filter(|g| !g.is_empty()),
+            kind: Some(resource.name.clone()),
+            causes: vec![Cause::new("", "", message)],
+            ..Default::default()
+        })),
+    }
+}
+
+/// The parameter objects of a binding; None when the policy takes none.
+async fn params(
+    registry: &Registry,
+    policy: &Value,
+    binding: &Value,
+    attrs: &Attributes<'_>,
+) -> std::result::Result<Option<Vec<Value>>, String> {
+    let kind = &policy["spec"]["paramKind"];
+    if !kind.is_object() {
+        return Ok(None);
+    }
+    let api_version = kind["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind_name = kind["kind"].as_str().unwrap_or_default();
+    let info = registry
+        .catalogue()
+        .by_kind(group, kind_name)
+        .ok_or_else(|| format!("failed to find resource referenced by paramKind: '{api_version}, Kind={kind_name}'"))?;
+    let store = registry
+        .store(group, version, &info.plural)
+        .or_else(|| registry.store(group, &info.version, &info.plural))
+        .ok_or_else(|| format!("paramKind {api_version} {kind_name} is not served"))?;
+    let reference = &binding["spec"]["paramRef"];
+    if !reference.is_object() {
+        return Err("the binding has no paramRef, but its policy has a paramKind".into());
+    }
+    let namespace = if info.namespaced {
+        match reference["namespace"].as_str().filter(|n| !n.is_empty()) {
+            Some(ns) => Some(ns.to_string()),
+            None => match attrs.namespace.filter(|n| !n.is_empty()) {
+                Some(ns) => Some(ns.to_string()),
+                None => return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into()),
+            },
+        }
+    } else {
+        None
+    };
+    let cached = ListOptions {
+        resource_version: Some("0".into()),
+        ..Default::default()
+    };
+    if let Some(name) = reference["name"].as_str().filter(|n| !n.is_empty()) {
+        return Ok(Some(
+            store
+                .get(namespace.as_deref(), name, &cached)
+                .await
+                .ok()
+                .into_iter()
+                .collect(),
+        ));
+    }
+    let selector = LabelSelector::from_label_selector_json(&reference["selector"])
+        .map_err(|e| e.message().to_string())?;
+    let list = store
+        .list(namespace.as_deref(), &cached)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| selector.matches_labels(&o["metadata"]["labels"]))
+            .cloned()
+            .collect(),
+    ))
+}
+
+/// Applies `policy` as `binding` binds it.
+pub async fn apply(
+    registry: &Registry,
+    policy: &Value,
+    binding: &Value,
+    context: &Context,
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+) -> Result<()> {
+    let (policy_name, binding_name) = names(policy, binding);
+    let fail_closed = policy["spec"]["failurePolicy"] != "Ignore";
+    let prefix = format!(
+        "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request"
+    );
+    let params = match params(registry, policy, binding, attrs).await {
+        Ok(p) => p,
+        Err(e) if fail_closed => {
+            return Err(deny(
+                attrs,
+                obj,
+                format!("{prefix}: failed to configure binding: {e}"),
+                "Invalid",
+            ))
+        }
+        Err(_) => return Ok(()),
+    };
+    let list = match params {
+        None => vec![Value::Null],
+        Some(found) if found.is_empty() => {
+            return if binding["spec"]["paramRef"]["parameterNotFoundAction"] == "Allow" {
+                Ok(())
+            } else {
+                Err(deny(
+                    attrs,
+                    obj,
+                    format!("{prefix}: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
+                    "Invalid",
+                ))
+            };
+        }
+        Some(found) => found,
+    };
+    for param in &list {
+        if let Some(violation) = evaluate(policy, binding, context, param, fail_closed) {
+            act(policy, binding, attrs, obj, violation)?;
+        }
+    }
+    Ok(())
+}
+
+/// The binding's actions on a violation: Deny refuses, Warn warns, Audit annotates.
+fn act(
+    policy: &Value,
+    binding: &Value,
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+    violation: Violation,
+) -> Result<()> {
+    let (policy_name, binding_name) = names(policy, binding);
+    let actions: Vec<&str> = binding["spec"]["validationActions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if actions.contains(&"Warn") {
+        registry::warning::add(format!(
+            "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}': {}",
+            violation.message
+        ));
+    }
+    if actions.contains(&"Audit") {
+        registry::audit::annotate(
+            "validation.policy.admission.k8s.io/validation_failure",
+            json!([{
+                "message": violation.message,
+                "policy": policy_name,
+                "binding": binding_name,
+                "expressionIndex": 0,
+                "validationActions": actions,
+            }])
+            .to_string(),
+        );
+    }
+    if actions.contains(&"Deny") {
+        return Err(deny(
+            attrs,
+            obj,
+            format!(
+                "ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}' denied request: {}",
+                violation.message
+            ),
+            violation.reason,
+        ));
+    }
+    Ok(())
+}
+
+/// One expression's value with the request's variables bound.
+fn run(source: &str, vars: &[(&str, &Value)]) -> std::result::Result<Value, String> {
+    Expression::compile(source)?.evaluate_json(vars)
+}
+
+fn known_reason(reason: &str) -> &'static str {
+    match reason {
+        "Unauthorized" => "Unauthorized",
+        "Forbidden" => "Forbidden",
+        "RequestEntityTooLarge" => "RequestEntityTooLarge",
+        _ => "Invalid",
+    }
+}
+
+/// The first violation of the policy for one parameter, if any.
+fn evaluate(
+    policy: &Value,
+    binding: &Value,
+    context: &Context,
+    param: &Value,
+    fail_closed: bool,
+) -> Option<Violation> {
+    let _ = binding;
+    let spec = &policy["spec"];
+    let mut variables = Map::new();
+    let vars = |variables: &Map<String, Value>| -> Vec<(&'static str, Value)> {
+        vec![
+            ("object", context.object.clone()),
+            ("oldObject", context.old_object.clone()),
+            ("request", context.request.clone()),
+            ("params", param.clone()),
+            ("namespaceObject", context.namespace_object.clone()),
+            ("variables", Value::Object(variables.clone())),
+        ]
+    };
+    let bound = |owned: &[(&'static str, Value)]| -> Vec<(&'static str, Value)> { owned.to_vec() };
+    // A failed expression: a violation under failurePolicy Fail, nothing under Ignore.
+    let failed = |expression: &str, e: String| {
+        fail_closed.then(|| Violation {
+            message: format!("expression '{expression}' resulted in error: {e}"),
+            reason: "Invalid",
+        })
+    };
+    for condition in spec["matchConditions"].as_array().into_iter().flatten() {
+        let expression = condition["expression"].as_str().unwrap_or_default();
+        let owned = bound(&vars(&variables));
+        let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
+        match run(expression, &refs) {
+            Ok(Value::Bool(true)) => {}
+            Ok(Value::Bool(false)) => return None,
+            Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
+            Err(e) => return failed(expression, e),
+        }
+    }
+    for variable in spec["variables"].as_array().into_iter().flatten() {
+        let name = variable["name"].as_str().unwrap_or_default().to_string();
+        let expression = variable["expression"].as_str().unwrap_or_default();
+        let owned = bound(&vars(&variables));
+        let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
+        match run(expression, &refs) {
+            Ok(value) => {
+                variables.insert(name, value);
+            }
+            Err(e) => return failed(expression, e),
+        }
+    }
+    let owned = bound(&vars(&variables));
+    let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
+    for annotation in spec["auditAnnotations"].as_array().into_iter().flatten() {
+        let key = annotation["key"].as_str().unwrap_or_default();
+        let expression = annotation["valueExpression"].as_str().unwrap_or_default();
+        if let Ok(Value::String(value)) = run(expression, &refs) {
+            registry::audit::annotate(format!("{}/{key}", registry::object::name(policy)), value);
+        }
+    }
+    for validation in spec["validations"].as_array().into_iter().flatten() {
+        let expression = validation["expression"].as_str().unwrap_or_default();
+        match run(expression, &refs) {
+            Ok(Value::Bool(true)) => continue,
+            Ok(Value::Bool(false)) => {}
+            Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
+            Err(e) => return failed(expression, e),
+        }
+        let from_expression =
+            validation["messageExpression"]
+                .as_str()
+                .and_then(|m| match run(m, &refs) {
+                    Ok(Value::String(s)) if !s.trim().is_empty() => Some(s),
+                    _ => None,
+                });
+        let message = validation["message"]
+            .as_str()
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .or(from_expression)
+            .unwrap_or_else(|| format!("failed expression: {}", expression.trim()));
+        return Some(Violation {
+            message,
+            reason: known_reason(validation["reason"].as_str().unwrap_or_default()),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(object: Value) -> Context {
+        Context {
+            object,
+            old_object: Value::Null,
+            request: json!({"operation": "CREATE"}),
+            namespace_object: Value::Null,
+        }
+    }
+
+    #[test]
+    fn validations_variables_and_messages() {
+        let policy = json!({"metadata": {"name": "p"}, "spec": {
+        "variables": [{"name": "replicas", "expression": "object.spec.replicas"}],
+        "validations": [
+            {"expression": "variables.replicas <= params.max", "messageExpression": "'too many: ' + string(variables.replicas)"},
+            {"expression": "object.metadata.name != 'x'"}
+        ]}});
+        let binding = json!({"metadata": {"name": "b"}});
+        let ctx = context(json!({"metadata": {"name": "web"}, "spec": {"replicas": 7}}));
+        let v = evaluate(&policy, &binding, &ctx, &json!({"max": 5}), true).expect("a violation");
+        assert_eq!(v.message, "too many: 7");
+        assert_eq!(v.reason, "Invalid");
+        assert!(evaluate(&policy, &binding, &ctx, &json!({"max": 10}), true).is_none());
+        let named = context(json!({"metadata": {"name": "x"}, "spec": {"replicas": 1}}));
+        let v =
+            evaluate(&policy, &binding, &named, &json!({"max": 10}), true).expect("a violation");
+        assert_eq!(v.message, "failed expression: object.metadata.name != 'x'");
+    }
+
+    #[test]
+    fn match_conditions_and_failure_policy() {
+        let policy = json!({"metadata": {"name": "p"}, "spec": {
+            "matchConditions": [{"name": "only-web", "expression": "object.metadata.name == 'web'"}],
+            "validations": [{"expression": "object.spec.missing.field == 1", "reason": "Forbidden"}]}});
+        let binding = json!({"metadata": {"name": "b"}});
+        let other = context(json!({"metadata": {"name": "db"}, "spec": {}}));
+        assert!(evaluate(&policy, &binding, &other, &Value::Null, true).is_none());
+        let web = context(json!({"metadata": {"name": "web"}, "spec": {}}));
+        let v = evaluate(&policy, &binding, &web, &Value::Null, true).expect("fails closed");
+        assert!(
+            v.message
+                .starts_with("expression 'object.spec.missing.field == 1' resulted in error"),
+            "{}",
+            v.message
+        );
+        assert!(evaluate(&policy, &binding, &web, &Value::Null, false).is_none());
+        assert_eq!(code_of("Forbidden"), 403);
+        assert_eq!(code_of("Invalid"), 422);
+    }
+}

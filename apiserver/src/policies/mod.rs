@@ -1,0 +1,241 @@
+//! ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA; upstream's
+//! k8s.io/apiserver/pkg/admission/plugin/policy/validating): the ValidatingAdmissionPolicy
+//! plugin of the admission chain. Each binding, in name order, applies its policy to the
+//! requests the policy's `matchConstraints` and the binding's `matchResources` take in (rules,
+//! excluded rules, namespace and object selectors), once per parameter object its `paramRef`
+//! finds (or once without); the policy's `matchConditions` may pass the request over, its
+//! `variables` are computed in order, and each of its `validations` that is false (or fails,
+//! under `failurePolicy: Fail`) is a violation, worded by its `message`, its
+//! `messageExpression` or upstream's `failed expression: ...`, acted on by the binding's
+//! `validationActions`: Deny refuses in upstream's words and code, Warn warns the client,
+//! Audit annotates the audit event. `auditAnnotations` annotate it too.
+//!
+//! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON: Kubernetes'
+//! own CEL libraries, the authorizer and `status.typeChecking` are not there yet.
+
+mod evaluate;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, Weak};
+
+use async_trait::async_trait;
+use registry::admission::{Attributes, Operation, Plugin};
+use registry::catalogue::ResourceInfo;
+use registry::error::Result;
+use registry::object::Object;
+use registry::Registry;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::webhooks::rules;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// The policies and bindings, as last seen.
+#[derive(Default)]
+struct State {
+    policies: HashMap<String, Arc<Value>>,
+    /// By name.
+    bindings: Vec<Arc<Value>>,
+}
+
+pub struct Policies {
+    registry: Weak<Registry>,
+    state: RwLock<Arc<State>>,
+}
+
+impl Policies {
+    /// Builds the plugin and hands it to the registry's admission chain.
+    pub fn provide(registry: &Arc<Registry>) -> Arc<Self> {
+        let plugin = Arc::new(Self {
+            registry: Arc::downgrade(registry),
+            state: RwLock::default(),
+        });
+        registry.provide_admission_plugin("ValidatingAdmissionPolicy", plugin.clone());
+        plugin
+    }
+
+    fn state(&self) -> Arc<State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Keeps the policies and bindings in step until `stop`.
+    pub fn watch(
+        self: &Arc<Self>,
+        informers: &::client::informer::InformerFactory,
+        stop: CancellationToken,
+    ) {
+        let (policies, bindings) = match (
+            informers.informer(GROUP, "v1", "validatingadmissionpolicies"),
+            informers.informer(GROUP, "v1", "validatingadmissionpolicybindings"),
+        ) {
+            (Ok(p), Ok(b)) => (p, b),
+            _ => {
+                warn!("admission policies are not served; the plugin stays off");
+                return;
+            }
+        };
+        let reload = {
+            let this = self.clone();
+            let (p, b) = (policies.indexer().clone(), bindings.indexer().clone());
+            move || {
+                let mut bound = b.list();
+                bound.sort_by(|x, y| registry::object::name(x).cmp(registry::object::name(y)));
+                let state = State {
+                    policies: p
+                        .list()
+                        .into_iter()
+                        .map(|x| (registry::object::name(&x).to_string(), x))
+                        .collect(),
+                    bindings: bound,
+                };
+                *this.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(state);
+            }
+        };
+        let reload = Arc::new(reload);
+        for informer in [policies, bindings] {
+            let notifications = informer.subscribe();
+            let (reload, stop) = (reload.clone(), stop.clone());
+            tokio::spawn(async move {
+                if informer.wait_for_sync().await {
+                    reload();
+                }
+                let again = reload.clone();
+                let _ = ::client::informer::dispatch(notifications, stop, move |_| again()).await;
+            });
+        }
+    }
+}
+
+/// What the rules of a `matchResources` (or `matchConstraints`) see of a request.
+fn rules_take(match_resources: &Value, request: &rules::Request<'_>, name: &str) -> bool {
+    let any = |key: &str| {
+        match_resources[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| rules::rule_matches(r, request) && rules::names_match(r, name))
+    };
+    any("resourceRules") && !any("excludeResourceRules")
+}
+
+/// Whether `match_resources` takes the request in: rules, then selectors.
+fn selected(
+    match_resources: &Value,
+    request: &rules::Request<'_>,
+    name: &str,
+    namespace_labels: Option<&Value>,
+    objects: &[&Value],
+) -> bool {
+    if !rules_take(match_resources, request, name) {
+        return false;
+    }
+    let namespace_ok = namespace_labels.is_none_or(|labels| {
+        rules::selector_matches(&match_resources["namespaceSelector"], labels)
+    });
+    let object_ok = objects.is_empty()
+        || objects.iter().any(|o| {
+            rules::selector_matches(&match_resources["objectSelector"], &o["metadata"]["labels"])
+        });
+    namespace_ok && object_ok
+}
+
+#[async_trait]
+impl Plugin for Policies {
+    fn name(&self) -> &'static str {
+        "ValidatingAdmissionPolicy"
+    }
+
+    fn handles(&self, info: &ResourceInfo, operation: Operation, subresource: &str) -> bool {
+        if rules::exempt(&info.group, &info.plural) {
+            return false;
+        }
+        let state = self.state();
+        if state.bindings.is_empty() {
+            return false;
+        }
+        let request = rules::Request {
+            group: &info.group,
+            version: &info.version,
+            plural: &info.plural,
+            subresource,
+            namespaced: info.namespaced,
+            operation,
+        };
+        state.bindings.iter().any(|b| {
+            b["spec"]["policyName"]
+                .as_str()
+                .and_then(|p| state.policies.get(p))
+                .and_then(|p| p["spec"]["matchConstraints"]["resourceRules"].as_array())
+                .into_iter()
+                .flatten()
+                .any(|r| rules::rule_matches(r, &request))
+        })
+    }
+
+    fn validates(&self) -> bool {
+        true
+    }
+
+    async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Result<()> {
+        let Some(registry) = self.registry.upgrade() else {
+            return Ok(());
+        };
+        let state = self.state();
+        let info = attrs.info;
+        let request = rules::Request {
+            group: &info.group,
+            version: &info.version,
+            plural: &info.plural,
+            subresource: attrs.subresource,
+            namespaced: info.namespaced,
+            operation: attrs.operation,
+        };
+        let name = if attrs.name.is_empty() {
+            obj.map(registry::object::name).unwrap_or_default()
+        } else {
+            attrs.name
+        };
+        let objects: Vec<&Value> = [obj, attrs.old].into_iter().flatten().collect();
+        let namespace_labels = rules::namespace_labels(&registry, attrs, obj).await;
+        let namespace_object = rules::namespace_object(&registry, attrs).await;
+        let mut context = None;
+        for binding in &state.bindings {
+            let Some(policy) = binding["spec"]["policyName"]
+                .as_str()
+                .and_then(|p| state.policies.get(p))
+            else {
+                continue;
+            };
+            let constraints = &policy["spec"]["matchConstraints"];
+            if !selected(
+                constraints,
+                &request,
+                name,
+                namespace_labels.as_ref(),
+                &objects,
+            ) {
+                continue;
+            }
+            let binding_match = &binding["spec"]["matchResources"];
+            if binding_match.is_object()
+                && binding_match.get("resourceRules").is_some()
+                && !selected(
+                    binding_match,
+                    &request,
+                    name,
+                    namespace_labels.as_ref(),
+                    &objects,
+                )
+            {
+                continue;
+            }
+            let context = context.get_or_insert_with(|| {
+                evaluate::Context::new(attrs, obj, namespace_object.clone())
+            });
+            evaluate::apply(&registry, policy, binding, context, attrs, obj).await?;
+        }
+        Ok(())
+    }
+}
