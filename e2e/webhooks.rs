@@ -258,6 +258,18 @@ fn webhooks(s: &Server) {
     );
     s.with_manifest("create", &configmap("plain", "ignored", json!({})));
 
+    // Every call is measured in upstream's families.
+    let metrics = s.get("/metrics").body;
+    for line in [
+        r#"apiserver_admission_webhook_request_total{code="200",name="mutate.webhooks.test",operation="CREATE",rejected="false",type="admit"}"#,
+        r#"apiserver_admission_webhook_rejection_count{error_type="no_error",name="validate.webhooks.test",operation="CREATE",rejection_code="403",type="validating"}"#,
+        r#"apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="down.webhooks.test",operation="CREATE",rejection_code="0",type="validating"}"#,
+        r#"apiserver_admission_webhook_fail_open_count{name="ignored.webhooks.test",type="validating"}"#,
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    assert!(metrics.contains("apiserver_admission_webhook_admission_duration_seconds_bucket{name=\"mutate.webhooks.test\""));
+
     // A deleted configuration stops acting.
     s.kubectl(&["delete", "validatingwebhookconfiguration", "validate"]);
     eventually("the validating webhook gone", || {

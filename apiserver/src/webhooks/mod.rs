@@ -10,10 +10,12 @@
 //! be called fails the request (`failurePolicy: Fail`, the default) or is passed over
 //! (`Ignore`). Warnings reach the client, audit annotations the audit event.
 //!
-//! The configurations are watched: a change acts from the next request. Not yet: `matchPolicy:
-//! Equivalent` across versions of a kind (rules match the request's own version), the
-//! authorizer in matchConditions, and the webhook metrics.
+//! The configurations are watched: a change acts from the next request. Calls are measured in
+//! upstream's `apiserver_admission_webhook_*` families. Not yet: `matchPolicy: Equivalent`
+//! across versions of a kind (rules match the request's own version) and the authorizer in
+//! matchConditions.
 
+pub mod metrics;
 pub(crate) mod review;
 pub(crate) mod rules;
 mod transport;
@@ -261,7 +263,19 @@ impl Webhooks {
             let answer = transport::post(&target, body, hook.timeout()).await?;
             review::response(&answer, &review.uid)
         };
-        match called.await {
+        let started = std::time::Instant::now();
+        let result = called.await;
+        let operation = rules::operation_name(attrs.operation);
+        let outcome = match &result {
+            Ok(response) => metrics::Outcome::Answered {
+                rejected: !response.allowed,
+                code: response.status["code"].as_u64().unwrap_or(400).max(400) as u16,
+            },
+            Err(_) if hook.ignores_failure() => metrics::Outcome::FailedOpen,
+            Err(_) => metrics::Outcome::Failed,
+        };
+        metrics::record(self.kind, &name, operation, started.elapsed(), &outcome);
+        match result {
             Ok(response) => Ok(Some(response)),
             Err(e) if hook.ignores_failure() => {
                 warn!(webhook = %name, error = %e, "calling the webhook failed; failurePolicy Ignore");
