@@ -155,14 +155,7 @@ impl Plugin for Policies {
         if state.bindings.is_empty() {
             return false;
         }
-        let request = rules::Request {
-            group: &info.group,
-            version: &info.version,
-            plural: &info.plural,
-            subresource,
-            namespaced: info.namespaced,
-            operation,
-        };
+        let request = rules::Request::of(info, operation, subresource);
         state.bindings.iter().any(|b| {
             b["spec"]["policyName"]
                 .as_str()
@@ -184,14 +177,7 @@ impl Plugin for Policies {
         };
         let state = self.state();
         let info = attrs.info;
-        let request = rules::Request {
-            group: &info.group,
-            version: &info.version,
-            plural: &info.plural,
-            subresource: attrs.subresource,
-            namespaced: info.namespaced,
-            operation: attrs.operation,
-        };
+        let request = rules::Request::of(info, attrs.operation, attrs.subresource);
         let name = if attrs.name.is_empty() {
             obj.map(registry::object::name).unwrap_or_default()
         } else {

@@ -170,17 +170,6 @@ impl Webhooks {
         });
     }
 
-    fn request<'a>(&self, info: &'a ResourceInfo, attrs: &'a Attributes<'_>) -> rules::Request<'a> {
-        rules::Request {
-            group: &info.group,
-            version: &info.version,
-            plural: &info.plural,
-            subresource: attrs.subresource,
-            namespaced: info.namespaced,
-            operation: attrs.operation,
-        }
-    }
-
     /// The labels namespaceSelector is matched against; None when it does not apply.
     async fn namespace_labels(
         &self,
@@ -193,17 +182,11 @@ impl Webhooks {
 
     /// The webhooks that take the request in (rules, namespace and object selectors).
     async fn matching(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Vec<Hook> {
-        let request = self.request(attrs.info, attrs);
+        let request = rules::Request::of(attrs.info, attrs.operation, attrs.subresource);
         let candidates: Vec<Hook> = self
             .hooks()
             .iter()
-            .filter(|h| {
-                h.webhook["rules"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|r| rules::rule_matches(r, &request))
-            })
+            .filter(|h| rules::any_rule_matches(&h.webhook["rules"], &request))
             .cloned()
             .collect();
         if candidates.is_empty() {
@@ -326,21 +309,10 @@ impl Plugin for Webhooks {
         if rules::exempt(&info.group, &info.plural) {
             return false;
         }
-        let request = rules::Request {
-            group: &info.group,
-            version: &info.version,
-            plural: &info.plural,
-            subresource,
-            namespaced: info.namespaced,
-            operation,
-        };
-        self.hooks().iter().any(|h| {
-            h.webhook["rules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|r| rules::rule_matches(r, &request))
-        })
+        let request = rules::Request::of(info, operation, subresource);
+        self.hooks()
+            .iter()
+            .any(|h| rules::any_rule_matches(&h.webhook["rules"], &request))
     }
 
     fn mutates(&self) -> bool {

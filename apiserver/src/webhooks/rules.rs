@@ -5,6 +5,7 @@
 //! the old object's labels).
 
 use registry::admission::{Attributes, Operation};
+use registry::catalogue::ResourceInfo;
 use registry::object::Object;
 use registry::options::ListOptions;
 use registry::selector::labels::LabelSelector;
@@ -19,6 +20,28 @@ pub struct Request<'a> {
     pub subresource: &'a str,
     pub namespaced: bool,
     pub operation: Operation,
+}
+
+impl<'a> Request<'a> {
+    pub fn of(info: &'a ResourceInfo, operation: Operation, subresource: &'a str) -> Self {
+        Self {
+            group: &info.group,
+            version: &info.version,
+            plural: &info.plural,
+            subresource,
+            namespaced: info.namespaced,
+            operation,
+        }
+    }
+}
+
+/// Whether any rule of a list takes the request in.
+pub fn any_rule_matches(rules: &Value, request: &Request<'_>) -> bool {
+    rules
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|r| rule_matches(r, request))
 }
 
 pub fn operation_name(operation: Operation) -> &'static str {

@@ -177,6 +177,11 @@ fn validate_claim_spec(spec: &Value, field: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// A claim's (or a template's) spec is fixed once made.
+fn spec_immutable(new: &Value, old: &Value) -> Option<Cause> {
+    (new["spec"] != old["spec"]).then(|| Cause::invalid("spec", "{...}", "field is immutable"))
+}
+
 pub struct DeviceClassStrategy;
 
 impl Strategy for DeviceClassStrategy {
@@ -212,9 +217,7 @@ impl Strategy for ResourceClaimStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         let mut causes = self.validate(new);
-        if new["spec"] != old["spec"] {
-            causes.push(Cause::invalid("spec", "{...}", "field is immutable"));
-        }
+        causes.extend(spec_immutable(new, old));
         causes
     }
 
@@ -285,9 +288,7 @@ impl Strategy for ResourceClaimTemplateStrategy {
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         let mut causes = self.validate(new);
-        if new["spec"] != old["spec"] {
-            causes.push(Cause::invalid("spec", "{...}", "field is immutable"));
-        }
+        causes.extend(spec_immutable(new, old));
         causes
     }
 }

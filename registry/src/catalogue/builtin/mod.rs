@@ -3,14 +3,13 @@
 //! APIs in `control_plane`.
 
 mod control_plane;
+mod placement;
 
 use super::printers;
 use super::subresource::READ_WRITE;
 use super::{GcPolicy, ResourceInfo, ScaleSubresource, Speaks, SubresourceInfo};
 use crate::strategy::StrategyFactory;
-use crate::strategy::{
-    self, autoscaling, defaults, networking, node, rbac, resource, scheduling, storage, workloads,
-};
+use crate::strategy::{self, autoscaling, defaults, networking, rbac, storage, workloads};
 use crate::strategy::{EventStrategy, NamespaceStrategy, PodStrategy};
 
 const NAMESPACED: bool = true;
@@ -127,8 +126,8 @@ pub(super) fn resources() -> Vec<ResourceInfo> {
     all.extend(control_plane::flow_control());
     all.extend(control_plane::certificate_requests());
     all.extend(autoscalers());
-    all.extend(scheduling());
-    all.extend(dynamic_resources());
+    all.extend(placement::scheduling());
+    all.extend(placement::dynamic_resources());
     all.extend(control_plane::reviews());
     all
 }
@@ -650,62 +649,5 @@ fn autoscalers() -> Vec<ResourceInfo> {
         hpa("v1", |_, _| {
             Box::new(autoscaling::HorizontalPodAutoscalerStrategy { v1: true })
         }),
-    ]
-}
-
-/// Where and before whom pods run: priority classes and runtime classes.
-fn scheduling() -> Vec<ResourceInfo> {
-    vec![
-        ResourceInfo {
-            short_names: strings(&["pc"]),
-            columns: printers::priorityclass_columns(),
-            strategy: |_, _| Box::new(scheduling::PriorityClassStrategy),
-            ..resource(
-                "scheduling.k8s.io",
-                "PriorityClass",
-                "priorityclasses",
-                CLUSTER,
-            )
-        },
-        ResourceInfo {
-            columns: printers::runtimeclass_columns(),
-            strategy: |_, _| Box::new(node::RuntimeClassStrategy),
-            ..resource("node.k8s.io", "RuntimeClass", "runtimeclasses", CLUSTER)
-        },
-    ]
-}
-
-fn dynamic_resources() -> Vec<ResourceInfo> {
-    const RESOURCE: &str = "resource.k8s.io";
-    vec![
-        ResourceInfo {
-            columns: printers::name_age_columns(),
-            has_generation: true,
-            strategy: |_, _| Box::new(resource::DeviceClassStrategy),
-            ..resource(RESOURCE, "DeviceClass", "deviceclasses", CLUSTER)
-        },
-        ResourceInfo {
-            subresources: vec![SubresourceInfo::status()],
-            columns: printers::resourceclaim_columns(),
-            strategy: |_, _| Box::new(resource::ResourceClaimStrategy),
-            ..resource(RESOURCE, "ResourceClaim", "resourceclaims", NAMESPACED)
-        },
-        ResourceInfo {
-            columns: printers::name_age_columns(),
-            strategy: |_, _| Box::new(resource::ResourceClaimTemplateStrategy),
-            ..resource(
-                RESOURCE,
-                "ResourceClaimTemplate",
-                "resourceclaimtemplates",
-                NAMESPACED,
-            )
-        },
-        ResourceInfo {
-            columns: printers::resourceslice_columns(),
-            field_selectors: strings(&["spec.driver", "spec.nodeName"]),
-            has_generation: true,
-            strategy: |_, _| Box::new(resource::ResourceSliceStrategy),
-            ..resource(RESOURCE, "ResourceSlice", "resourceslices", CLUSTER)
-        },
     ]
 }
