@@ -2,14 +2,57 @@
 //! with a ConfigMap for parameters refuses what its CEL validation rejects, in upstream's
 //! words and code; a second binding only warns; a binding whose parameters are missing
 //! denies (`parameterNotFoundAction: Deny`); matchConditions pass requests over; a deleted
-//! binding stops acting.
+//! binding stops acting; an Audit action lands in the audit log with the failed validation's
+//! index.
 
 mod support;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use support::{output_text, start, start_on_etcd, Kubectl, Server};
+use serde_json::{json, Value};
+use support::{output_text, start_embedded_with, start_on_etcd_with, Kubectl, Server};
+
+/// Deployments audited at Metadata (where admission annotations show), nothing else.
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  resources:
+  - group: "apps"
+    resources: ["deployments"]
+- level: None
+"#;
+
+/// A server writing an audit log; the temp dir holding the policy and the log.
+fn audited(on_etcd: bool) -> (Server, tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, AUDIT_POLICY).expect("policy file");
+    let log = dir.path().join("audit.log");
+    let args = [
+        "--audit-policy-file",
+        policy.to_str().expect("utf-8 path"),
+        "--audit-log-path",
+        log.to_str().expect("utf-8 path"),
+    ];
+    let s = if on_etcd {
+        start_on_etcd_with(&args)
+    } else {
+        start_embedded_with(&args)
+    };
+    (s, dir, log)
+}
+
+/// The audit events of the log.
+fn audit_events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
 
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -34,7 +77,7 @@ fn binding(name: &str, spec: serde_json::Value) -> String {
 const DEPLOYMENTS: &str = r#"{"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
     "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]}"#;
 
-fn policies(s: &Server) {
+fn policies(s: &Server, log: &Path) {
     let rules: serde_json::Value = serde_json::from_str(DEPLOYMENTS).unwrap_or_default();
     s.kubectl(&[
         "create",
@@ -125,15 +168,16 @@ fn policies(s: &Server) {
         "create",
         &policy(
             "no-latest",
-            json!({"matchConstraints": rules, "validations": [{
-                "expression": "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"}]}),
+            json!({"matchConstraints": rules, "validations": [
+                {"expression": "true"},
+                {"expression": "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"}]}),
         ),
     );
     s.with_manifest(
         "create",
         &binding(
             "no-latest-warn",
-            json!({"policyName": "no-latest", "validationActions": ["Warn"]}),
+            json!({"policyName": "no-latest", "validationActions": ["Warn", "Audit"]}),
         ),
     );
     eventually("the warning", || {
@@ -148,6 +192,30 @@ fn policies(s: &Server) {
             "Warning: Validation failed for ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest-warn': failed expression: object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"
         )
     });
+
+    // Audit: the failure is in the request's audit event, naming the failed validation.
+    let name = format!("latest-{n}");
+    let mut annotation = Value::Null;
+    eventually("the audit annotation", || {
+        annotation = audit_events(log)
+            .into_iter()
+            .filter(|e| e["stage"] == "ResponseComplete" && e["objectRef"]["name"] == name.as_str())
+            .find_map(|e| {
+                let text = e["annotations"]
+                    ["validation.policy.admission.k8s.io/validation_failure"]
+                    .as_str()?
+                    .to_string();
+                serde_json::from_str(&text).ok()
+            })
+            .unwrap_or(Value::Null);
+        !annotation.is_null()
+    });
+    assert_eq!(
+        annotation,
+        json!([{"message": "failed expression: object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))",
+            "policy": "no-latest", "binding": "no-latest-warn", "expressionIndex": 1,
+            "validationActions": ["Warn", "Audit"]}])
+    );
 
     // Parameters gone: the binding denies.
     s.kubectl(&["delete", "configmap", "limits"]);
@@ -178,10 +246,12 @@ fn policies(s: &Server) {
 
 #[test]
 fn admission_policies() {
-    policies(&start());
+    let (s, _dir, log) = audited(false);
+    policies(&s, &log);
 }
 
 #[test]
 fn admission_policies_on_etcd() {
-    policies(&start_on_etcd());
+    let (s, _dir, log) = audited(true);
+    policies(&s, &log);
 }

@@ -4,7 +4,9 @@
 //! Service's DNS name verified) patches too; a validating webhook refuses in upstream's words;
 //! a webhook that cannot be called fails the request (Fail) or is passed over (Ignore); dry
 //! runs reach only side-effect-free webhooks; configurations are never sent to webhooks; a
-//! deleted configuration stops acting.
+//! deleted configuration stops acting. A webhook with `reinvocationPolicy: IfNeeded` is called
+//! again after a later one changed the object; one slower than its `timeoutSeconds` fails the
+//! request; `matchConditions` pass requests over; v1 refuses side effects and long timeouts.
 
 mod support;
 
@@ -41,6 +43,32 @@ fn server() -> WebhookServer {
                     review,
                     patch(json!([{"op": "add", "path": "/metadata/labels",
                         "value": merged(labels, "via", "service")}])),
+                ),
+                // Says whether the second webhook had already acted: reinvoked, it sees it.
+                "/first" => {
+                    let seen = if labels["second"] == "yes" {
+                        "after-second"
+                    } else {
+                        "before-second"
+                    };
+                    allow(
+                        review,
+                        patch(json!([{"op": "add", "path": "/metadata/labels",
+                        "value": merged(labels, "first", seen)}])),
+                    )
+                }
+                "/second" => allow(
+                    review,
+                    patch(json!([{"op": "add", "path": "/metadata/labels",
+                        "value": merged(labels, "second", "yes")}])),
+                ),
+                "/slow" => {
+                    std::thread::sleep(Duration::from_millis(2500));
+                    allow(review, json!({}))
+                }
+                "/conditions" => deny(
+                    review,
+                    json!({"code": 403, "reason": "Forbidden", "message": "matched by its conditions"}),
                 ),
                 "/validate" if labels["deny"] == "true" => deny(
                     review,
@@ -258,6 +286,116 @@ fn webhooks(s: &Server) {
     );
     s.with_manifest("create", &configmap("plain", "ignored", json!({})));
 
+    // Reinvocation: the first webhook is called again once the second changed the object.
+    s.kubectl(&["create", "namespace", "reinvoked"]);
+    let in_namespace = |ns: &str| json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}});
+    let mut first = hook(
+        "first.webhooks.test",
+        url("/first"),
+        in_namespace("reinvoked"),
+    );
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    s.with_manifest(
+        "create",
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "reinvoked",
+            vec![
+                first,
+                hook(
+                    "second.webhooks.test",
+                    url("/second"),
+                    in_namespace("reinvoked"),
+                ),
+            ],
+        ),
+    );
+    eventually("the reinvoked webhook", || {
+        n += 1;
+        let name = format!("again-{n}");
+        s.kubectl(&["create", "configmap", &name, "-n", "reinvoked"]);
+        let labels = labels_of(s, "reinvoked", &name);
+        labels["second"] == "yes" && labels["first"] == "after-second"
+    });
+    let calls = hooks
+        .received("/first")
+        .into_iter()
+        .filter(|r| r["request"]["name"] == format!("again-{n}").as_str())
+        .count();
+    assert_eq!(calls, 2, "the IfNeeded webhook is called twice");
+
+    // A webhook slower than its timeout fails the request (Fail).
+    s.kubectl(&["create", "namespace", "slow"]);
+    let mut slow = hook("slow.webhooks.test", url("/slow"), in_namespace("slow"));
+    slow["timeoutSeconds"] = json!(1);
+    s.with_manifest(
+        "create",
+        &configuration("ValidatingWebhookConfiguration", "slow", vec![slow]),
+    );
+    let mut said = String::new();
+    eventually("the slow webhook timing out", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap("slow", &format!("slow-{n}"), json!({})),
+        );
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains(&format!(r#"Internal error occurred: failed calling webhook "slow.webhooks.test": failed to call webhook: Post "https://127.0.0.1:{}/slow?timeout=1s": context deadline exceeded"#, hooks.port)),
+        "{said}"
+    );
+    s.kubectl(&["delete", "validatingwebhookconfiguration", "slow"]);
+
+    // matchConditions: only names the condition accepts reach the webhook.
+    s.kubectl(&["create", "namespace", "conditions"]);
+    let mut conditional = hook(
+        "conditions.webhooks.test",
+        url("/conditions"),
+        in_namespace("conditions"),
+    );
+    conditional["matchConditions"] = json!([{"name": "prefixed",
+        "expression": "object.metadata.name.startsWith('mc-')"}]);
+    s.with_manifest(
+        "create",
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "conditions",
+            vec![conditional],
+        ),
+    );
+    eventually("the conditional webhook refusing", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap("conditions", &format!("mc-{n}"), json!({})),
+        );
+        output_text(&out).contains(r#"admission webhook "conditions.webhooks.test" denied the request: matched by its conditions"#)
+    });
+    s.with_manifest("create", &configmap("conditions", "other", json!({})));
+    assert!(!hooks
+        .received("/conditions")
+        .iter()
+        .any(|r| r["request"]["name"] == "other"));
+
+    // v1 takes only side-effect-free webhooks, and at most 30 s.
+    let mut unknown = hook(
+        "unknown.webhooks.test",
+        url("/validate"),
+        json!({"sideEffects": "Unknown"}),
+    );
+    unknown["timeoutSeconds"] = json!(31);
+    let said = refused(
+        s,
+        &configuration("ValidatingWebhookConfiguration", "unknown", vec![unknown]),
+    );
+    assert!(
+        said.contains(r#"webhooks[0].sideEffects: Unsupported value: "Unknown": supported values: "None", "NoneOnDryRun""#)
+            && said.contains("webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"),
+        "{said}"
+    );
+
     // Every call is measured in upstream's families.
     let metrics = s.get("/metrics").body;
     for line in [
@@ -281,7 +419,6 @@ fn webhooks(s: &Server) {
         .status
         .success()
     });
-    let _ = refused;
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! schema types them (a DRA device's attributes are typed by their own tags, which the caller
 //! unwraps), and Kubernetes' quantity and semver libraries are not in the environment yet.
 
-use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
@@ -18,15 +18,24 @@ pub struct Expression {
     program: Program,
 }
 
+/// The bound variables, each turned into a CEL value the first time the expression reads it:
+/// an admission policy binds the whole object, its old version and the request to every
+/// expression, and most expressions read one of them.
 struct Variables<'v> {
-    values: HashMap<&'v str, Box<dyn Val + 'v>>,
+    values: Vec<(&'v str, &'v Json, Converted<'v>)>,
 }
+
+/// A variable's CEL value, once read.
+type Converted<'v> = OnceLock<Box<dyn Val + 'v>>;
 
 impl VariableResolver for Variables<'_> {
     fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
         self.values
-            .get(variable)
-            .map(|v| CowVal::Borrowed(v.as_ref()))
+            .iter()
+            .find(|(name, ..)| *name == variable)
+            .map(|(_, json, converted)| {
+                CowVal::Borrowed(converted.get_or_init(|| value::any(json)).as_ref())
+            })
     }
 }
 
@@ -57,7 +66,7 @@ impl Expression {
         let vars = Variables {
             values: variables
                 .iter()
-                .map(|(name, json)| (*name, value::any(json)))
+                .map(|(name, json)| (*name, *json, OnceLock::new()))
                 .collect(),
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -3,6 +3,9 @@
 //! matchConditions, variables, validations and audit annotations, and the binding's
 //! validationActions on each violation.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use apiextensions::cel::Expression;
 use registry::admission::Attributes;
 use registry::error::{Cause, Details, Result};
@@ -38,6 +41,8 @@ impl Context {
 struct Violation {
     message: String,
     reason: &'static str,
+    /// Which validation failed (the audit annotation's `expressionIndex`).
+    index: usize,
 }
 
 fn code_of(reason: &str) -> u16 {
@@ -155,6 +160,7 @@ async fn params(
 /// Applies `policy` as `binding` binds it.
 pub async fn apply(
     registry: &Registry,
+    programs: &Programs,
     policy: &Value,
     binding: &Value,
     context: &Context,
@@ -195,7 +201,7 @@ pub async fn apply(
         Some(found) => found,
     };
     for param in &list {
-        if let Some(violation) = evaluate(policy, binding, context, param, fail_closed) {
+        if let Some(violation) = evaluate(programs, policy, context, param, fail_closed) {
             act(policy, binding, attrs, obj, violation)?;
         }
     }
@@ -230,7 +236,7 @@ fn act(
                 "message": violation.message,
                 "policy": policy_name,
                 "binding": binding_name,
-                "expressionIndex": 0,
+                "expressionIndex": violation.index,
                 "validationActions": actions,
             }])
             .to_string(),
@@ -250,9 +256,48 @@ fn act(
     Ok(())
 }
 
-/// One expression's value with the request's variables bound.
-fn run(source: &str, vars: &[(&str, &Value)]) -> std::result::Result<Value, String> {
-    Expression::compile(source)?.evaluate_json(vars)
+/// Every expression of the policies, compiled once when the policies are loaded rather than
+/// on each request; keyed by source text (the same text compiles the same).
+#[derive(Default)]
+pub struct Programs(HashMap<String, std::result::Result<Arc<Expression>, String>>);
+
+impl Programs {
+    pub fn of<'a>(policies: impl Iterator<Item = &'a Value>) -> Self {
+        let mut compiled = HashMap::new();
+        for policy in policies {
+            let spec = &policy["spec"];
+            let sources = [
+                ("matchConditions", "expression"),
+                ("variables", "expression"),
+                ("validations", "expression"),
+                ("validations", "messageExpression"),
+                ("auditAnnotations", "valueExpression"),
+            ]
+            .into_iter()
+            .flat_map(|(list, field)| {
+                spec[list]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(move |item| item[field].as_str())
+            });
+            for source in sources {
+                compiled
+                    .entry(source.to_string())
+                    .or_insert_with(|| Expression::compile(source).map(Arc::new));
+            }
+        }
+        Self(compiled)
+    }
+
+    /// One expression's value with the request's variables bound.
+    fn run(&self, source: &str, vars: &[(&str, &Value)]) -> std::result::Result<Value, String> {
+        match self.0.get(source) {
+            Some(Ok(program)) => program.evaluate_json(vars),
+            Some(Err(e)) => Err(e.clone()),
+            None => Expression::compile(source)?.evaluate_json(vars),
+        }
+    }
 }
 
 fn known_reason(reason: &str) -> &'static str {
@@ -266,38 +311,38 @@ fn known_reason(reason: &str) -> &'static str {
 
 /// The first violation of the policy for one parameter, if any.
 fn evaluate(
+    programs: &Programs,
     policy: &Value,
-    binding: &Value,
     context: &Context,
     param: &Value,
     fail_closed: bool,
 ) -> Option<Violation> {
-    let _ = binding;
     let spec = &policy["spec"];
     let mut variables = Map::new();
-    let vars = |variables: &Map<String, Value>| -> Vec<(&'static str, Value)> {
-        vec![
-            ("object", context.object.clone()),
-            ("oldObject", context.old_object.clone()),
-            ("request", context.request.clone()),
-            ("params", param.clone()),
-            ("namespaceObject", context.namespace_object.clone()),
-            ("variables", Value::Object(variables.clone())),
-        ]
+    // The request's values are bound by reference; only `variables` (small) is rebuilt as
+    // each one is computed.
+    let run = |source: &str, variables: &Value| {
+        let vars = [
+            ("object", &context.object),
+            ("oldObject", &context.old_object),
+            ("request", &context.request),
+            ("params", param),
+            ("namespaceObject", &context.namespace_object),
+            ("variables", variables),
+        ];
+        programs.run(source, &vars)
     };
-    let bound = |owned: &[(&'static str, Value)]| -> Vec<(&'static str, Value)> { owned.to_vec() };
     // A failed expression: a violation under failurePolicy Fail, nothing under Ignore.
     let failed = |expression: &str, e: String| {
         fail_closed.then(|| Violation {
             message: format!("expression '{expression}' resulted in error: {e}"),
             reason: "Invalid",
+            index: 0,
         })
     };
     for condition in spec["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        let owned = bound(&vars(&variables));
-        let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
-        match run(expression, &refs) {
+        match run(expression, &Value::Object(variables.clone())) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return None,
             Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
@@ -307,48 +352,59 @@ fn evaluate(
     for variable in spec["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or_default().to_string();
         let expression = variable["expression"].as_str().unwrap_or_default();
-        let owned = bound(&vars(&variables));
-        let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
-        match run(expression, &refs) {
+        match run(expression, &Value::Object(variables.clone())) {
             Ok(value) => {
                 variables.insert(name, value);
             }
             Err(e) => return failed(expression, e),
         }
     }
-    let owned = bound(&vars(&variables));
-    let refs: Vec<(&str, &Value)> = owned.iter().map(|(k, v)| (*k, v)).collect();
+    let variables = Value::Object(variables);
     for annotation in spec["auditAnnotations"].as_array().into_iter().flatten() {
         let key = annotation["key"].as_str().unwrap_or_default();
         let expression = annotation["valueExpression"].as_str().unwrap_or_default();
-        if let Ok(Value::String(value)) = run(expression, &refs) {
+        if let Ok(Value::String(value)) = run(expression, &variables) {
             registry::audit::annotate(format!("{}/{key}", registry::object::name(policy)), value);
         }
     }
-    for validation in spec["validations"].as_array().into_iter().flatten() {
+    for (index, validation) in spec["validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let expression = validation["expression"].as_str().unwrap_or_default();
-        match run(expression, &refs) {
+        match run(expression, &variables) {
             Ok(Value::Bool(true)) => continue,
             Ok(Value::Bool(false)) => {}
-            Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
-            Err(e) => return failed(expression, e),
+            Ok(other) => {
+                let why = format!("expected a bool, got {other}");
+                return failed(expression, why).map(|v| Violation { index, ..v });
+            }
+            Err(e) => return failed(expression, e).map(|v| Violation { index, ..v }),
         }
+        // messageExpression wins over message; a runtime error, or a result that is blank
+        // or spans lines, counts as unset (upstream's Validation.messageExpression).
         let from_expression =
             validation["messageExpression"]
                 .as_str()
-                .and_then(|m| match run(m, &refs) {
-                    Ok(Value::String(s)) if !s.trim().is_empty() => Some(s),
+                .and_then(|m| match run(m, &variables) {
+                    Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s),
                     _ => None,
                 });
-        let message = validation["message"]
-            .as_str()
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-            .or(from_expression)
+        let message = from_expression
+            .or_else(|| {
+                validation["message"]
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+            })
             .unwrap_or_else(|| format!("failed expression: {}", expression.trim()));
         return Some(Violation {
             message,
             reason: known_reason(validation["reason"].as_str().unwrap_or_default()),
+            index,
         });
     }
     None
@@ -375,15 +431,23 @@ mod tests {
             {"expression": "variables.replicas <= params.max", "messageExpression": "'too many: ' + string(variables.replicas)"},
             {"expression": "object.metadata.name != 'x'"}
         ]}});
-        let binding = json!({"metadata": {"name": "b"}});
         let ctx = context(json!({"metadata": {"name": "web"}, "spec": {"replicas": 7}}));
-        let v = evaluate(&policy, &binding, &ctx, &json!({"max": 5}), true).expect("a violation");
+        // Compiled ahead (as loaded) and compiled on the spot: the same answers.
+        let programs = Programs::of([&policy].into_iter());
+        assert_eq!(programs.0.len(), 4);
+        let v = evaluate(&programs, &policy, &ctx, &json!({"max": 5}), true).expect("a violation");
         assert_eq!(v.message, "too many: 7");
         assert_eq!(v.reason, "Invalid");
-        assert!(evaluate(&policy, &binding, &ctx, &json!({"max": 10}), true).is_none());
+        assert!(evaluate(&programs, &policy, &ctx, &json!({"max": 10}), true).is_none());
         let named = context(json!({"metadata": {"name": "x"}, "spec": {"replicas": 1}}));
-        let v =
-            evaluate(&policy, &binding, &named, &json!({"max": 10}), true).expect("a violation");
+        let v = evaluate(
+            &Programs::default(),
+            &policy,
+            &named,
+            &json!({"max": 10}),
+            true,
+        )
+        .expect("a violation");
         assert_eq!(v.message, "failed expression: object.metadata.name != 'x'");
     }
 
@@ -392,18 +456,18 @@ mod tests {
         let policy = json!({"metadata": {"name": "p"}, "spec": {
             "matchConditions": [{"name": "only-web", "expression": "object.metadata.name == 'web'"}],
             "validations": [{"expression": "object.spec.missing.field == 1", "reason": "Forbidden"}]}});
-        let binding = json!({"metadata": {"name": "b"}});
         let other = context(json!({"metadata": {"name": "db"}, "spec": {}}));
-        assert!(evaluate(&policy, &binding, &other, &Value::Null, true).is_none());
+        assert!(evaluate(&Programs::default(), &policy, &other, &Value::Null, true).is_none());
         let web = context(json!({"metadata": {"name": "web"}, "spec": {}}));
-        let v = evaluate(&policy, &binding, &web, &Value::Null, true).expect("fails closed");
+        let v = evaluate(&Programs::default(), &policy, &web, &Value::Null, true)
+            .expect("fails closed");
         assert!(
             v.message
                 .starts_with("expression 'object.spec.missing.field == 1' resulted in error"),
             "{}",
             v.message
         );
-        assert!(evaluate(&policy, &binding, &web, &Value::Null, false).is_none());
+        assert!(evaluate(&Programs::default(), &policy, &web, &Value::Null, false).is_none());
         assert_eq!(code_of("Forbidden"), 403);
         assert_eq!(code_of("Invalid"), 422);
     }

@@ -10,8 +10,10 @@
 //! `validationActions`: Deny refuses in upstream's words and code, Warn warns the client,
 //! Audit annotates the audit event. `auditAnnotations` annotate it too.
 //!
-//! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON: Kubernetes'
-//! own CEL libraries, the authorizer and `status.typeChecking` are not there yet.
+//! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON. Every
+//! expression is compiled once, when the policies are loaded; a request's values are turned
+//! into CEL values only when an expression reads them. The authorizer library and
+//! `status.typeChecking` are not there yet.
 
 mod evaluate;
 
@@ -38,6 +40,7 @@ struct State {
     policies: HashMap<String, Arc<Value>>,
     /// By name.
     bindings: Vec<Arc<Value>>,
+    programs: evaluate::Programs,
 }
 
 pub struct Policies {
@@ -82,12 +85,14 @@ impl Policies {
             move || {
                 let mut bound = b.list();
                 bound.sort_by(|x, y| registry::object::name(x).cmp(registry::object::name(y)));
+                let policies: HashMap<String, Arc<Value>> = p
+                    .list()
+                    .into_iter()
+                    .map(|x| (registry::object::name(&x).to_string(), x))
+                    .collect();
                 let state = State {
-                    policies: p
-                        .list()
-                        .into_iter()
-                        .map(|x| (registry::object::name(&x).to_string(), x))
-                        .collect(),
+                    programs: evaluate::Programs::of(policies.values().map(|p| p.as_ref())),
+                    policies,
                     bindings: bound,
                 };
                 *this.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(state);
@@ -220,7 +225,16 @@ impl Plugin for Policies {
             let context = context.get_or_insert_with(|| {
                 evaluate::Context::new(attrs, obj, namespace_object.clone())
             });
-            evaluate::apply(&registry, policy, binding, context, attrs, obj).await?;
+            evaluate::apply(
+                &registry,
+                &state.programs,
+                policy,
+                binding,
+                context,
+                attrs,
+                obj,
+            )
+            .await?;
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 //! matchConditions.
 
 pub mod metrics;
+mod pool;
 pub(crate) mod review;
 pub(crate) mod rules;
 mod transport;

@@ -4,20 +4,16 @@
 //! them (`Post "https://...": dial tcp ...: connect: connection refused`), as upstream passes
 //! them on.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use registry::options::ListOptions;
 use registry::Registry;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
+
+use super::pool;
 
 /// Where a webhook is called.
 #[derive(Debug)]
@@ -147,70 +143,47 @@ pub async fn resolve(registry: &Registry, client_config: &Value) -> Result<Targe
     })
 }
 
-fn tls(ca_bundle: &[u8]) -> Result<TlsConnector, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_bundle).flatten() {
-        let _ = roots.add(cert);
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(TlsConnector::from(Arc::new(config)))
-}
-
-/// The words Go gives a failed connection.
-fn dial_error(address: &str, e: &std::io::Error) -> String {
-    let why = match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
-        _ => e.to_string(),
-    };
-    format!("dial tcp {address}: {why}")
-}
-
-fn tls_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    if text.contains("UnknownIssuer") || text.contains("invalid peer certificate") {
-        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-            .to_string()
-    } else {
-        format!("remote error: {text}")
-    }
-}
-
-async fn exchange(target: &Target, path: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
-    let tcp = TcpStream::connect(&target.address)
-        .await
-        .map_err(|e| dial_error(&target.address, &e))?;
-    let name = ServerName::try_from(target.server_name.clone()).map_err(|e| e.to_string())?;
-    let stream = tls(&target.ca_bundle)?
-        .connect(name, tcp)
-        .await
-        .map_err(|e| tls_error(&e))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(connection);
+async fn send(
+    sender: &mut pool::Sender,
+    target: &Target,
+    path: &str,
+    body: &Bytes,
+) -> Result<(u16, Vec<u8>), hyper::Error> {
     let request = hyper::Request::post(path)
         .header("host", &target.server_name)
         .header("content-type", "application/json")
         .header("accept", "application/json, */*")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
+        .body(Full::new(body.clone()));
+    let Ok(request) = request else {
+        // Only a path that is not a valid URI path gets here; resolve() built it.
+        return Ok((0, Vec::new()));
+    };
+    let response = sender.send_request(request).await?;
     let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
+    let bytes = response.into_body().collect().await?.to_bytes();
     Ok((status, bytes.to_vec()))
+}
+
+async fn exchange(target: &Target, path: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
+    let body = Bytes::from(body);
+    // A kept connection the webhook closed meanwhile fails before the request is read: the
+    // call is then made once more on a new one, as Go's transport retries it.
+    if let Some(mut sender) = pool::idle(target) {
+        match send(&mut sender, target, path, &body).await {
+            Ok(answer) => {
+                pool::give_back(target, sender);
+                return Ok(answer);
+            }
+            Err(e) if e.is_canceled() || e.is_closed() || e.is_incomplete_message() => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    let mut sender = pool::dial(target).await?;
+    let answer = send(&mut sender, target, path, &body)
+        .await
+        .map_err(|e| e.to_string())?;
+    pool::give_back(target, sender);
+    Ok(answer)
 }
 
 /// POSTs `body` within `timeout`; the response body of a 200, else upstream's words.
