@@ -59,13 +59,24 @@ impl Kind {
 }
 
 /// One webhook of one configuration.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Hook {
-    configuration: String,
-    webhook: Value,
+    configuration: Arc<str>,
+    webhook: Arc<Value>,
+    /// Its matchConditions, compiled once when the configuration is loaded.
+    conditions: Arc<Vec<review::Condition>>,
 }
 
 impl Hook {
+    pub(crate) fn new(configuration: &str, webhook: Value) -> Self {
+        let conditions = review::Condition::all_of(&webhook);
+        Self {
+            configuration: configuration.into(),
+            webhook: Arc::new(webhook),
+            conditions: Arc::new(conditions),
+        }
+    }
+
     fn name(&self) -> &str {
         self.webhook["name"].as_str().unwrap_or_default()
     }
@@ -127,10 +138,7 @@ impl Webhooks {
                     .cloned()
                     .unwrap_or_default()
                     .into_iter()
-                    .map(move |webhook| Hook {
-                        configuration: configuration.clone(),
-                        webhook,
-                    })
+                    .map(move |webhook| Hook::new(&configuration, webhook))
             })
             .collect();
         debug!(
@@ -356,7 +364,7 @@ impl Plugin for Webhooks {
                 registry::audit::annotate(
                     format!("mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
                     serde_json::json!({
-                        "configuration": hook.configuration,
+                        "configuration": hook.configuration.as_ref(),
                         "webhook": hook.name(),
                         "mutated": mutated,
                     })

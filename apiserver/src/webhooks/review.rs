@@ -103,18 +103,36 @@ pub fn admission_request(uid: &str, attrs: &Attributes<'_>, obj: Option<&Object>
     request
 }
 
+/// One matchCondition, compiled.
+pub struct Condition {
+    name: String,
+    compiled: Result<Expression, String>,
+}
+
+impl Condition {
+    /// The matchConditions of a webhook, in order.
+    pub fn all_of(webhook: &Value) -> Vec<Self> {
+        webhook["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|condition| {
+                let name = condition["name"].as_str().unwrap_or_default().to_string();
+                let source = condition["expression"].as_str().unwrap_or_default();
+                let compiled = Expression::compile(source)
+                    .map_err(|e| format!("compilation failed for matchCondition {name:?}: {e}"));
+                Self { name, compiled }
+            })
+            .collect()
+    }
+}
+
 /// Whether every matchCondition holds; Err is an expression that could not be evaluated.
 pub fn match_conditions(hook: &Hook, review: &Review) -> Result<bool, String> {
     let request = &review.document["request"];
-    for condition in hook.webhook["matchConditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let name = condition["name"].as_str().unwrap_or_default();
-        let source = condition["expression"].as_str().unwrap_or_default();
-        let expression = Expression::compile(source)
-            .map_err(|e| format!("compilation failed for matchCondition {name:?}: {e}"))?;
+    for condition in hook.conditions.iter() {
+        let name = &condition.name;
+        let expression = condition.compiled.as_ref().map_err(Clone::clone)?;
         let holds = expression
             .evaluate_bool(&[
                 ("object", &request["object"]),
@@ -205,10 +223,7 @@ mod tests {
     use super::*;
 
     fn hook(webhook: Value) -> Hook {
-        Hook {
-            configuration: "c".into(),
-            webhook,
-        }
+        Hook::new("c", webhook)
     }
 
     #[test]
