@@ -6,11 +6,14 @@
 //! Rules see `self`, the value of their schema node typed by the schema, and in transition
 //! rules `oldSelf`, the old value where one correlates. They have the standard library and
 //! macros, the strings extension (`lowerAscii`, `split`, `join`, `format`, ...), optionals,
-//! durations and timestamps, and the sets library; Kubernetes' own libraries (quantity, URLs,
-//! IPs, CIDRs, semver, format, the lists and regex libraries, authorizer) are refused.
+//! durations and timestamps, the sets library, and Kubernetes' own libraries (quantity, URLs,
+//! IPs, CIDRs, semver, format, the lists and regex libraries: see `lib`); the authorizer and
+//! image libraries and two-variable comprehensions are refused.
 
 mod check;
+mod check_lib;
 mod env;
+mod lib;
 mod rules;
 mod schema;
 mod selector;
@@ -340,6 +343,8 @@ fn describe(error: &ExecutionError) -> String {
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
         ExecutionError::Overflow(..) => "integer overflow".to_string(),
         ExecutionError::InternalError(message) => message.clone(),
+        // the libraries' own errors are worded as upstream's
+        ExecutionError::FunctionError { message, .. } => message.clone(),
         ExecutionError::IndexOutOfBounds(index) => match Value::clone(index) {
             Value::Int(i) => format!("index out of bounds: {i}"),
             Value::UInt(i) => format!("index out of bounds: {i}"),

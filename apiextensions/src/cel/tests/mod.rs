@@ -68,3 +68,4 @@ fn replicas_schema(rules: Json) -> Json {
 
 mod compilation;
 mod evaluation;
+mod libraries;
