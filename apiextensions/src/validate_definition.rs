@@ -237,9 +237,7 @@ fn schema(version: &Version, at: &str) -> Vec<Cause> {
     {
         causes.extend(status_root(schema, &path));
     }
-    if let Err(rules) = Rules::compile(schema, &path) {
-        causes.extend(rules);
-    }
+    causes.extend(Rules::check(schema, &path));
     causes
 }
 

@@ -10,8 +10,10 @@
 //! IPs, CIDRs, semver, format, the lists and regex libraries: see `lib`); the authorizer and
 //! image libraries and two-variable comprehensions are refused.
 
+mod budget;
 mod check;
 mod check_lib;
+mod cost;
 mod env;
 mod lib;
 mod rules;
@@ -73,6 +75,20 @@ impl Rules {
         })
     }
 
+    /// What is wrong with the rules of a schema being written: what `compile` reports, and
+    /// rules over upstream's cost limits (which apply only to writes: rules already stored
+    /// keep running).
+    pub fn check(schema: &Json, path: &str) -> Vec<Cause> {
+        let mut build = Build {
+            causes: Vec::new(),
+            schema_errors: 0,
+        };
+        let root = schema::build(schema, path, true, None, &mut build);
+        let mut causes = build.causes;
+        causes.extend(budget::check(&root, path));
+        causes
+    }
+
     /// True when the schema has no rules: validation then costs nothing.
     pub fn is_empty(&self) -> bool {
         self.root.is_none()
@@ -95,6 +111,8 @@ impl Rules {
         let mut walk = Walk {
             causes: Vec::new(),
             path: String::new(),
+            budget: cost::VALIDATION_BUDGET,
+            stopped: false,
         };
         walk.node(root, obj, old, None);
         walk.causes
@@ -108,7 +126,15 @@ struct Walk {
     causes: Vec<Cause>,
     /// The path of the node being validated, upstream's field path (empty at the root).
     path: String,
+    /// What is left of the validation's cost budget.
+    budget: u64,
+    /// Set once the budget or a rule's per-call limit is exceeded: no further rule runs.
+    stopped: bool,
 }
+
+/// Rules estimated to cost at most this much with the schema's sizes are charged that:
+/// measuring the object for them would cost more than it tells.
+const CHEAP_RULE: u64 = 100;
 
 impl Walk {
     /// Validates `new` against `node`. `old` is the old value correlated with it, if any;
@@ -121,7 +147,7 @@ impl Walk {
         ratchet: Option<Pair<'v>>,
     ) {
         // Rules never see null: a rule of the schema around checks for it.
-        if !node.has_rules || new.is_null() {
+        if self.stopped || !node.has_rules || new.is_null() {
             return;
         }
         let old = old.filter(|o| !o.is_null());
@@ -193,7 +219,11 @@ impl Walk {
     ) {
         let this = value::to_val(node, new);
         let mut old_val: Option<Box<dyn Val + 'v>> = None;
+        let mut sizes: Option<cost::Observed> = None;
         for rule in &node.rules {
+            if self.stopped {
+                return;
+            }
             if rule.uses_old_self {
                 // Transition rules only run where an old value correlates, unless oldSelf
                 // is optional.
@@ -203,6 +233,9 @@ impl Walk {
                 if old_val.is_none() {
                     old_val = old.map(|o| value::to_val(node, o));
                 }
+            }
+            if !self.charge(rule, node, new, old, &mut sizes) {
+                return;
             }
             let optional;
             let old_self: Option<&dyn Val> = if rule.optional_old_self {
@@ -280,6 +313,55 @@ impl Walk {
                 }
             }
         }
+    }
+
+    /// Charges an evaluation of `rule` to the budget, at its cost with the sizes of the values
+    /// at hand. False (with the cause, and no rule running after) when the budget cannot pay
+    /// for it or it costs more than one evaluation may.
+    fn charge(
+        &mut self,
+        rule: &rules::Rule,
+        node: &Node,
+        new: &Json,
+        old: Option<&Json>,
+        sizes: &mut Option<cost::Observed>,
+    ) -> bool {
+        let cost = if rule.cost <= CHEAP_RULE {
+            rule.cost
+        } else {
+            let observed = sizes.get_or_insert_with(|| {
+                let mut observed = cost::Observed::default();
+                observed.observe(node, new);
+                if let Some(old) = old {
+                    observed.observe(node, old);
+                }
+                observed
+            });
+            cost::estimate(&rule.program, node, observed)
+        };
+        // an evaluation over the per-call limit is cut off just past it
+        let charged = cost.min(cost::PER_CALL_LIMIT + 1);
+        if charged > self.budget {
+            self.stopped = true;
+            self.invalid(
+                node,
+                "validation failed due to running out of cost budget, no further validation rules will be run".to_string(),
+            );
+            return false;
+        }
+        self.budget -= charged;
+        if cost > cost::PER_CALL_LIMIT {
+            self.stopped = true;
+            self.invalid(
+                node,
+                format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    rule.error_string()
+                ),
+            );
+            return false;
+        }
+        true
     }
 
     /// The field of the node: upstream's nil path prints as `<nil>` at the root.

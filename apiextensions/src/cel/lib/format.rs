@@ -21,47 +21,29 @@ super::opaque_val!(Format, FORMAT_TYPE);
 
 type Validate = fn(&str) -> Vec<String>;
 
-/// The formats: the name `format.<name>()` and `format.named` know them by, how they
-/// validate, and the size of the regular expression upstream charges validation as.
-const FORMATS: &[(&str, Validate, u64)] = &[
-    ("dns1123Label", |s| names::name_is_dns_label(s, false), 30),
-    (
-        "dns1123Subdomain",
-        |s| names::name_is_dns_subdomain(s, false),
-        60,
-    ),
-    (
-        "dns1035Label",
-        |s| names::name_is_dns1035_label(s, false),
-        30,
-    ),
-    ("qualifiedName", names::is_qualified_name, 60),
-    (
-        "dns1123LabelPrefix",
-        |s| names::name_is_dns_label(s, true),
-        30,
-    ),
-    (
-        "dns1123SubdomainPrefix",
-        |s| names::name_is_dns_subdomain(s, true),
-        60,
-    ),
-    (
-        "dns1035LabelPrefix",
-        |s| names::name_is_dns1035_label(s, true),
-        30,
-    ),
-    ("labelValue", names::is_valid_label_value, 40),
-    ("uri", uri, 1103),
-    ("uuid", uuid, 88),
-    ("byte", byte, 84),
-    ("date", date, 165),
-    ("datetime", datetime, 165),
+/// The formats: the name `format.<name>()` and `format.named` know them by, and how they
+/// validate.
+const FORMATS: &[(&str, Validate)] = &[
+    ("dns1123Label", |s| names::name_is_dns_label(s, false)),
+    ("dns1123Subdomain", |s| {
+        names::name_is_dns_subdomain(s, false)
+    }),
+    ("dns1035Label", |s| names::name_is_dns1035_label(s, false)),
+    ("qualifiedName", names::is_qualified_name),
+    ("dns1123LabelPrefix", |s| names::name_is_dns_label(s, true)),
+    ("dns1123SubdomainPrefix", |s| {
+        names::name_is_dns_subdomain(s, true)
+    }),
+    ("dns1035LabelPrefix", |s| {
+        names::name_is_dns1035_label(s, true)
+    }),
+    ("labelValue", names::is_valid_label_value),
+    ("uri", uri),
+    ("uuid", uuid),
+    ("byte", byte),
+    ("date", date),
+    ("datetime", datetime),
 ];
-
-/// The largest regular expression size a format is charged as (upstream's
-/// MaxNameFormatRegexSize).
-pub(in crate::cel) const MAX_REGEX_SIZE: u64 = 128;
 
 fn uri(s: &str) -> Vec<String> {
     match super::url::parse_request_uri(s) {
@@ -115,11 +97,11 @@ fn datetime(s: &str) -> Vec<String> {
 
 /// The names of the formats, for the checker.
 pub(in crate::cel) fn names() -> impl Iterator<Item = &'static str> {
-    FORMATS.iter().map(|(name, _, _)| *name)
+    FORMATS.iter().map(|(name, _)| *name)
 }
 
 pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    for (i, (name, _, _)) in FORMATS.iter().enumerate() {
+    for (i, (name, _)) in FORMATS.iter().enumerate() {
         env.add_overload(
             &format!("format.{name}"),
             &format!("format_{name}"),
@@ -159,7 +141,7 @@ const CONSTANTS: [Constant; 13] = [
 
 fn named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
     let name = text("format.named", &args, 0)?;
-    let found = FORMATS.iter().position(|(n, _, _)| *n == name);
+    let found = FORMATS.iter().position(|(n, _)| *n == name);
     Ok(CowVal::owned(match found {
         Some(i) => CelOptional::of(Box::new(Format(i))),
         None => CelOptional::none(),
@@ -169,7 +151,7 @@ fn named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
 fn validate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
     let format = arg::<Format>("validate", &args, 0)?;
     let value = text("validate", &args, 1)?;
-    let (_, check, _) = FORMATS
+    let (_, check) = FORMATS
         .get(format.0)
         .ok_or_else(|| fail("validate", "unknown format"))?;
     let errors = check(value);
