@@ -10,9 +10,11 @@ use super::schema::{Kind, Node};
 /// The rules contributing most to a schema's total: up to 4, each at least 1% of the limit.
 const MOST_EXPENSIVE: usize = 4;
 
-/// The causes for rules over the limits, in the schema rooted at `root` at `path`.
-pub(super) fn check(root: &Node, path: &str) -> Vec<Cause> {
+/// The causes for rules over the limits, in the schema rooted at `root` at `path`; each
+/// rule's own limit only when `limit_each_rule`.
+pub(super) fn check(root: &Node, path: &str, limit_each_rule: bool) -> Vec<Cause> {
     let mut tally = Tally {
+        limit_each_rule,
         causes: Vec::new(),
         total: 0,
         most_expensive: Vec::new(),
@@ -39,6 +41,7 @@ pub(super) fn check(root: &Node, path: &str) -> Vec<Cause> {
 }
 
 struct Tally {
+    limit_each_rule: bool,
     causes: Vec<Cause>,
     total: u64,
     most_expensive: Vec<(String, u64)>,
@@ -56,7 +59,7 @@ impl Tally {
                 rule.cost.saturating_mul(runs)
             };
             let field = format!("{}.rule", rule.at);
-            if expression > PER_EXPRESSION_LIMIT {
+            if self.limit_each_rule && expression > PER_EXPRESSION_LIMIT {
                 self.causes.push(Cause::forbidden(
                     &field,
                     &over_budget("estimated rule cost", expression, PER_EXPRESSION_LIMIT),
@@ -65,7 +68,7 @@ impl Tally {
             self.observe(field, expression);
             if let Some(message) = rule.message_cost {
                 let field = format!("{}.messageExpression", rule.at);
-                if message > PER_EXPRESSION_LIMIT {
+                if self.limit_each_rule && message > PER_EXPRESSION_LIMIT {
                     self.causes.push(Cause::forbidden(
                         &field,
                         &over_budget(

@@ -331,6 +331,23 @@ impl<'n> Estimator<'_, 'n> {
                 let ordering = !matches!(name, operators::EQUALS | operators::NOT_EQUALS);
                 (if ordering { own.max(1) } else { own }, Shape::sized(1))
             }
+            operators::OPT_SELECT => {
+                let name = match call.args.get(1).map(|a| &a.expr) {
+                    Some(Expr::Literal(LiteralValue::String(name))) => Some(name.inner()),
+                    _ => None,
+                };
+                let field = match (args.first().and_then(|a| a.node), name) {
+                    (Some(node), Some(name)) => match &node.kind {
+                        Kind::Object(_) => node
+                            .cel_field(name)
+                            .map_or_else(Shape::unknown, |f| self.of_node(f)),
+                        Kind::Map(values) => self.of_node(values),
+                        _ => Shape::unknown(),
+                    },
+                    _ => Shape::unknown(),
+                };
+                (1, field)
+            }
             operators::INDEX | operators::OPT_INDEX => {
                 let element = match args.first().and_then(|a| a.node).map(|n| &n.kind) {
                     Some(Kind::List { items, .. }) => self.of_node(items),
@@ -471,12 +488,18 @@ impl<'n> Estimator<'_, 'n> {
             "size" | "int" | "uint" | "double" | "bool" | "duration" | "timestamp" | "type" => {
                 (1, Shape::sized(1))
             }
+            // a number's text is at most 20 bytes; a string's is itself
             "string" => (
                 1,
                 args.first().map_or_else(Shape::unknown, |a| {
-                    Shape::sized(if a.size == 1 { 20 } else { a.size })
+                    Shape::sized(if a.size <= 1 { 20 } else { a.size })
                 }),
             ),
+            // optionals carry the shape of their value
+            "value" | "orValue" | "or" => (1, target.unwrap_or_else(Shape::unknown)),
+            "optional.of" | "optional.ofNonZeroValue" => {
+                (1, args.first().copied().unwrap_or_else(Shape::unknown))
+            }
             "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => {
                 (1, Shape::sized(this))
             }

@@ -77,15 +77,16 @@ impl Rules {
 
     /// What is wrong with the rules of a schema being written: what `compile` reports, and
     /// rules over upstream's cost limits (which apply only to writes: rules already stored
-    /// keep running).
-    pub fn check(schema: &Json, path: &str) -> Vec<Cause> {
+    /// keep running). `limit_each_rule` is false for a schema an update leaves as it was:
+    /// only the total is limited then.
+    pub fn check(schema: &Json, path: &str, limit_each_rule: bool) -> Vec<Cause> {
         let mut build = Build {
             causes: Vec::new(),
             schema_errors: 0,
         };
         let root = schema::build(schema, path, true, None, &mut build);
         let mut causes = build.causes;
-        causes.extend(budget::check(&root, path));
+        causes.extend(budget::check(&root, path, limit_each_rule));
         causes
     }
 

@@ -114,7 +114,7 @@ fn names_schema(rule: &str, max_items: Option<u64>, max_length: Option<u64>) -> 
 #[test]
 fn a_rule_over_the_estimated_cost_limit_is_refused_when_written() {
     let rule = "self.all(x, x.matches('^[a-z]+$'))";
-    let causes = Rules::check(&names_schema(rule, None, None), AT);
+    let causes = Rules::check(&names_schema(rule, None, None), AT, true);
     // as upstream, such a rule also takes the schema's total over its limit
     assert_eq!(causes.len(), 3, "{causes:#?}");
     let cause = causes[0].clone();
@@ -129,7 +129,13 @@ fn a_rule_over_the_estimated_cost_limit_is_refused_when_written() {
          simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, \
          maps, and strings are declared)"
     );
-    assert!(Rules::check(&names_schema(rule, Some(100), Some(64)), AT).is_empty());
+    assert!(Rules::check(&names_schema(rule, Some(100), Some(64)), AT, true).is_empty());
+    // an update leaving the schema as it was holds it to the total only
+    let unchanged = Rules::check(&names_schema(rule, None, None), AT, false);
+    assert_eq!(unchanged.len(), 2, "{unchanged:#?}");
+    assert!(unchanged
+        .iter()
+        .all(|c| !c.message.contains("estimated rule cost exceeds")));
     // stored definitions keep their rules: the limits apply to writes
     assert!(Rules::compile(&names_schema(rule, None, None), AT).is_ok());
 }
@@ -140,7 +146,7 @@ fn rules_under_unbounded_lists_count_as_often_as_they_can_run() {
     let item = json!({"type": "object", "properties": {"name": {"type": "string",
         "x-kubernetes-validations": [{"rule": "self.contains('x')"}]}}});
     let schema = spec(json!({"items": array(item.clone(), None)}), json!([]));
-    let causes = Rules::check(&schema, AT);
+    let causes = Rules::check(&schema, AT, true);
     assert!(
         causes[0]
             .message
@@ -148,7 +154,7 @@ fn rules_under_unbounded_lists_count_as_often_as_they_can_run() {
         "{causes:#?}"
     );
     let bounded = spec(json!({"items": array(item, Some(10))}), json!([]));
-    assert!(Rules::check(&bounded, AT).is_empty());
+    assert!(Rules::check(&bounded, AT, true).is_empty());
 }
 
 #[test]
@@ -162,7 +168,7 @@ fn the_total_of_a_schema_is_limited() {
                 "x-kubernetes-validations": [{"rule": "self.matches('^([a-z0-9]+-)*[a-z0-9]+[.]example[.]com$')"}]}),
         );
     }
-    let causes = Rules::check(&spec(Json::Object(properties), json!([])), AT);
+    let causes = Rules::check(&spec(Json::Object(properties), json!([])), AT, true);
     assert_eq!(causes.len(), 5, "{causes:#?}");
     for cause in &causes[..4] {
         assert_eq!(
@@ -188,7 +194,7 @@ fn evaluations_are_charged_to_the_budget() {
             "x-kubernetes-validations": [{"rule": format!("self.matches('{regex}')"), "message": "bad host"}]}}),
         json!([]),
     );
-    assert!(Rules::check(&schema, AT).is_empty());
+    assert!(Rules::check(&schema, AT, true).is_empty());
     let rules = compile(&schema);
     assert!(rules
         .validate(&object(json!({"host": "a.example.com"})), None)
