@@ -253,8 +253,15 @@ impl<'p, 'n> Checker<'p, 'n> {
     }
 
     fn select(&mut self, id: u64, select: &'p SelectExpr) -> Ty<'n> {
-        // google.protobuf.Duration and google.protobuf.Timestamp name types.
+        // google.protobuf.Duration and google.protobuf.Timestamp name types, and so do the
+        // libraries' net.IP, kubernetes.Quantity and the like.
         if !select.test {
+            if let Expr::Ident(root) = &select.operand.expr {
+                let qualified = format!("{root}.{}", select.field);
+                if self.variable(root).is_none() && check_lib::is_type_name(&qualified) {
+                    return Ty::Type;
+                }
+            }
             if let Expr::Select(inner) = &select.operand.expr {
                 if let Expr::Ident(root) = &inner.operand.expr {
                     if root == "google"

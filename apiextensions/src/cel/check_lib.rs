@@ -43,6 +43,20 @@ fn format_ty<'n>() -> Ty<'n> {
     opaque(&format::FORMAT_TYPE)
 }
 
+/// Whether `name` is the name of one of the libraries' types.
+pub(super) fn is_type_name(name: &str) -> bool {
+    [
+        &quantity::QUANTITY_TYPE,
+        &net::IP_TYPE,
+        &net::CIDR_TYPE,
+        &url::URL_TYPE,
+        &semver::SEMVER_TYPE,
+        &format::FORMAT_TYPE,
+    ]
+    .iter()
+    .any(|t| t.name() == name)
+}
+
 /// Whether `t` may be of the kind `want` (unknown types may be anything).
 fn may_be(t: Ty, want: Group) -> bool {
     t.group().is_none_or(|g| g == want)

@@ -26,6 +26,17 @@ use cel::{DeclarationError, Env, ExecutionError};
 
 /// Declares every library on `env`.
 pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
+    // named by expressions, as `type(x) == net.IP`
+    for t in [
+        &quantity::QUANTITY_TYPE,
+        &net::IP_TYPE,
+        &net::CIDR_TYPE,
+        &url::URL_TYPE,
+        &semver::SEMVER_TYPE,
+        &format::FORMAT_TYPE,
+    ] {
+        env.add_type(t.to_owned())?;
+    }
     quantity::register(env)?;
     net::register(env)?;
     url::register(env)?;

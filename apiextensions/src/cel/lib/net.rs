@@ -48,24 +48,29 @@ fn is_mapped(addr: &IpAddr) -> bool {
     matches!(addr, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
+/// Go's netip.ParsePrefix, with its reasons; IPv4-mapped addresses refused.
 pub(in crate::cel) fn parse_cidr(raw: &str) -> Result<(IpAddr, u8), String> {
-    let bad = |why: &str| {
+    let bad = |why: String| {
         format!("network address parse error during conversion from string: netip.ParsePrefix({raw:?}): {why}")
     };
-    let (addr, bits) = raw.split_once('/').ok_or_else(|| bad("no '/'"))?;
+    let (addr, bits) = raw
+        .split_once('/')
+        .ok_or_else(|| bad("no '/'".to_string()))?;
     if addr.contains('%') {
-        return Err(bad("IPv6 zones cannot be present in a prefix"));
+        return Err(bad("IPv6 zones cannot be present in a prefix".to_string()));
     }
-    let addr: IpAddr = addr.parse().map_err(|_| bad("unable to parse IP"))?;
+    let addr: IpAddr = addr
+        .parse()
+        .map_err(|_| bad(format!("ParseAddr({addr:?}): unable to parse IP")))?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
-    let valid_bits = !bits.is_empty()
+    let digits = !bits.is_empty()
         && bits.bytes().all(|b| b.is_ascii_digit())
         && (bits == "0" || !bits.starts_with('0'));
-    let bits: u8 = bits
-        .parse()
-        .ok()
-        .filter(|b| valid_bits && *b <= max)
-        .ok_or_else(|| bad("bad bits after slash"))?;
+    let bits: u8 = match bits.parse::<u32>() {
+        Ok(n) if digits && n <= max => n as u8,
+        Ok(_) if digits => return Err(bad("prefix length out of range".to_string())),
+        _ => return Err(bad(format!("bad bits after slash: {bits:?}"))),
+    };
     if is_mapped(&addr) {
         return Err(format!("IPv4-mapped IPv6 address {raw:?} is not allowed"));
     }
@@ -214,7 +219,13 @@ fn family<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
 }
 
 fn to_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
-    let (addr, bits) = parse_cidr(text("cidr", &args, 0)?).map_err(|m| error("cidr", m))?;
+    // upstream names the conversion twice
+    let (addr, bits) = parse_cidr(text("cidr", &args, 0)?).map_err(|m| {
+        error(
+            "cidr",
+            format!("network address parse error during conversion from string: {m}"),
+        )
+    })?;
     Ok(CowVal::owned(Cidr { addr, bits }))
 }
 

@@ -89,6 +89,10 @@ fn ips_and_cidrs() {
         "string(cidr('192.168.0.1/24').masked()) == '192.168.0.0/24'",
         "cidr('2001:db8::/32').prefixLength() == 32",
         "string(cidr('2001:DB8::/32')) == '2001:db8::/32'",
+        "type(ip('1.2.3.4')) == net.IP && type(cidr('1.0.0.0/8')) == net.CIDR",
+        "type(quantity('1')) == kubernetes.Quantity && type(url('/x')) == kubernetes.URL",
+        "type(semver('1.0.0')) == kubernetes.Semver",
+        "type(format.uuid()) == kubernetes.NamedFormat",
     ]);
     fails(&[
         (
@@ -121,6 +125,9 @@ fn urls() {
         "!isURL('../relative-path') && !isURL('example.com') && !isURL('')",
         "isURL('https://example.com:80/path?query=val#fragment')",
         "!isURL('https://exa mple.com/') && !isURL('https://example.com:8a/')",
+        "isURL('https://user:pass@example.com:80/path?query=val#fragment') && !isURL('https://a:b:c/')",
+        "url('https://user:pass@example.com:80/p').getHost() == 'example.com:80'",
+        "url('https://[::1]/').getHost() == '[::1]' && url('https://127.0.0.1:80/').getHostname() == '127.0.0.1'",
         "url('https://example.com/path').getScheme() == 'https'",
         "url('/absolute-path').getScheme() == '' && url('/absolute-path').getHost() == ''",
         "url('https://example.com:80/path').getHost() == 'example.com:80'",
@@ -198,6 +205,9 @@ fn semvers() {
     holds(&[
         "isSemver('1.2.3') && isSemver('1.2.3-rc.1+build.5') && !isSemver('1.2') && !isSemver('v1.2.3')",
         "!isSemver('01.2.3') && !isSemver('1.2.3-01') && isSemver('v1.2', true)",
+        "!isSemver('') && !isSemver(' 1.0.0') && !isSemver('1.0.0 ') && !isSemver('1. 0.0')",
+        "!isSemver('', true) && !isSemver(' 1.0.0', true) && !isSemver('1.0.0 ', true)",
+        "isSemver('01.01.01', true) && isSemver('1', true) && !isSemver('1-rc', true)",
         "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
         "semver('v01.2', true) == semver('1.2.0')",
         "semver('1.2.3').isGreaterThan(semver('1.2.2')) && semver('1.2.3').isLessThan(semver('1.10.0'))",

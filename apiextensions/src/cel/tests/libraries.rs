@@ -14,6 +14,7 @@ fn library_calls_are_checked_against_the_schema_types() {
         "[self.replicas].indexOf(1) == 0 && self.name.find('[0-9]+') == '1'",
         "!format.dns1123Label().validate(self.name).hasValue()",
         "semver(self.name).major() == 1",
+        "type(ip(self.name)) == net.IP && type(quantity(self.name)) != kubernetes.URL",
     ] {
         compile(&replicas_schema(json!([{"rule": rule}])));
     }
