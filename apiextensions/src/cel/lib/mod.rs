@@ -12,6 +12,7 @@
 pub(super) mod format;
 pub(super) mod lists;
 pub(super) mod net;
+mod netip;
 pub(super) mod quantity;
 pub(super) mod regex;
 pub(super) mod semver;

@@ -10,6 +10,7 @@ use cel::common::types::{Type, STRING_TYPE};
 use cel::common::value::CowVal;
 use cel::{DeclarationError, Env, ExecutionError};
 
+use super::netip::parse_addr;
 use super::{arg, boolean, fail, int, opaque_val, string, text, Out};
 
 pub(in crate::cel) static IP_TYPE: Type = Type::new_unspecified_type("net.IP");
@@ -29,19 +30,19 @@ pub(in crate::cel) struct Cidr {
 opaque_val!(Ip, IP_TYPE);
 opaque_val!(Cidr, CIDR_TYPE);
 
+/// Parses an address as upstream does: Go's ParseAddr, then no zone and no IPv4-mapped
+/// IPv6 address.
 pub(in crate::cel) fn parse_ip(raw: &str) -> Result<IpAddr, String> {
-    if raw.contains('%') {
+    let parsed = parse_addr(raw).map_err(|why| {
+        format!("IP Address {raw:?} parse error during conversion from string: {why}")
+    })?;
+    if parsed.zone.is_some() {
         return Err(format!("IP address {raw:?} with zone value is not allowed"));
     }
-    let addr: IpAddr = raw.parse().map_err(|_| {
-        format!(
-            "IP Address {raw:?} parse error during conversion from string: ParseAddr({raw:?}): unable to parse IP"
-        )
-    })?;
-    if is_mapped(&addr) {
+    if is_mapped(&parsed.addr) {
         return Err(format!("IPv4-mapped IPv6 address {raw:?} is not allowed"));
     }
-    Ok(addr)
+    Ok(parsed.addr)
 }
 
 fn is_mapped(addr: &IpAddr) -> bool {
@@ -59,9 +60,7 @@ pub(in crate::cel) fn parse_cidr(raw: &str) -> Result<(IpAddr, u8), String> {
     if addr.contains('%') {
         return Err(bad("IPv6 zones cannot be present in a prefix".to_string()));
     }
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| bad(format!("ParseAddr({addr:?}): unable to parse IP")))?;
+    let addr = parse_addr(addr).map_err(bad)?.addr;
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let digits = !bits.is_empty()
         && bits.bytes().all(|b| b.is_ascii_digit())
