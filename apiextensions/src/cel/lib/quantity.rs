@@ -18,9 +18,62 @@ pub(in crate::cel) struct Quantity(pub(in crate::cel) Exact);
 
 opaque_val!(Quantity, QUANTITY_TYPE);
 
-/// What Go's resource.ParseQuantity says of text that is not a quantity.
-const SYNTAX: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+/// Why Go's resource.ParseQuantity refuses `text`: its shape, its suffix, or its number.
+fn refusal(text: &str) -> &'static str {
+    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    let rest = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let whole = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let mut number_end = whole;
+    if rest[whole..].starts_with('.') {
+        number_end = rest[whole + 1..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or(rest.len(), |i| whole + 1 + i);
+    }
+    if number_end == 0 || rest[..number_end] == *"." {
+        return FORMAT;
+    }
+    let suffix = &rest[number_end..];
+    let letters = suffix
+        .find(|c: char| !"eEinumkKMGTP".contains(c))
+        .unwrap_or(suffix.len());
+    let tail = suffix[letters..]
+        .strip_prefix(['+', '-'])
+        .unwrap_or(&suffix[letters..]);
+    if !tail.bytes().all(|b| b.is_ascii_digit()) {
+        return FORMAT;
+    }
+    let known = matches!(
+        suffix,
+        "" | "n"
+            | "u"
+            | "m"
+            | "k"
+            | "M"
+            | "G"
+            | "T"
+            | "P"
+            | "E"
+            | "Ki"
+            | "Mi"
+            | "Gi"
+            | "Ti"
+            | "Pi"
+            | "Ei"
+    ) || suffix.strip_prefix(['e', 'E']).is_some_and(|e| {
+        e.strip_prefix(['+', '-'])
+            .unwrap_or(e)
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            && !e.is_empty()
+    });
+    if known {
+        "unable to parse numeric part of quantity"
+    } else {
+        "unable to parse quantity's suffix"
+    }
+}
 
 /// Parses a quantity as upstream does: no surrounding space.
 pub(in crate::cel) fn parse(text: &str) -> Option<Exact> {
@@ -74,7 +127,7 @@ fn from_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
     let text = text("quantity", &args, 0)?;
     match parse(text) {
         Some(q) => Ok(CowVal::owned(Quantity(q))),
-        None => Err(fail("quantity", SYNTAX)),
+        None => Err(fail("quantity", refusal(text))),
     }
 }
 
