@@ -133,6 +133,18 @@ struct Walk {
     stopped: bool,
 }
 
+/// A value and the old value it replaces, if any.
+type Values<'v> = (&'v Json, Option<&'v Json>);
+
+/// What charging an evaluation came to.
+enum Spent {
+    Paid,
+    /// More than is left of the validation's budget.
+    OverBudget,
+    /// More than one evaluation may cost.
+    OverCall,
+}
+
 /// Rules estimated to cost at most this much with the schema's sizes are charged that:
 /// measuring the object for them would cost more than it tells.
 const CHEAP_RULE: u64 = 100;
@@ -235,7 +247,7 @@ impl Walk {
                     old_val = old.map(|o| value::to_val(node, o));
                 }
             }
-            if !self.charge(rule, node, new, old, &mut sizes) {
+            if !self.charge(rule, node, (new, old), &mut sizes) {
                 return;
             }
             let optional;
@@ -264,17 +276,34 @@ impl Walk {
                         this: &*this,
                         old: old_val.as_deref(),
                     };
-                    let detail = rule
-                        .message_expression
-                        .as_ref()
-                        .and_then(|m| message(m, &plain))
-                        .or_else(|| rule.message.clone())
-                        .unwrap_or_else(|| format!("failed rule: {}", rule.rule));
                     let field = match &rule.field_path {
                         None => self.field(),
                         Some(below) if self.path.is_empty() => below.clone(),
                         Some(below) => format!("{}.{below}", self.path),
                     };
+                    let mut evaluated = None;
+                    if let (Some(m), Some(estimate)) = (&rule.message_expression, rule.message_cost)
+                    {
+                        let why = match self.spend(m, estimate, node, (new, old), &mut sizes) {
+                            Spent::Paid => {
+                                evaluated = message(m, &plain);
+                                None
+                            }
+                            Spent::OverBudget => Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string()),
+                            Spent::OverCall => Some(format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {:?}",
+                                rule.message_expression_source.as_deref().unwrap_or("")
+                            )),
+                        };
+                        if let Some(why) = why {
+                            self.causes
+                                .push(Cause::invalid(&field, quote(&node.type_name), &why));
+                            return;
+                        }
+                    }
+                    let detail = evaluated
+                        .or_else(|| rule.message.clone())
+                        .unwrap_or_else(|| format!("failed rule: {}", rule.rule));
                     self.causes
                         .push(failure(rule.reason, field, &node.type_name, detail));
                 }
@@ -316,19 +345,50 @@ impl Walk {
         }
     }
 
-    /// Charges an evaluation of `rule` to the budget, at its cost with the sizes of the values
-    /// at hand. False (with the cause, and no rule running after) when the budget cannot pay
-    /// for it or it costs more than one evaluation may.
+    /// Charges an evaluation of `rule` to the budget. False (with the cause, and no rule
+    /// running after) when the budget cannot pay for it or it costs more than one evaluation
+    /// may.
     fn charge(
         &mut self,
         rule: &rules::Rule,
         node: &Node,
-        new: &Json,
-        old: Option<&Json>,
+        values: Values,
         sizes: &mut Option<cost::Observed>,
     ) -> bool {
-        let cost = if rule.cost <= CHEAP_RULE {
-            rule.cost
+        match self.spend(&rule.program, rule.cost, node, values, sizes) {
+            Spent::Paid => true,
+            Spent::OverBudget => {
+                self.invalid(
+                    node,
+                    "validation failed due to running out of cost budget, no further validation rules will be run".to_string(),
+                );
+                false
+            }
+            Spent::OverCall => {
+                self.invalid(
+                    node,
+                    format!(
+                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule.error_string()
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    /// Charges an evaluation of `program` (estimated at `estimate` with the schema's
+    /// sizes) at its cost with the sizes of the values at hand.
+    fn spend(
+        &mut self,
+        program: &Program,
+        estimate: u64,
+        node: &Node,
+        (new, old): Values,
+        sizes: &mut Option<cost::Observed>,
+    ) -> Spent {
+        let cost = if estimate <= CHEAP_RULE {
+            estimate
         } else {
             let observed = sizes.get_or_insert_with(|| {
                 let mut observed = cost::Observed::default();
@@ -338,31 +398,20 @@ impl Walk {
                 }
                 observed
             });
-            cost::estimate(&rule.program, node, observed)
+            cost::estimate(program, node, observed)
         };
         // an evaluation over the per-call limit is cut off just past it
         let charged = cost.min(cost::PER_CALL_LIMIT + 1);
         if charged > self.budget {
             self.stopped = true;
-            self.invalid(
-                node,
-                "validation failed due to running out of cost budget, no further validation rules will be run".to_string(),
-            );
-            return false;
+            return Spent::OverBudget;
         }
         self.budget -= charged;
         if cost > cost::PER_CALL_LIMIT {
             self.stopped = true;
-            self.invalid(
-                node,
-                format!(
-                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                    rule.error_string()
-                ),
-            );
-            return false;
+            return Spent::OverCall;
         }
-        true
+        Spent::Paid
     }
 
     /// The field of the node: upstream's nil path prints as `<nil>` at the root.

@@ -50,6 +50,8 @@ pub(super) struct Rule {
     pub(super) cost: u64,
     /// The same of the messageExpression, if any.
     pub(super) message_cost: Option<u64>,
+    /// The messageExpression as written.
+    pub(super) message_expression_source: Option<String>,
 }
 
 impl Rule {
@@ -335,6 +337,7 @@ fn program(
         at: at.to_string(),
         cost,
         message_cost,
+        message_expression_source: entry.message_expression.map(str::to_string),
         program,
         rule: entry.rule.trim().to_string(),
         message: entry

@@ -224,3 +224,25 @@ fn evaluations_are_charged_to_the_budget() {
     );
     assert!(causes.len() < 60, "{causes:#?}");
 }
+
+#[test]
+fn message_expressions_are_charged_too() {
+    let message = "self.matches('^([a-z0-9]+-)*[a-z0-9]+[.]example[.]com$') ? 'a host' : 'no host'";
+    let rules = compile(&spec(
+        json!({"host": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self.size() < 5", "messageExpression": message}]}}),
+        json!([]),
+    ));
+    let cause = one(rules.validate(&object(json!({"host": "a.example.com"})), None));
+    assert_eq!(cause.message, "Invalid value: \"string\": a host");
+    let huge = "a".repeat(1_000_000);
+    let cause = one(rules.validate(&object(json!({"host": huge})), None));
+    assert_eq!(cause.field, "spec.host");
+    assert_eq!(
+        cause.message,
+        format!(
+            "Invalid value: \"string\": no further validation rules will be run due to call \
+             cost exceeds limit for messageExpression: {message:?}"
+        )
+    );
+}
