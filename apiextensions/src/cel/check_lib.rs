@@ -13,18 +13,12 @@ pub(super) enum Typed<'n> {
     Ty(Ty<'n>),
 }
 
+/// The checker's type of values of a library type.
 fn opaque(t: &'static cel::common::types::Type) -> Ty<'static> {
-    Ty::Opaque(match t.name() {
-        "kubernetes.Quantity" => "kubernetes.Quantity",
-        "net.IP" => "net.IP",
-        "net.CIDR" => "net.CIDR",
-        "kubernetes.URL" => "kubernetes.URL",
-        "kubernetes.Semver" => "kubernetes.Semver",
-        _ => "kubernetes.NamedFormat",
-    })
+    Ty::Opaque(t.name())
 }
 
-pub(super) fn quantity_ty<'n>() -> Ty<'n> {
+fn quantity_ty<'n>() -> Ty<'n> {
     opaque(&quantity::QUANTITY_TYPE)
 }
 fn ip_ty<'n>() -> Ty<'n> {
