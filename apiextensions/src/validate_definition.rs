@@ -28,6 +28,12 @@ const PRINTER_FORMATS: [&str; 8] = [
 
 /// Every problem of a definition about to be stored.
 pub fn validate(obj: &Value) -> Vec<Cause> {
+    validate_with(obj, &[])
+}
+
+/// `validate`, with the names of the versions whose schema an update leaves as it was: their
+/// rules are not held to the per-rule cost limit again (upstream's rule), only to the total.
+fn validate_with(obj: &Value, unchanged: &[&str]) -> Vec<Cause> {
     let crd = Definition::parse(obj);
     let spec = &crd.spec;
     let mut causes = Vec::new();
@@ -84,14 +90,28 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
             "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
         ));
     }
-    causes.extend(versions(&spec.versions));
+    causes.extend(versions(&spec.versions, unchanged));
     causes
 }
 
 /// What an update may not change, on top of `validate`.
 pub fn validate_update(new: &Value, old: &Value) -> Vec<Cause> {
-    let mut causes = validate(new);
+    let new_value = new;
     let (new, old) = (Definition::parse(new), Definition::parse(old));
+    let schema_of = |v: &Version| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone());
+    let unchanged: Vec<&str> = new
+        .spec
+        .versions
+        .iter()
+        .filter(|v| {
+            old.spec
+                .versions
+                .iter()
+                .any(|o| o.name == v.name && schema_of(o) == schema_of(v))
+        })
+        .map(|v| v.name.as_str())
+        .collect();
+    let mut causes = validate_with(new_value, &unchanged);
     if new.spec.group != old.spec.group {
         causes.push(Cause::invalid(
             "spec.group",
@@ -157,7 +177,7 @@ fn names(names: &Names, path: &str) -> Vec<Cause> {
     causes
 }
 
-fn versions(versions: &[Version]) -> Vec<Cause> {
+fn versions(versions: &[Version], unchanged: &[&str]) -> Vec<Cause> {
     let mut causes = Vec::new();
     if versions.is_empty() {
         causes.push(Cause::new(
@@ -202,7 +222,11 @@ fn versions(versions: &[Version]) -> Vec<Cause> {
                 quote(&version.name),
             ));
         }
-        causes.extend(schema(version, &at));
+        causes.extend(schema(
+            version,
+            &at,
+            !unchanged.contains(&version.name.as_str()),
+        ));
         if let Some(scale) = version.subresources.as_ref().and_then(|s| s.scale.as_ref()) {
             causes.extend(scale_paths(scale, &format!("{at}.subresources.scale")));
         }
@@ -216,7 +240,7 @@ fn versions(versions: &[Version]) -> Vec<Cause> {
     causes
 }
 
-fn schema(version: &Version, at: &str) -> Vec<Cause> {
+fn schema(version: &Version, at: &str, limit_each_rule: bool) -> Vec<Cause> {
     let path = format!("{at}.schema.openAPIV3Schema");
     let Some(schema) = version
         .schema
@@ -237,9 +261,7 @@ fn schema(version: &Version, at: &str) -> Vec<Cause> {
     {
         causes.extend(status_root(schema, &path));
     }
-    if let Err(rules) = Rules::compile(schema, &path) {
-        causes.extend(rules);
-    }
+    causes.extend(Rules::check(schema, &path, limit_each_rule));
     causes
 }
 

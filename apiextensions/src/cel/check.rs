@@ -9,6 +9,7 @@
 use cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
 use cel::Program;
 
+use super::check_lib::{self, Typed};
 use super::env;
 use super::schema::Node;
 use super::types::{arithmetic, Group, Ty};
@@ -16,59 +17,6 @@ use super::types::{arithmetic, Group, Ty};
 /// Functions of Kubernetes' CEL environment that this server does not provide: a rule using
 /// one is refused by name, rather than reported as an unknown reference.
 const KUBERNETES_ONLY: &[&str] = &[
-    // Kubernetes' lists library
-    "isSorted",
-    "sum",
-    "min",
-    "max",
-    // regex library
-    "find",
-    "findAll",
-    // URLs library
-    "url",
-    "isURL",
-    "getScheme",
-    "getHost",
-    "getHostname",
-    "getPort",
-    "getEscapedPath",
-    "getQuery",
-    // quantity library
-    "quantity",
-    "isQuantity",
-    "isGreaterThan",
-    "isLessThan",
-    "compareTo",
-    "add",
-    "sub",
-    "asInteger",
-    "asApproximateFloat",
-    "isInteger",
-    "sign",
-    // IP and CIDR libraries
-    "ip",
-    "isIP",
-    "ip.isCanonical",
-    "cidr",
-    "isCIDR",
-    "family",
-    "isUnspecified",
-    "isLoopback",
-    "isLinkLocalMulticast",
-    "isLinkLocalUnicast",
-    "isGlobalUnicast",
-    "containsIP",
-    "containsCIDR",
-    "masked",
-    "prefixLength",
-    // semver library
-    "semver",
-    "isSemver",
-    "major",
-    "minor",
-    "patch",
-    // format library (format.named(..), format.dns1123Label(), ...; validate())
-    "validate",
     // two-variable comprehensions
     "transformList",
     "transformMap",
@@ -305,8 +253,15 @@ impl<'p, 'n> Checker<'p, 'n> {
     }
 
     fn select(&mut self, id: u64, select: &'p SelectExpr) -> Ty<'n> {
-        // google.protobuf.Duration and google.protobuf.Timestamp name types.
+        // google.protobuf.Duration and google.protobuf.Timestamp name types, and so do the
+        // libraries' net.IP, kubernetes.Quantity and the like.
         if !select.test {
+            if let Expr::Ident(root) = &select.operand.expr {
+                let qualified = format!("{root}.{}", select.field);
+                if self.variable(root).is_none() && check_lib::is_type_name(&qualified) {
+                    return Ty::Type;
+                }
+            }
             if let Expr::Select(inner) = &select.operand.expr {
                 if let Expr::Ident(root) = &inner.operand.expr {
                     if root == "google"
@@ -376,6 +331,14 @@ impl<'p, 'n> Checker<'p, 'n> {
     }
 
     fn global(&mut self, id: u64, name: &str, call: &'p CallExpr, args: &[Ty<'n>]) -> Ty<'n> {
+        match check_lib::global(name, args) {
+            Typed::Ty(t) => return t,
+            Typed::NoOverload => {
+                self.no_overload(id, name, None, args);
+                return Ty::Dyn;
+            }
+            Typed::Unknown => {}
+        }
         let arg = |i: usize| args.get(i).copied().unwrap_or(Ty::Dyn);
         let group = |i: usize| arg(i).group();
         match name {
@@ -540,6 +503,19 @@ impl<'p, 'n> Checker<'p, 'n> {
         if let Ty::Refused = target {
             return Ty::Refused;
         }
+        match check_lib::member(name, target, args) {
+            Typed::Ty(t) => {
+                if matches!(name, "find" | "findAll") {
+                    self.literal(call, 0, "regex", env::valid_regex);
+                }
+                return t;
+            }
+            Typed::NoOverload => {
+                self.no_overload(id, name, Some(target), args);
+                return Ty::Dyn;
+            }
+            Typed::Unknown => {}
+        }
         // The kinds of receiver the function applies to (none: optionals only).
         let receivers: Option<&[Group]> = match name {
             "size" => Some(&[Group::String, Group::Bytes, Group::List, Group::Map]),
@@ -592,15 +568,7 @@ impl<'p, 'n> Checker<'p, 'n> {
             "charAt" | "lowerAscii" | "upperAscii" | "replace" | "substring" | "trim"
             | "format" | "join" => Ty::String,
             "split" => Ty::List(None),
-            "indexOf" | "lastIndexOf" => {
-                if let Ty::List(_) = target {
-                    self.error(
-                        id,
-                        format!("function '{name}' on lists is not supported by this server"),
-                    );
-                }
-                Ty::Int
-            }
+            "indexOf" | "lastIndexOf" => Ty::Int,
             "getDate" | "getDayOfMonth" | "getDayOfWeek" | "getDayOfYear" | "getFullYear"
             | "getHours" | "getMilliseconds" | "getMinutes" | "getMonth" | "getSeconds" => Ty::Int,
             "hasValue" => Ty::Bool,
@@ -632,14 +600,7 @@ impl<'p, 'n> Checker<'p, 'n> {
 
     /// A function this server does not provide: reported, and its result `Refused`.
     fn unknown(&mut self, id: u64, name: &str) -> Ty<'n> {
-        let message = if KUBERNETES_ONLY.contains(&name)
-            || name.starts_with("format.")
-            || name.starts_with("ip.")
-            || name.starts_with("cidr.")
-            || name.starts_with("url.")
-            || name.starts_with("quantity.")
-            || name.starts_with("semver.")
-        {
+        let message = if KUBERNETES_ONLY.contains(&name) {
             format!("function '{name}' is not supported by this server")
         } else {
             format!("undeclared reference to '{name}' (in container '')")

@@ -1,5 +1,5 @@
 //! The one CEL environment every rule compiles and runs in: the standard library and macros,
-//! the strings extension, and the sets library, built once.
+//! the strings extension, the sets library and Kubernetes' libraries (see `lib`), built once.
 
 use std::sync::{Arc, LazyLock};
 
@@ -7,6 +7,8 @@ use cel::common::functions::Function;
 use cel::common::types::{CelBool, CelString, LIST_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{Env, ExecutionError};
+
+use super::lib::elements;
 
 struct Shared {
     env: Arc<Env>,
@@ -21,6 +23,8 @@ static SHARED: LazyLock<Shared> = LazyLock::new(|| {
         .expect("the strings extension declares nothing twice");
     env.add_extension(sets)
         .expect("the sets library declares nothing twice");
+    env.add_extension(super::lib::register)
+        .expect("Kubernetes' libraries declare nothing twice");
     let string = || CowVal::owned(CelString::from(""));
     let duration = env
         .find_overload("duration", &[string()])
@@ -94,21 +98,6 @@ fn sets(env: &mut Env) -> Result<(), cel::DeclarationError> {
         intersects,
     )?;
     Ok(())
-}
-
-fn elements<'a, 'v>(
-    function: &str,
-    list: &'a (dyn Val + 'v),
-) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let iterable = list
-        .as_iterable()
-        .ok_or_else(|| ExecutionError::function_error(function, "expected a list"))?;
-    let mut items = iterable.iter();
-    let mut out = Vec::new();
-    while let Some(item) = items.next() {
-        out.push(item);
-    }
-    Ok(out)
 }
 
 fn has<'v>(list: &[&(dyn Val + 'v)], value: &(dyn Val + 'v)) -> bool {

@@ -6,11 +6,16 @@
 //! Rules see `self`, the value of their schema node typed by the schema, and in transition
 //! rules `oldSelf`, the old value where one correlates. They have the standard library and
 //! macros, the strings extension (`lowerAscii`, `split`, `join`, `format`, ...), optionals,
-//! durations and timestamps, and the sets library; Kubernetes' own libraries (quantity, URLs,
-//! IPs, CIDRs, semver, format, the lists and regex libraries, authorizer) are refused.
+//! durations and timestamps, the sets library, and Kubernetes' own libraries (quantity, URLs,
+//! IPs, CIDRs, semver, format, the lists and regex libraries: see `lib`); the authorizer and
+//! image libraries and two-variable comprehensions are refused.
 
+mod budget;
 mod check;
+mod check_lib;
+mod cost;
 mod env;
+mod lib;
 mod rules;
 mod schema;
 mod selector;
@@ -70,6 +75,21 @@ impl Rules {
         })
     }
 
+    /// What is wrong with the rules of a schema being written: what `compile` reports, and
+    /// rules over upstream's cost limits (which apply only to writes: rules already stored
+    /// keep running). `limit_each_rule` is false for a schema an update leaves as it was:
+    /// only the total is limited then.
+    pub fn check(schema: &Json, path: &str, limit_each_rule: bool) -> Vec<Cause> {
+        let mut build = Build {
+            causes: Vec::new(),
+            schema_errors: 0,
+        };
+        let root = schema::build(schema, path, true, None, &mut build);
+        let mut causes = build.causes;
+        causes.extend(budget::check(&root, path, limit_each_rule));
+        causes
+    }
+
     /// True when the schema has no rules: validation then costs nothing.
     pub fn is_empty(&self) -> bool {
         self.root.is_none()
@@ -92,6 +112,8 @@ impl Rules {
         let mut walk = Walk {
             causes: Vec::new(),
             path: String::new(),
+            budget: cost::VALIDATION_BUDGET,
+            stopped: false,
         };
         walk.node(root, obj, old, None);
         walk.causes
@@ -105,7 +127,27 @@ struct Walk {
     causes: Vec<Cause>,
     /// The path of the node being validated, upstream's field path (empty at the root).
     path: String,
+    /// What is left of the validation's cost budget.
+    budget: u64,
+    /// Set once the budget or a rule's per-call limit is exceeded: no further rule runs.
+    stopped: bool,
 }
+
+/// A value and the old value it replaces, if any.
+type Values<'v> = (&'v Json, Option<&'v Json>);
+
+/// What charging an evaluation came to.
+enum Spent {
+    Paid,
+    /// More than is left of the validation's budget.
+    OverBudget,
+    /// More than one evaluation may cost.
+    OverCall,
+}
+
+/// Rules estimated to cost at most this much with the schema's sizes are charged that:
+/// measuring the object for them would cost more than it tells.
+const CHEAP_RULE: u64 = 100;
 
 impl Walk {
     /// Validates `new` against `node`. `old` is the old value correlated with it, if any;
@@ -118,7 +160,7 @@ impl Walk {
         ratchet: Option<Pair<'v>>,
     ) {
         // Rules never see null: a rule of the schema around checks for it.
-        if !node.has_rules || new.is_null() {
+        if self.stopped || !node.has_rules || new.is_null() {
             return;
         }
         let old = old.filter(|o| !o.is_null());
@@ -190,7 +232,11 @@ impl Walk {
     ) {
         let this = value::to_val(node, new);
         let mut old_val: Option<Box<dyn Val + 'v>> = None;
+        let mut sizes: Option<cost::Observed> = None;
         for rule in &node.rules {
+            if self.stopped {
+                return;
+            }
             if rule.uses_old_self {
                 // Transition rules only run where an old value correlates, unless oldSelf
                 // is optional.
@@ -200,6 +246,9 @@ impl Walk {
                 if old_val.is_none() {
                     old_val = old.map(|o| value::to_val(node, o));
                 }
+            }
+            if !self.charge(rule, node, (new, old), &mut sizes) {
+                return;
             }
             let optional;
             let old_self: Option<&dyn Val> = if rule.optional_old_self {
@@ -227,17 +276,34 @@ impl Walk {
                         this: &*this,
                         old: old_val.as_deref(),
                     };
-                    let detail = rule
-                        .message_expression
-                        .as_ref()
-                        .and_then(|m| message(m, &plain))
-                        .or_else(|| rule.message.clone())
-                        .unwrap_or_else(|| format!("failed rule: {}", rule.rule));
                     let field = match &rule.field_path {
                         None => self.field(),
                         Some(below) if self.path.is_empty() => below.clone(),
                         Some(below) => format!("{}.{below}", self.path),
                     };
+                    let mut evaluated = None;
+                    if let (Some(m), Some(estimate)) = (&rule.message_expression, rule.message_cost)
+                    {
+                        let why = match self.spend(m, estimate, node, (new, old), &mut sizes) {
+                            Spent::Paid => {
+                                evaluated = message(m, &plain);
+                                None
+                            }
+                            Spent::OverBudget => Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string()),
+                            Spent::OverCall => Some(format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {:?}",
+                                rule.message_expression_source.as_deref().unwrap_or("")
+                            )),
+                        };
+                        if let Some(why) = why {
+                            self.causes
+                                .push(Cause::invalid(&field, quote(&node.type_name), &why));
+                            return;
+                        }
+                    }
+                    let detail = evaluated
+                        .or_else(|| rule.message.clone())
+                        .unwrap_or_else(|| format!("failed rule: {}", rule.rule));
                     self.causes
                         .push(failure(rule.reason, field, &node.type_name, detail));
                 }
@@ -277,6 +343,75 @@ impl Walk {
                 }
             }
         }
+    }
+
+    /// Charges an evaluation of `rule` to the budget. False (with the cause, and no rule
+    /// running after) when the budget cannot pay for it or it costs more than one evaluation
+    /// may.
+    fn charge(
+        &mut self,
+        rule: &rules::Rule,
+        node: &Node,
+        values: Values,
+        sizes: &mut Option<cost::Observed>,
+    ) -> bool {
+        match self.spend(&rule.program, rule.cost, node, values, sizes) {
+            Spent::Paid => true,
+            Spent::OverBudget => {
+                self.invalid(
+                    node,
+                    "validation failed due to running out of cost budget, no further validation rules will be run".to_string(),
+                );
+                false
+            }
+            Spent::OverCall => {
+                self.invalid(
+                    node,
+                    format!(
+                        "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        rule.error_string()
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    /// Charges an evaluation of `program` (estimated at `estimate` with the schema's
+    /// sizes) at its cost with the sizes of the values at hand.
+    fn spend(
+        &mut self,
+        program: &Program,
+        estimate: u64,
+        node: &Node,
+        (new, old): Values,
+        sizes: &mut Option<cost::Observed>,
+    ) -> Spent {
+        let cost = if estimate <= CHEAP_RULE {
+            estimate
+        } else {
+            let observed = sizes.get_or_insert_with(|| {
+                let mut observed = cost::Observed::default();
+                observed.observe(node, new);
+                if let Some(old) = old {
+                    observed.observe(node, old);
+                }
+                observed
+            });
+            cost::estimate(program, node, observed)
+        };
+        // an evaluation over the per-call limit is cut off just past it
+        let charged = cost.min(cost::PER_CALL_LIMIT + 1);
+        if charged > self.budget {
+            self.stopped = true;
+            return Spent::OverBudget;
+        }
+        self.budget -= charged;
+        if cost > cost::PER_CALL_LIMIT {
+            self.stopped = true;
+            return Spent::OverCall;
+        }
+        Spent::Paid
     }
 
     /// The field of the node: upstream's nil path prints as `<nil>` at the root.
@@ -340,6 +475,8 @@ fn describe(error: &ExecutionError) -> String {
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
         ExecutionError::Overflow(..) => "integer overflow".to_string(),
         ExecutionError::InternalError(message) => message.clone(),
+        // the libraries' own errors are worded as upstream's
+        ExecutionError::FunctionError { message, .. } => message.clone(),
         ExecutionError::IndexOutOfBounds(index) => match Value::clone(index) {
             Value::Int(i) => format!("index out of bounds: {i}"),
             Value::UInt(i) => format!("index out of bounds: {i}"),

@@ -5,6 +5,7 @@ use cel::{ParseErrors, Program};
 use serde_json::Value as Json;
 
 use super::check;
+use super::cost;
 use super::env;
 use super::schema::{join, Kind, Node};
 use super::types::Ty;
@@ -43,6 +44,14 @@ pub(super) struct Rule {
     pub(super) uses_old_self: bool,
     /// oldSelf is an optional, and the rule also runs where there is no old value.
     pub(super) optional_old_self: bool,
+    /// Where the rule is in the CRD (`...x-kubernetes-validations[0]`).
+    pub(super) at: String,
+    /// The estimated cost of one evaluation, with the sizes the schema allows.
+    pub(super) cost: u64,
+    /// The same of the messageExpression, if any.
+    pub(super) message_cost: Option<u64>,
+    /// The messageExpression as written.
+    pub(super) message_expression_source: Option<String>,
 }
 
 impl Rule {
@@ -320,7 +329,15 @@ fn program(
     if failed {
         return None;
     }
+    let cost = cost::estimate(&program, node, &cost::Declared);
+    let message_cost = message_expression
+        .as_ref()
+        .map(|m| cost::estimate(m, node, &cost::Declared));
     Some(Rule {
+        at: at.to_string(),
+        cost,
+        message_cost,
+        message_expression_source: entry.message_expression.map(str::to_string),
         program,
         rule: entry.rule.trim().to_string(),
         message: entry

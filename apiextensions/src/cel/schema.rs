@@ -22,6 +22,102 @@ pub(super) struct Node {
     pub(super) rules: Vec<Rule>,
     /// Whether this node or one below it has rules.
     pub(super) has_rules: bool,
+    /// What the cost model knows of the node's values.
+    pub(super) bounds: Bounds,
+}
+
+/// Upstream's size figures of a schema node (its DeclType's MaxElements and
+/// MinSerializedSize, and the cardinality factor of its children), from maxLength, maxItems,
+/// maxProperties and enum, else derived from the largest request.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Bounds {
+    /// The most bytes of a string, items of a list, entries of a map; 0 for other values.
+    pub(super) max_elements: u64,
+    /// The fewest bytes a value takes serialized.
+    pub(super) min_size: u64,
+    /// How many values of each child one value holds: the declared maximum of a list or map,
+    /// `None` when it has none (unbounded); 1 for anything else.
+    pub(super) fan_out: Option<u64>,
+}
+
+/// The largest request the server takes (upstream's celconfig.MaxRequestSizeBytes).
+pub(super) const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+
+impl Bounds {
+    fn of(schema: &Json, kind: &Kind) -> Bounds {
+        let limit = |name: &str| {
+            schema
+                .get(name)
+                .and_then(Json::as_i64)
+                .map(|n| n.max(0) as u64)
+        };
+        let unbounded_string = MAX_REQUEST_BYTES - 2;
+        let string_max = || match limit("maxLength") {
+            Some(n) => n.saturating_mul(4),
+            None => schema
+                .get("enum")
+                .and_then(Json::as_array)
+                .and_then(|values| {
+                    values
+                        .iter()
+                        .filter_map(Json::as_str)
+                        .map(|v| v.len() as u64)
+                        .max()
+                })
+                .unwrap_or(unbounded_string),
+        };
+        let (max_elements, min_size, fan_out) = match kind {
+            Kind::String(Format::Plain) => (string_max(), 2, Some(1)),
+            Kind::String(Format::Byte) => {
+                (limit("maxLength").unwrap_or(unbounded_string), 2, Some(1))
+            }
+            Kind::String(Format::Duration) => (0, 3, Some(1)),
+            Kind::String(Format::Date) => (0, 12, Some(1)),
+            Kind::String(Format::DateTime) => (0, 21, Some(1)),
+            Kind::IntOrString => (
+                limit("maxLength").map_or(unbounded_string, |n| n.saturating_mul(4)),
+                1,
+                Some(1),
+            ),
+            Kind::Integer | Kind::Number => (0, 1, Some(1)),
+            Kind::Boolean => (0, 4, Some(1)),
+            Kind::Any => (unbounded_string, 1, Some(1)),
+            Kind::List { items, .. } => {
+                let max = limit("maxItems");
+                let derived = (MAX_REQUEST_BYTES - 2) / (items.bounds.min_size + 1);
+                (max.unwrap_or(derived), 2, max)
+            }
+            Kind::Map(values) => {
+                let max = limit("maxProperties");
+                let derived = (MAX_REQUEST_BYTES - 2) / (values.bounds.min_size + 6);
+                (max.unwrap_or(derived), 2, max)
+            }
+            Kind::Object(fields) => {
+                let required: Vec<&str> = schema
+                    .get("required")
+                    .and_then(Json::as_array)
+                    .map(|r| r.iter().filter_map(Json::as_str).collect())
+                    .unwrap_or_default();
+                let min = fields
+                    .iter()
+                    .filter(|(name, f)| {
+                        required.contains(&name.as_str()) && f.node.bounds.min_size > 0
+                    })
+                    .filter(|(name, _)| {
+                        let property = schema.get("properties").and_then(|p| p.get(name.as_str()));
+                        property.is_some_and(|p| p.get("default").is_none())
+                    })
+                    .map(|(name, f)| name.len() as u64 + f.node.bounds.min_size + 4)
+                    .sum::<u64>();
+                (0, 2 + min, Some(1))
+            }
+        };
+        Bounds {
+            max_elements,
+            min_size,
+            fan_out,
+        }
+    }
 }
 
 /// What a node's values are in CEL.
@@ -88,6 +184,11 @@ impl Node {
             has_properties: false,
             rules: Vec::new(),
             has_rules: false,
+            bounds: Bounds {
+                max_elements: MAX_REQUEST_BYTES - 2,
+                min_size: 2,
+                fan_out: Some(1),
+            },
         }
     }
 
@@ -138,7 +239,9 @@ pub(super) fn build(
             _ => Kind::Any,
         }
     };
+    let bounds = Bounds::of(schema, &kind);
     let mut node = Node {
+        bounds,
         kind,
         type_name: type_name.to_string(),
         has_properties: resource_root || schema.get("properties").is_some_and(Json::is_object),

@@ -79,7 +79,7 @@ impl Expression {
                 "the expression could not be evaluated".to_string(),
             ))
         });
-        result.map_err(|e| e.to_string())
+        result.map_err(|e| super::describe(&e))
     }
 }
 

@@ -28,6 +28,8 @@ pub(super) enum Ty<'n> {
     Object(&'n Node),
     Type,
     Optional,
+    /// A value of one of Kubernetes' libraries, by its type name (`kubernetes.Quantity`).
+    Opaque(&'static str),
 }
 
 impl<'n> Ty<'n> {
@@ -64,6 +66,7 @@ impl<'n> Ty<'n> {
             Ty::Map(_) | Ty::Object(_) => "map",
             Ty::Type => "type",
             Ty::Optional => "optional_type",
+            Ty::Opaque(name) => name,
         })
     }
 
@@ -71,6 +74,7 @@ impl<'n> Ty<'n> {
         match (self, other) {
             (Ty::Object(a), Ty::Object(b)) => std::ptr::eq(a, b),
             (Ty::List(_), Ty::List(_)) | (Ty::Map(_), Ty::Map(_)) => true,
+            (Ty::Opaque(a), Ty::Opaque(b)) => a == b,
             (a, b) => std::mem::discriminant(&a) == std::mem::discriminant(&b),
         }
     }
@@ -91,6 +95,7 @@ impl<'n> Ty<'n> {
             Ty::List(_) => Group::List,
             Ty::Map(_) | Ty::Object(_) => Group::Map,
             Ty::Null => Group::Null,
+            Ty::Opaque(name) => Group::Opaque(name),
             Ty::Dyn | Ty::Refused | Ty::Type | Ty::Optional => return None,
         })
     }
@@ -107,6 +112,7 @@ pub(super) enum Group {
     List,
     Map,
     Null,
+    Opaque(&'static str),
 }
 
 /// The result of arithmetic `name` on two known types, `None` when no overload applies

@@ -121,6 +121,24 @@ impl Quantity {
         self.nanos = self.nanos.saturating_sub(other.nanos);
     }
 
+    /// The value as a whole number, when it is one that fits an i64 (Go's AsInt64).
+    pub fn as_i64(&self) -> Option<i64> {
+        if self.nanos % NANO != 0 {
+            return None;
+        }
+        i64::try_from(self.nanos / NANO).ok()
+    }
+
+    /// The value as the nearest double (Go's AsApproximateFloat64).
+    pub fn as_f64(&self) -> f64 {
+        self.nanos as f64 / NANO as f64
+    }
+
+    /// -1, 0 or 1 as the value is negative, zero or positive.
+    pub fn signum(&self) -> i64 {
+        self.nanos.signum() as i64
+    }
+
     /// The value rounded up to whole units (what `MilliValue`/`Value` callers compare).
     pub fn value(&self) -> i128 {
         let whole = self.nanos.div_euclid(NANO);

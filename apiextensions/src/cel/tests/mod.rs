@@ -67,4 +67,6 @@ fn replicas_schema(rules: Json) -> Json {
 }
 
 mod compilation;
+mod costs;
 mod evaluation;
+mod libraries;
