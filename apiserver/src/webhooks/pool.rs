@@ -1,10 +1,12 @@
 //! Connections to webhooks kept open between calls, as client-go's webhook clients keep theirs
 //! (keep-alive, a client per configuration): without them every admission call paid a TCP
 //! and TLS handshake, and parsed its caBundle again. Idle connections are kept per endpoint,
-//! server name and CA; one the webhook has closed is dropped when next looked at.
+//! server name and CA, for at most 90 s (Go's IdleConnTimeout as Kubernetes sets it); one the
+//! webhook has closed is dropped when next looked at.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -19,20 +21,37 @@ use super::transport::Target;
 
 pub type Sender = SendRequest<Full<Bytes>>;
 
-/// Idle connections kept per key: enough for the concurrency one server sends a webhook.
-const MAX_IDLE: usize = 64;
+/// Idle connections kept per key: enough for the calls one server has in flight to a webhook
+/// endpoint under load (validating webhooks of a request are called at once), so that a busy
+/// server does not shake hands again for most calls.
+const MAX_IDLE: usize = 256;
+
+/// How long an idle connection is kept.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// (address, server name, CA bundle).
 type Key = (String, String, Vec<u8>);
 
 #[derive(Default)]
 struct Pool {
-    idle: Mutex<HashMap<Key, Vec<Sender>>>,
+    idle: Mutex<HashMap<Key, Vec<(Instant, Sender)>>>,
     /// TLS client configurations by CA bundle.
     connectors: Mutex<HashMap<Vec<u8>, TlsConnector>>,
 }
 
 static POOL: LazyLock<Pool> = LazyLock::new(Pool::default);
+
+/// Started with the first connection: drops idle connections past the timeout, also those of
+/// webhooks no longer called, so that a burst's connections do not outlive it.
+static SWEEPER: std::sync::Once = std::sync::Once::new();
+
+fn sweep() {
+    let mut idle = POOL.idle.lock().unwrap_or_else(|p| p.into_inner());
+    idle.retain(|_, senders| {
+        senders.retain(|(since, sender)| since.elapsed() <= IDLE_TIMEOUT && !sender.is_closed());
+        !senders.is_empty()
+    });
+}
 
 fn key(target: &Target) -> Key {
     (
@@ -46,7 +65,13 @@ fn key(target: &Target) -> Key {
 pub fn idle(target: &Target) -> Option<Sender> {
     let mut idle = POOL.idle.lock().unwrap_or_else(|p| p.into_inner());
     let senders = idle.get_mut(&key(target))?;
-    while let Some(sender) = senders.pop() {
+    // The oldest are at the front: those past the timeout go first.
+    let expired = senders
+        .iter()
+        .take_while(|(since, _)| since.elapsed() > IDLE_TIMEOUT)
+        .count();
+    senders.drain(..expired);
+    while let Some((_, sender)) = senders.pop() {
         if sender.is_ready() {
             return Some(sender);
         }
@@ -62,7 +87,7 @@ pub fn give_back(target: &Target, sender: Sender) {
     let mut idle = POOL.idle.lock().unwrap_or_else(|p| p.into_inner());
     let senders = idle.entry(key(target)).or_default();
     if senders.len() < MAX_IDLE {
-        senders.push(sender);
+        senders.push((Instant::now(), sender));
     }
 }
 
@@ -111,6 +136,15 @@ fn tls_error(e: &std::io::Error) -> String {
 
 /// A new connection to the target: TCP, TLS verified against its CA, HTTP/1.1.
 pub async fn dial(target: &Target) -> Result<Sender, String> {
+    SWEEPER.call_once(|| {
+        tokio::spawn(async {
+            let mut every = tokio::time::interval(IDLE_TIMEOUT / 3);
+            loop {
+                every.tick().await;
+                sweep();
+            }
+        });
+    });
     let tcp = TcpStream::connect(&target.address)
         .await
         .map_err(|e| dial_error(&target.address, &e))?;
