@@ -1,6 +1,6 @@
 //! Validation of a CustomResourceDefinition itself (upstream's
 //! ValidateCustomResourceDefinition): names, group, scope, versions with exactly one storage
-//! version, conversion, subresources, printer columns, and each version's schema (structural,
+//! version, conversion (`validate_conversion`), subresources, printer columns, and each version's schema (structural,
 //! with its CEL rules compiled).
 
 use std::collections::HashSet;
@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::cel::Rules;
 use super::definition::{Definition, Names, PrinterColumn, Scale, Version};
 use super::schema::check_structural;
+use super::validate_conversion::{self, Relaxed};
 use registry::error::Cause;
 use registry::validation::names::{is_dns1035_label, is_dns1123_subdomain};
 use registry::validation::quote;
@@ -26,8 +27,14 @@ const PRINTER_FORMATS: [&str; 8] = [
     "password",
 ];
 
-/// Every problem of a definition about to be stored.
+/// Every problem of a definition about to be created.
 pub fn validate(obj: &Value) -> Vec<Cause> {
+    validate_over(obj, None)
+}
+
+/// Every problem of a definition about to be stored over `old` (None: created).
+fn validate_over(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let old = old.map(Definition::parse);
     let crd = Definition::parse(obj);
     let spec = &crd.spec;
     let mut causes = Vec::new();
@@ -64,18 +71,11 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
     }
     causes.extend(names(&spec.names, "spec.names"));
     if let Some(conversion) = &spec.conversion {
-        match conversion.strategy.as_str() {
-            "" | "None" => {}
-            "Webhook" => causes.push(Cause::forbidden(
-                "spec.conversion.strategy",
-                "conversion webhooks are not supported by this server; use strategy None",
-            )),
-            other => causes.push(Cause::not_supported(
-                "spec.conversion.strategy",
-                other,
-                &["None", "Webhook"],
-            )),
-        }
+        causes.extend(validate_conversion::validate(
+            conversion,
+            spec.preserve_unknown_fields == Some(true),
+            Relaxed::over(old.as_ref()),
+        ));
     }
     if spec.preserve_unknown_fields == Some(true) {
         causes.push(Cause::invalid(
@@ -90,7 +90,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
 
 /// What an update may not change, on top of `validate`.
 pub fn validate_update(new: &Value, old: &Value) -> Vec<Cause> {
-    let mut causes = validate(new);
+    let mut causes = validate_over(new, Some(old));
     let (new, old) = (Definition::parse(new), Definition::parse(old));
     if new.spec.group != old.spec.group {
         causes.push(Cause::invalid(
