@@ -167,4 +167,22 @@ fn defaults(obj: &mut Value) {
         );
     }
     default_at(obj, &["spec", "conversion", "strategy"], json!("None"));
+    // A conversion webhook's Service is reached on 443 unless it says otherwise.
+    if obj
+        .pointer("/spec/conversion/webhook/clientConfig/service")
+        .is_some_and(Value::is_object)
+    {
+        default_at(
+            obj,
+            &[
+                "spec",
+                "conversion",
+                "webhook",
+                "clientConfig",
+                "service",
+                "port",
+            ],
+            json!(443),
+        );
+    }
 }
