@@ -1,8 +1,9 @@
 //! CustomResourceDefinition conversion webhooks through the real binary and kubectl, on both
 //! backends, against a real HTTPS webhook on loopback that converts v1 `spec.host` +
 //! `spec.port` to v2 `spec.address: "host:port"` and back: objects written in one version read
-//! in the other (get, list in one review, watch), updates through the other version, the
-//! storage version changed with `status.storedVersions` following; a webhook answering a
+//! in the other (get, list in one review, watch), updates, server-side apply and deletes
+//! through the other version, the storage version changed with `status.storedVersions`
+//! following; a webhook answering a
 //! changed name, a Failure, or not at all fails the request in upstream's words; the
 //! definition's conversion settings are validated as upstream validates them.
 
@@ -221,6 +222,47 @@ fn conversions(s: &Server) {
         s.json(&["get", V1, "w1"])["spec"],
         json!({"host": "c", "port": 90})
     );
+
+    // Server-side apply through v2 creates, then changes, an object stored in v1.
+    for port in [5, 6] {
+        let out = s.manifest_output(
+            &["apply", "--server-side", "-f", "-"],
+            &widget("v2", "w4", json!({"address": format!("e:{port}")})),
+        );
+        assert!(out.status.success(), "{}", output_text(&out));
+        assert_eq!(
+            s.json(&["get", V1, "w4"])["spec"],
+            json!({"host": "e", "port": port})
+        );
+    }
+
+    // A delete through v2 answers the marked object in v2; the update that takes its last
+    // finalizer away removes it.
+    s.with_manifest(
+        "create",
+        &json!({"apiVersion": "conv.example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w5", "namespace": "default", "finalizers": ["conv.example.com/hold"]},
+            "spec": {"host": "f", "port": 6}})
+        .to_string(),
+    );
+    let path = "/apis/conv.example.com/v2/namespaces/default/widgets/w5";
+    let r = s.request("DELETE", path, &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let marked = r.json();
+    assert_eq!(marked["spec"], json!({"address": "f:6"}), "{marked}");
+    assert!(
+        marked["metadata"]["deletionTimestamp"].is_string(),
+        "{marked}"
+    );
+    s.kubectl(&[
+        "patch",
+        V2,
+        "w5",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    assert_eq!(s.get(path).status, 404);
 
     // v2 becomes the storage version: storedVersions keeps v1, new writes are stored in v2.
     s.with_manifest("apply", &definition(&hooks, "v2"));

@@ -77,7 +77,7 @@ impl Store {
 
     /// The delete itself. Planning reads and marks metadata only, so a Store with a
     /// converter plans on the object as stored and converts only the answer (`delete`).
-    async fn delete_stored(
+    pub(super) async fn delete_stored(
         &self,
         namespace: Option<&str>,
         name: &str,
