@@ -68,7 +68,12 @@ fn webhook(mode: Arc<AtomicU8>) -> WebhookServer {
     )
 }
 
-fn definition(hooks: &WebhookServer, storage: &str) -> String {
+/// The webhook by URL, as the definition names it.
+fn by_url(hooks: &WebhookServer) -> Value {
+    json!({"url": format!("https://127.0.0.1:{}/convert", hooks.port), "caBundle": hooks.ca_bundle})
+}
+
+fn definition(client_config: Value, review_versions: &[&str], storage: &str) -> String {
     let schema = |spec: Value| {
         json!({"openAPIV3Schema": {"type": "object",
         "properties": {"spec": {"type": "object", "properties": spec}}}})
@@ -86,9 +91,8 @@ fn definition(hooks: &WebhookServer, storage: &str) -> String {
                  "schema": schema(json!({"address": {"type": "string"}}))},
             ],
             "conversion": {"strategy": "Webhook", "webhook": {
-                "conversionReviewVersions": ["v1"],
-                "clientConfig": {"url": format!("https://127.0.0.1:{}/convert", hooks.port),
-                    "caBundle": hooks.ca_bundle}}},
+                "conversionReviewVersions": review_versions,
+                "clientConfig": client_config}},
         },
     })
     .to_string()
@@ -118,7 +122,7 @@ fn conversion_webhooks_on_etcd() {
 fn conversions(s: &Server) {
     let mode = Arc::new(AtomicU8::new(CONVERT));
     let hooks = webhook(mode.clone());
-    s.with_manifest("apply", &definition(&hooks, "v1"));
+    s.with_manifest("apply", &definition(by_url(&hooks), &["v1"], "v1"));
     s.kubectl(&[
         "wait",
         "--for=condition=Established",
@@ -265,7 +269,7 @@ fn conversions(s: &Server) {
     assert_eq!(s.get(path).status, 404);
 
     // v2 becomes the storage version: storedVersions keeps v1, new writes are stored in v2.
-    s.with_manifest("apply", &definition(&hooks, "v2"));
+    s.with_manifest("apply", &definition(by_url(&hooks), &["v1"], "v2"));
     wait_until("v2 stored", Duration::from_secs(20), || {
         s.json(&["get", "crd", CRD])["status"]["storedVersions"] == json!(["v1", "v2"])
     });
@@ -296,6 +300,45 @@ fn conversions(s: &Server) {
         before,
         "an object in the version asked for is not sent"
     );
+
+    // The webhook by Service (its EndpointSlice names the server, whose certificate is for
+    // the Service's DNS name), sent v1beta1 reviews as the definition lists that first.
+    s.kubectl(&["create", "namespace", "conversion"]);
+    s.with_manifest(
+        "create",
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "convert", "namespace": "conversion"},
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": hooks.port}]}})
+        .to_string(),
+    );
+    s.with_manifest(
+        "create",
+        &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "convert-1", "namespace": "conversion",
+                "labels": {"kubernetes.io/service-name": "convert"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": hooks.port, "protocol": "TCP"}]})
+        .to_string(),
+    );
+    let service = json!({"service": {"namespace": "conversion", "name": "convert", "path": "/by-service"},
+        "caBundle": hooks.ca_bundle});
+    s.with_manifest("apply", &definition(service, &["v1beta1", "v1"], "v2"));
+    wait_until(
+        "conversions through the Service",
+        Duration::from_secs(20),
+        || {
+            s.json(&["get", V2, "w1"])["spec"] == json!({"address": "c:90"})
+                && !hooks.received("/by-service").is_empty()
+        },
+    );
+    let review = hooks.received("/by-service").pop().unwrap_or_default();
+    assert_eq!(review["apiVersion"], "apiextensions.k8s.io/v1beta1");
+    s.with_manifest("apply", &definition(by_url(&hooks), &["v1"], "v2"));
+    wait_until("conversions by URL again", Duration::from_secs(20), || {
+        let before = reviews(&hooks).len();
+        s.kubectl(&["get", V2, "w1"]);
+        reviews(&hooks).len() > before
+    });
 
     // A webhook that renames, refuses, or cannot be reached: the request fails as upstream's.
     mode.store(RENAME, Ordering::SeqCst);
