@@ -187,6 +187,10 @@ fn conversions(s: &Server) {
             .map(Vec::len),
         Some(2)
     );
+    // Unpaged (read whole, page by page from one snapshot) as well as kubectl's chunks.
+    let whole = s.get("/apis/conv.example.com/v2/namespaces/default/widgets").json();
+    assert_eq!(whole["kind"], "WidgetList");
+    assert_eq!(whole["items"][1]["spec"], json!({"address": "b:81"}), "{whole}");
     let in_v1 = s.json(&["get", V1]);
     assert_eq!(in_v1["items"][1]["spec"], json!({"host": "b", "port": 81}));
 
