@@ -188,9 +188,15 @@ fn conversions(s: &Server) {
         Some(2)
     );
     // Unpaged (read whole, page by page from one snapshot) as well as kubectl's chunks.
-    let whole = s.get("/apis/conv.example.com/v2/namespaces/default/widgets").json();
+    let whole = s
+        .get("/apis/conv.example.com/v2/namespaces/default/widgets")
+        .json();
     assert_eq!(whole["kind"], "WidgetList");
-    assert_eq!(whole["items"][1]["spec"], json!({"address": "b:81"}), "{whole}");
+    assert_eq!(
+        whole["items"][1]["spec"],
+        json!({"address": "b:81"}),
+        "{whole}"
+    );
     let in_v1 = s.json(&["get", V1]);
     assert_eq!(in_v1["items"][1]["spec"], json!({"host": "b", "port": 81}));
 
@@ -373,6 +379,15 @@ fn conversions(s: &Server) {
     );
 
     let metrics = s.get("/metrics").body;
+    for failure in [
+        "conversion_webhook_invalid_converted_object_failure",
+        "conversion_webhook_malformed_response_failure",
+    ] {
+        let line = format!(
+            r#"apiserver_conversion_webhook_request_total{{failure_type="{failure}",result="failure"}}"#
+        );
+        assert!(metrics.contains(&line), "{line} missing");
+    }
     assert!(
         metrics.contains(r#"apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="widgets.conv.example.com",from_version="v1",succeeded="true",to_version="v2"}"#),
         "{}",

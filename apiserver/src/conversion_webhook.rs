@@ -1,15 +1,17 @@
 //! The HTTPS side of CustomResourceDefinition conversion webhooks: a ConversionReview POSTed
 //! to the definition's webhook by URL or Service, trusting its caBundle, through the same
 //! transport as admission webhooks (upstream's webhook ClientManager serves both), with
-//! upstream's 30 s client timeout; and the duration of each conversion as
-//! `apiserver_crd_conversion_webhook_duration_seconds`.
+//! upstream's 30 s client timeout; and upstream's metrics of each call
+//! (`apiserver_conversion_webhook_request_total` and `_duration_seconds` by result and failure
+//! type, `apiserver_crd_conversion_webhook_duration_seconds` by definition and versions).
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use apiextensions::conversion::Observation;
 use apiextensions::ConversionWebhook;
 use async_trait::async_trait;
-use prometheus::{HistogramOpts, HistogramVec};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts};
 use registry::Registry;
 use serde_json::Value;
 
@@ -17,6 +19,31 @@ use crate::webhooks::transport;
 
 /// The timeout of upstream's webhook REST client, which conversion calls are made with.
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+static REQUESTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    IntCounterVec::new(
+        Opts::new(
+            "apiserver_conversion_webhook_request_total",
+            "Counter for conversion webhook requests with success/failure and failure error type",
+        ),
+        &["result", "failure_type"],
+    )
+    .expect("apiserver_conversion_webhook_request_total")
+});
+
+static LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
+    HistogramVec::new(
+        HistogramOpts::new(
+            "apiserver_conversion_webhook_duration_seconds",
+            "Conversion webhook request latency",
+        )
+        .buckets(vec![
+            0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
+        ]),
+        &["result", "failure_type"],
+    )
+    .expect("apiserver_conversion_webhook_duration_seconds")
+});
 
 static DURATION: LazyLock<HistogramVec> = LazyLock::new(|| {
     HistogramVec::new(
@@ -32,6 +59,8 @@ static DURATION: LazyLock<HistogramVec> = LazyLock::new(|| {
 });
 
 pub fn register(registry: &prometheus::Registry) -> prometheus::Result<()> {
+    registry.register(Box::new(REQUESTS.clone()))?;
+    registry.register(Box::new(LATENCY.clone()))?;
     registry.register(Box::new(DURATION.clone()))
 }
 
@@ -53,17 +82,25 @@ impl ConversionWebhook for HttpsConversionWebhook {
         transport::post(&target, body, TIMEOUT).await
     }
 
-    fn observe(&self, definition: &str, from: &str, to: &str, succeeded: bool, seconds: f64) {
-        // Upstream records only conversions between two versions.
-        if from != to {
+    fn observe(&self, call: &Observation<'_>) {
+        let (result, failure_type) = match call.failure {
+            None => ("success", ""),
+            Some(failure) => ("failure", failure.label()),
+        };
+        REQUESTS.with_label_values(&[result, failure_type]).inc();
+        LATENCY
+            .with_label_values(&[result, failure_type])
+            .observe(call.seconds);
+        // Upstream records only conversions between two versions here.
+        if call.from != call.to {
+            let succeeded = if call.failure.is_none() {
+                "true"
+            } else {
+                "false"
+            };
             DURATION
-                .with_label_values(&[
-                    definition,
-                    from,
-                    to,
-                    if succeeded { "true" } else { "false" },
-                ])
-                .observe(seconds);
+                .with_label_values(&[call.definition, call.from, call.to, succeeded])
+                .observe(call.seconds);
         }
     }
 }

@@ -29,8 +29,43 @@ pub trait ConversionWebhook: Send + Sync {
         body: Vec<u8>,
     ) -> std::result::Result<Vec<u8>, String>;
 
-    /// One conversion's duration (upstream's apiserver_crd_conversion_webhook_duration_seconds).
-    fn observe(&self, _definition: &str, _from: &str, _to: &str, _succeeded: bool, _seconds: f64) {}
+    /// One call's outcome and duration, for upstream's conversion webhook metrics.
+    fn observe(&self, _call: &Observation<'_>) {}
+}
+
+/// Why a call failed, as upstream's conversion webhook metrics name it (`failure_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No answer (the call, or decoding what came back).
+    Call,
+    /// An answer that is not a successful review of this request.
+    MalformedResponse,
+    /// Fewer or more objects than were sent.
+    PartialResponse,
+    /// An object in the wrong version or kind, another identity, or bad metadata.
+    InvalidConvertedObject,
+}
+
+impl Failure {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Call => "conversion_webhook_call_failure",
+            Self::MalformedResponse => "conversion_webhook_malformed_response_failure",
+            Self::PartialResponse => "conversion_webhook_partial_response_failure",
+            Self::InvalidConvertedObject => "conversion_webhook_invalid_converted_object_failure",
+        }
+    }
+}
+
+/// One call of a definition's conversion webhook.
+pub struct Observation<'a> {
+    /// The definition's name.
+    pub definition: &'a str,
+    /// The version the (first) object sent was in, and the version asked for.
+    pub from: &'a str,
+    pub to: &'a str,
+    pub failure: Option<Failure>,
+    pub seconds: f64,
 }
 
 /// The converter of one definition's objects.
@@ -77,10 +112,21 @@ impl WebhookConverter {
         desired: &str,
         subject: &str,
         list: bool,
-    ) -> std::result::Result<(), String> {
-        let failed = |why: String| format!("conversion webhook for {subject} failed: {why}");
-        let version = ReviewVersion::first_of(&self.review_versions)
-            .ok_or_else(|| "no supported conversion review versions".to_string())?;
+    ) -> std::result::Result<(), (Failure, String)> {
+        let failed = |failure: Failure| {
+            move |why: String| {
+                (
+                    failure,
+                    format!("conversion webhook for {subject} failed: {why}"),
+                )
+            }
+        };
+        let version = ReviewVersion::first_of(&self.review_versions).ok_or_else(|| {
+            (
+                Failure::Call,
+                "no supported conversion review versions".to_string(),
+            )
+        })?;
         let uid = uuid::Uuid::new_v4().to_string();
         let sent: Vec<&Value> = pending.iter().map(|&i| &objects[i]).collect();
         let body = request(version, &uid, desired, &sent)
@@ -90,16 +136,35 @@ impl WebhookConverter {
             .webhook
             .post(&self.client_config, body)
             .await
-            .map_err(failed)?;
-        let answer: Value = serde_json::from_slice(&answer).map_err(|e| failed(e.to_string()))?;
-        let converted = converted_objects(version, &uid, &answer).map_err(failed)?;
+            .map_err(failed(Failure::Call))?;
+        let answer: Value =
+            serde_json::from_slice(&answer).map_err(|e| failed(Failure::Call)(e.to_string()))?;
+        let converted = converted_objects(version, &uid, &answer)
+            .map_err(failed(Failure::MalformedResponse))?;
         if converted.len() != pending.len() {
-            return Err(format!(
-                "conversion webhook for {subject} returned {} objects, expected {}",
-                converted.len(),
-                pending.len()
+            return Err((
+                Failure::PartialResponse,
+                format!(
+                    "conversion webhook for {subject} returned {} objects, expected {}",
+                    converted.len(),
+                    pending.len()
+                ),
             ));
         }
+        self.take_converted(objects, pending, converted, desired, subject, list)
+            .map_err(|why| (Failure::InvalidConvertedObject, why))
+    }
+
+    /// The answered objects checked and put in place of those sent.
+    fn take_converted(
+        &self,
+        objects: &mut [Value],
+        pending: &[usize],
+        converted: Vec<Value>,
+        desired: &str,
+        subject: &str,
+        list: bool,
+    ) -> std::result::Result<(), String> {
         let (what, at) = if list {
             ("invalid converted object", " at index ")
         } else {
@@ -172,24 +237,22 @@ impl Converter for WebhookConverter {
         let outcome = self
             .call(&mut objects, &pending, desired, &subject, list)
             .await;
-        let version = |api_version: &str| {
-            api_version
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        };
-        self.webhook.observe(
-            &self.definition,
-            &version(&from),
-            &version(desired),
-            outcome.is_ok(),
-            started.elapsed().as_secs_f64(),
-        );
+        self.webhook.observe(&Observation {
+            definition: &self.definition,
+            from: version_of(&from),
+            to: version_of(desired),
+            failure: outcome.as_ref().err().map(|(failure, _)| *failure),
+            seconds: started.elapsed().as_secs_f64(),
+        });
         // Upstream hands the client the converter's error as it is: a 500 with no reason.
-        outcome.map_err(RegistryError::Unclassified)?;
+        outcome.map_err(|(_, why)| RegistryError::Unclassified(why))?;
         Ok(objects)
     }
+}
+
+/// The version of an apiVersion (`group/version`).
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit('/').next().unwrap_or_default()
 }
 
 #[cfg(test)]

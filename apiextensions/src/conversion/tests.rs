@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{ConversionWebhook, WebhookConverter};
+use super::{ConversionWebhook, Failure, Observation, WebhookConverter};
 use crate::definition::Definition;
 use registry::strategy::Converter;
 
@@ -16,6 +16,7 @@ struct Hook {
     reviews: Mutex<Vec<Value>>,
     tamper: fn(&mut Value),
     down: bool,
+    observed: Mutex<Vec<(String, String, Option<Failure>)>>,
 }
 
 #[async_trait]
@@ -47,6 +48,12 @@ impl ConversionWebhook for Hook {
             "response": {"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": objects}});
         Ok(answer.to_string().into_bytes())
     }
+
+    fn observe(&self, call: &Observation<'_>) {
+        if let Ok(mut observed) = self.observed.lock() {
+            observed.push((call.from.into(), call.to.into(), call.failure));
+        }
+    }
 }
 
 fn converter(tamper: fn(&mut Value), down: bool) -> (WebhookConverter, Arc<Hook>) {
@@ -61,6 +68,7 @@ fn converter(tamper: fn(&mut Value), down: bool) -> (WebhookConverter, Arc<Hook>
         reviews: Mutex::default(),
         tamper,
         down,
+        observed: Mutex::default(),
     });
     let converter = WebhookConverter::of(&crd, hook.clone()).expect("a webhook definition");
     (converter, hook)
@@ -103,7 +111,7 @@ async fn a_list_sends_only_what_is_in_another_version_in_one_review() {
 #[tokio::test]
 async fn bad_answers_and_failed_calls_read_as_upstreams() {
     let one = || vec![widget("a", "v1", json!({"host": "h", "port": 80}))];
-    let (renaming, _) = converter(|o| o["metadata"]["name"] = json!("x"), false);
+    let (renaming, hook) = converter(|o| o["metadata"]["name"] = json!("x"), false);
     let err = renaming
         .convert(one(), "example.com/v2", false)
         .await
@@ -112,6 +120,14 @@ async fn bad_answers_and_failed_calls_read_as_upstreams() {
     assert_eq!(
         err.to_string(),
         "conversion webhook for example.com/v1, Kind=Widget returned invalid object: must have the same name: a != x"
+    );
+    assert_eq!(
+        hook.observed.lock().expect("observed").clone(),
+        [(
+            "v1".into(),
+            "v2".into(),
+            Some(Failure::InvalidConvertedObject)
+        )]
     );
     let (regrouping, _) = converter(|o| o["apiVersion"] = json!("example.com/v3"), false);
     let err = regrouping
@@ -128,7 +144,7 @@ async fn bad_answers_and_failed_calls_read_as_upstreams() {
         .await
         .expect("metadata restored");
     assert_eq!(out[0]["metadata"].get("generation"), None);
-    let (down, _) = converter(|_| {}, true);
+    let (down, hook) = converter(|_| {}, true);
     let err = down
         .convert(one(), "example.com/v2", false)
         .await
@@ -136,5 +152,9 @@ async fn bad_answers_and_failed_calls_read_as_upstreams() {
     assert_eq!(
         err.to_string(),
         "conversion webhook for example.com/v1, Kind=Widget failed: Post \"https://127.0.0.1:1/convert?timeout=30s\": dial tcp 127.0.0.1:1: connect: connection refused"
+    );
+    assert_eq!(
+        hook.observed.lock().expect("observed").clone(),
+        [("v1".into(), "v2".into(), Some(Failure::Call))]
     );
 }
