@@ -6,16 +6,19 @@
 //! the storage version before the compare-and-swap, and an update decides on the stored object
 //! converted first, landing only on the revision it decided from.
 //!
-//! Stores without a converter pass objects through untouched: no allocation, no await.
+//! Stores without a converter pass objects through untouched: no allocation, no call.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use storage::{ReadRevision, StorageError, Update, UpdateOptions};
 
-use super::update::{How, Next, HOOKED_WRITE_TRIES, MODIFIED};
+use super::update::{How, Next, Subresource, HOOKED_WRITE_TRIES, MODIFIED};
 use super::{encode, stamp, Store};
 use crate::error::{RegistryError, Result};
 use crate::object::Object;
 use crate::options::WriteOptions;
+use crate::strategy::Converter;
 
 impl Store {
     /// Objects as read from storage (each in the version it was stored in) in the version
@@ -73,8 +76,7 @@ impl Store {
         mut produce: impl FnMut(Option<&Object>) -> Result<Object> + Send,
     ) -> Result<(Object, bool)> {
         let key = self.key(scope, name);
-        let may_create =
-            how.sub == super::update::Subresource::Main && self.strategy.allow_create_on_update();
+        let may_create = how.sub == Subresource::Main && self.strategy.allow_create_on_update();
         for _ in 0..HOOKED_WRITE_TRIES {
             let (seen, current) = match self.storage.get(&key, ReadRevision::Latest).await {
                 Ok(kv) => {
@@ -166,8 +168,8 @@ fn no_object() -> RegistryError {
 /// watch events streamed after the request's call returned).
 #[derive(Clone)]
 pub(crate) struct Converting {
-    converter: std::sync::Arc<dyn crate::strategy::Converter>,
-    api_version: std::sync::Arc<str>,
+    converter: Arc<dyn Converter>,
+    api_version: Arc<str>,
 }
 
 impl Converting {
