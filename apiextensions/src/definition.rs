@@ -99,6 +99,17 @@ pub struct PrinterColumn {
 #[serde(rename_all = "camelCase", default)]
 pub struct Conversion {
     pub strategy: String,
+    pub webhook: Option<WebhookConversion>,
+}
+
+/// `spec.conversion.webhook` (upstream's internal type names its two fields
+/// `webhookClientConfig` and `conversionReviewVersions`, as its messages show them).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WebhookConversion {
+    /// `url` or `service`, and `caBundle`: the webhook transport reads it as it is.
+    pub client_config: Option<Value>,
+    pub conversion_review_versions: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

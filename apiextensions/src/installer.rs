@@ -12,10 +12,12 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use super::cel::Rules;
+use super::conversion::{ConversionWebhook, WebhookConverter};
 use super::definition::Definition;
 use super::schema::CustomSchema;
 use super::served::{served_versions, ServedVersion};
 use super::strategy::CustomResourceStrategy;
+use registry::strategy::Converter;
 use registry::Registry;
 
 /// Installs and removes the resources of definitions; shared by whatever follows the
@@ -25,6 +27,19 @@ pub struct Installer {
     /// The served OpenAPI documents (the registry's validation schemas are told as well).
     documents: Option<Arc<OpenApi>>,
     installed: Mutex<HashMap<String, Installed>>,
+    /// How conversion webhooks are called; without one, definitions with strategy Webhook
+    /// serve errors instead of unconverted objects.
+    webhook: Arc<dyn ConversionWebhook>,
+}
+
+/// The webhook client of an installer given none.
+struct NoWebhookClient;
+
+#[async_trait::async_trait]
+impl ConversionWebhook for NoWebhookClient {
+    async fn post(&self, _config: &Value, _body: Vec<u8>) -> Result<Vec<u8>, String> {
+        Err("this server calls no conversion webhooks".into())
+    }
 }
 
 struct Installed {
@@ -42,7 +57,14 @@ impl Installer {
             registry,
             documents,
             installed: Mutex::new(HashMap::new()),
+            webhook: Arc::new(NoWebhookClient),
         }
+    }
+
+    /// Calls conversion webhooks through `webhook` (the server's HTTPS client).
+    pub fn with_conversion_webhook(mut self, webhook: Arc<dyn ConversionWebhook>) -> Self {
+        self.webhook = webhook;
+        self
     }
 
     /// Brings what is served in line with a definition as stored: nothing until it is
@@ -90,8 +112,10 @@ impl Installer {
             }
         }
         let multi_version = crd.spec.versions.len() > 1;
+        let converter = WebhookConverter::of(&crd, self.webhook.clone())
+            .map(|c| Arc::new(c) as Arc<dyn Converter>);
         for version in versions {
-            self.install(version, &terminating, multi_version);
+            self.install(version, &terminating, multi_version, converter.clone());
         }
         info!(definition = %name, versions = served.len(), "custom resources installed");
         installed.insert(
@@ -129,7 +153,13 @@ impl Installer {
             .collect()
     }
 
-    fn install(&self, version: ServedVersion, terminating: &Arc<AtomicBool>, multi_version: bool) {
+    fn install(
+        &self,
+        version: ServedVersion,
+        terminating: &Arc<AtomicBool>,
+        multi_version: bool,
+        converter: Option<Arc<dyn Converter>>,
+    ) {
         let ServedVersion { info, schema } = version;
         let compiled = match schema.as_ref().map(CustomSchema::compile).transpose() {
             Ok(compiled) => compiled.map(Arc::new),
@@ -160,6 +190,7 @@ impl Installer {
             rules,
             terminating: terminating.clone(),
             multi_version,
+            converter,
         };
         let info = Arc::new(info);
         self.registry.catalogue().upsert(info.as_ref().clone());

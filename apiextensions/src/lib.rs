@@ -5,13 +5,16 @@
 
 pub mod cel;
 pub mod conditions;
+pub mod conversion;
 pub mod definition;
 mod installer;
 pub mod schema;
 mod served;
 mod strategy;
+mod validate_conversion;
 mod validate_definition;
 
+pub use conversion::ConversionWebhook;
 pub use definition::{Definition, CLEANUP_FINALIZER};
 pub use installer::Installer;
 pub use served::{served_versions, ServedVersion};

@@ -13,7 +13,7 @@ use super::validate_definition;
 use registry::catalogue::ResourceInfo;
 use registry::error::Cause;
 use registry::strategy::conversion::ApiVersion;
-use registry::strategy::{default_at, Conversion, Strategy};
+use registry::strategy::{default_at, Conversion, Converter, Strategy};
 
 /// A served version of a custom resource: its schema's defaults and validation, and its CEL
 /// rules. Objects are otherwise plain: the generic Store does the rest.
@@ -25,6 +25,8 @@ pub struct CustomResourceStrategy {
     pub(super) terminating: Arc<AtomicBool>,
     /// Other versions share the storage.
     pub(super) multi_version: bool,
+    /// The definition's conversion webhook (strategy Webhook), shared by its versions.
+    pub(super) converter: Option<Arc<dyn Converter>>,
 }
 
 impl Strategy for CustomResourceStrategy {
@@ -51,6 +53,10 @@ impl Strategy for CustomResourceStrategy {
     fn conversion(&self, info: &ResourceInfo) -> Option<Arc<dyn Conversion>> {
         self.multi_version
             .then(|| Arc::new(ApiVersion(info.api_version())) as Arc<dyn Conversion>)
+    }
+
+    fn converter(&self, _info: &ResourceInfo) -> Option<Arc<dyn Converter>> {
+        self.converter.clone()
     }
 
     fn refuses_create(&self) -> Option<String> {
@@ -161,4 +167,22 @@ fn defaults(obj: &mut Value) {
         );
     }
     default_at(obj, &["spec", "conversion", "strategy"], json!("None"));
+    // A conversion webhook's Service is reached on 443 unless it says otherwise.
+    if obj
+        .pointer("/spec/conversion/webhook/clientConfig/service")
+        .is_some_and(Value::is_object)
+    {
+        default_at(
+            obj,
+            &[
+                "spec",
+                "conversion",
+                "webhook",
+                "clientConfig",
+                "service",
+                "port",
+            ],
+            json!(443),
+        );
+    }
 }

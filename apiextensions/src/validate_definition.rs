@@ -1,6 +1,6 @@
 //! Validation of a CustomResourceDefinition itself (upstream's
 //! ValidateCustomResourceDefinition): names, group, scope, versions with exactly one storage
-//! version, conversion, subresources, printer columns, and each version's schema (structural,
+//! version, conversion (`validate_conversion`), subresources, printer columns, and each version's schema (structural,
 //! with its CEL rules compiled).
 
 use std::collections::HashSet;
@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::cel::Rules;
 use super::definition::{Definition, Names, PrinterColumn, Scale, Version};
 use super::schema::check_structural;
+use super::validate_conversion::{self, Relaxed};
 use registry::error::Cause;
 use registry::validation::names::{is_dns1035_label, is_dns1123_subdomain};
 use registry::validation::quote;
@@ -26,14 +27,16 @@ const PRINTER_FORMATS: [&str; 8] = [
     "password",
 ];
 
-/// Every problem of a definition about to be stored.
+/// Every problem of a definition about to be created.
 pub fn validate(obj: &Value) -> Vec<Cause> {
-    validate_with(obj, &[])
+    validate_over(obj, None, &[])
 }
 
-/// `validate`, with the names of the versions whose schema an update leaves as it was: their
-/// rules are not held to the per-rule cost limit again (upstream's rule), only to the total.
-fn validate_with(obj: &Value, unchanged: &[&str]) -> Vec<Cause> {
+/// Every problem of a definition about to be stored over `old` (None: created), with the
+/// names of the versions whose schema an update leaves as it was: their rules are not held to
+/// the per-rule cost limit again (upstream's rule), only to the total.
+fn validate_over(obj: &Value, old: Option<&Value>, unchanged: &[&str]) -> Vec<Cause> {
+    let old = old.map(Definition::parse);
     let crd = Definition::parse(obj);
     let spec = &crd.spec;
     let mut causes = Vec::new();
@@ -70,18 +73,11 @@ fn validate_with(obj: &Value, unchanged: &[&str]) -> Vec<Cause> {
     }
     causes.extend(names(&spec.names, "spec.names"));
     if let Some(conversion) = &spec.conversion {
-        match conversion.strategy.as_str() {
-            "" | "None" => {}
-            "Webhook" => causes.push(Cause::forbidden(
-                "spec.conversion.strategy",
-                "conversion webhooks are not supported by this server; use strategy None",
-            )),
-            other => causes.push(Cause::not_supported(
-                "spec.conversion.strategy",
-                other,
-                &["None", "Webhook"],
-            )),
-        }
+        causes.extend(validate_conversion::validate(
+            conversion,
+            spec.preserve_unknown_fields == Some(true),
+            Relaxed::over(old.as_ref()),
+        ));
     }
     if spec.preserve_unknown_fields == Some(true) {
         causes.push(Cause::invalid(
@@ -96,7 +92,7 @@ fn validate_with(obj: &Value, unchanged: &[&str]) -> Vec<Cause> {
 
 /// What an update may not change, on top of `validate`.
 pub fn validate_update(new: &Value, old: &Value) -> Vec<Cause> {
-    let new_value = new;
+    let (new_value, old_value) = (new, old);
     let (new, old) = (Definition::parse(new), Definition::parse(old));
     let schema_of = |v: &Version| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone());
     let unchanged: Vec<&str> = new
@@ -111,7 +107,7 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<Cause> {
         })
         .map(|v| v.name.as_str())
         .collect();
-    let mut causes = validate_with(new_value, &unchanged);
+    let mut causes = validate_over(new_value, Some(old_value), &unchanged);
     if new.spec.group != old.spec.group {
         causes.push(Cause::invalid(
             "spec.group",

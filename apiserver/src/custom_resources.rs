@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use apiextensions::Installer;
+
+use crate::conversion_webhook::HttpsConversionWebhook;
 use client::informer::InformerFactory;
 use controllers::apiextensions::{ApiServiceRegistration, DefinitionController};
 use openapi::OpenApi;
@@ -17,10 +19,10 @@ pub fn start(
     documents: Arc<OpenApi>,
     shutdown: CancellationToken,
 ) -> Option<Arc<DefinitionController>> {
-    let installer = Arc::new(Installer::new(
-        informers.registry().clone(),
-        Some(documents),
-    ));
+    let registry = informers.registry().clone();
+    let webhook = Arc::new(HttpsConversionWebhook::new(registry.clone()));
+    let installer =
+        Arc::new(Installer::new(registry, Some(documents)).with_conversion_webhook(webhook));
     let controller = match DefinitionController::new(informers, installer) {
         Ok(controller) => controller,
         Err(e) => {

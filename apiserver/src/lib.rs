@@ -6,6 +6,7 @@ pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod controllers;
+pub mod conversion_webhook;
 pub mod custom_resources;
 pub mod discovery;
 mod flow_control;

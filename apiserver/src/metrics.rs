@@ -135,6 +135,7 @@ impl Metrics {
         client::workqueue::register_metrics(&registry).expect("metric registered once");
         storage::metrics::register_metrics(&registry).expect("metric registered once");
         crate::webhooks::metrics::register(&registry).expect("metric registered once");
+        crate::conversion_webhook::register(&registry).expect("metric registered once");
         // Both kinds show from the start, at 0.
         for kind in [RequestKind::ReadOnly, RequestKind::Mutating] {
             inflight.with_label_values(&[kind.as_str()]).set(0);

@@ -19,7 +19,7 @@ pub mod metrics;
 mod pool;
 pub(crate) mod review;
 pub(crate) mod rules;
-mod transport;
+pub(crate) mod transport;
 
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;

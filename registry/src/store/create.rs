@@ -134,7 +134,7 @@ impl Store {
         loop {
             let name = object::name(&obj).to_string();
             let key = self.key(namespace, &name);
-            let bytes = self.encode(&mut obj)?;
+            let bytes = self.encode_converted(&mut obj).await?;
             match self.storage.create_with_ttl(&key, bytes, self.ttl).await {
                 Ok(kv) => {
                     stamp(&mut obj, kv.mod_revision);

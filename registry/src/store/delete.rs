@@ -65,6 +65,24 @@ impl Store {
         name: &str,
         opts: DeleteOptions,
     ) -> Result<DeleteOutcome> {
+        let mut outcome = self.delete_stored(namespace, name, opts).await?;
+        // A Success Status (kinds that do not return the deleted object) is not converted.
+        let is_object = outcome.object["kind"].as_str() == Some(self.info.kind.as_str());
+        if self.converter.is_some() && is_object {
+            let object = std::mem::take(&mut outcome.object);
+            outcome.object = self.served_one(object).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// The delete itself. Planning reads and marks metadata only, so a Store with a
+    /// converter plans on the object as stored and converts only the answer (`delete`).
+    pub(super) async fn delete_stored(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        opts: DeleteOptions,
+    ) -> Result<DeleteOutcome> {
         let namespace = self.scope(namespace)?;
         let chain = self.admission.chain();
         if chain.handles(&self.info, Operation::Delete, "") {

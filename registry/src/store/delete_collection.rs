@@ -32,7 +32,11 @@ impl Store {
                 async move {
                     let ns = object::namespace(&item).to_string();
                     let ns = (!ns.is_empty()).then_some(ns);
-                    match self.delete(ns.as_deref(), object::name(&item), opts).await {
+                    // The answer of each delete is not used: no conversion of it.
+                    match self
+                        .delete_stored(ns.as_deref(), object::name(&item), opts)
+                        .await
+                    {
                         Ok(_) => Ok(Some(item)),
                         Err(RegistryError::NotFound { .. }) => Ok(None),
                         Err(e) => Err(e),

@@ -15,6 +15,7 @@ use super::{decode_at, Store};
 use crate::error::{RegistryError, Result};
 use crate::object::Object;
 use crate::options::ListOptions;
+use crate::strategy::conversion::ApiVersion;
 use crate::strategy::Conversion;
 
 /// One object as stored, without its resourceVersion (the revision stands for it).
@@ -119,10 +120,17 @@ fn object_key(prefix: &str, storage_key: &str) -> String {
 
 impl Store {
     /// Decodes what [`Store::list_encoded`] and [`Store::watch_encoded`] hand out.
+    ///
+    /// A Store with a [`crate::strategy::Converter`] hands its in-process readers (informers:
+    /// the garbage collector, the namespace controller, quota) objects whose metadata is
+    /// exact and whose body stays in the version stored, under the served apiVersion: they
+    /// read metadata only, and a conversion webhook is not called for them.
     pub fn decoder(&self) -> Decoder {
-        Decoder {
-            conversion: self.conversion.clone(),
-        }
+        let conversion = match &self.converter {
+            Some(_) => Some(Arc::new(ApiVersion(self.info.api_version())) as Arc<dyn Conversion>),
+            None => self.conversion.clone(),
+        };
+        Decoder { conversion }
     }
 
     /// [`Store::list`] without decoding: the stored bytes of what matches.

@@ -6,7 +6,8 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{json, Map, Value};
 
-use super::Store;
+use super::convert::Converting;
+use super::{decode_at, Store};
 use crate::error::{RegistryError, Result};
 use crate::object::Object;
 use crate::options::ListOptions;
@@ -45,6 +46,11 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<ListStream> {
         let (prefix, storage_opts) = self.list_request(namespace, opts)?;
+        if let Some(converting) = self.converting() {
+            return self
+                .list_stream_converted(prefix, storage_opts, converting)
+                .await;
+        }
         let decoder = self.decoder();
         let (metadata, items) = if self.storage.lists_whole(&storage_opts) {
             let pages = self
@@ -82,6 +88,63 @@ impl Store {
             )
             .boxed();
             (metadata, items)
+        };
+        Ok(ListStream {
+            api_version: self.info.api_version(),
+            kind: self.info.list_kind.clone(),
+            metadata,
+            items,
+        })
+    }
+}
+
+impl Store {
+    /// [`Store::list_stream`] of a Store with a converter: each page read is converted in one
+    /// call (upstream sends a list's objects in one ConversionReview).
+    async fn list_stream_converted(
+        &self,
+        prefix: String,
+        storage_opts: storage::ListOptions,
+        converting: Converting,
+    ) -> Result<ListStream> {
+        let decode_page = |page: Vec<storage::KeyValue>| -> Result<Vec<Object>> {
+            page.iter()
+                .map(|kv| decode_at(&kv.value, kv.mod_revision))
+                .collect()
+        };
+        let (metadata, items) = if self.storage.lists_whole(&storage_opts) {
+            let pages = self
+                .storage
+                .get_list_pages(&prefix, storage_opts)
+                .await
+                .map_err(self.storage_err(""))?;
+            let resource = self.info.qualified_resource();
+            let items = pages
+                .pages
+                .map_err(move |e| RegistryError::from_storage(e, &resource, ""))
+                .and_then(move |page| {
+                    let converting = converting.clone();
+                    let decoded = decode_page(page);
+                    async move {
+                        let objects = converting.convert(decoded?).await?;
+                        Ok(futures::stream::iter(objects.into_iter().map(Ok)))
+                    }
+                })
+                .try_flatten()
+                .boxed();
+            (list_metadata(pages.revision, None, None), items)
+        } else {
+            let result = self
+                .storage
+                .get_list(&prefix, storage_opts)
+                .await
+                .map_err(self.storage_err(""))?;
+            let metadata = list_metadata(result.revision, result.continue_token, result.remaining);
+            let objects = converting.convert(decode_page(result.items)?).await?;
+            (
+                metadata,
+                futures::stream::iter(objects.into_iter().map(Ok)).boxed(),
+            )
         };
         Ok(ListStream {
             api_version: self.info.api_version(),

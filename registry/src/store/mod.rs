@@ -3,6 +3,7 @@
 
 mod apply;
 pub mod binding;
+mod convert;
 mod create;
 mod delete;
 mod delete_collection;
@@ -31,7 +32,7 @@ use crate::catalogue::ResourceInfo;
 use crate::error::{RegistryError, Result};
 use crate::field_validation::FieldSchemas;
 use crate::object::{self, Object};
-use crate::strategy::{Conversion, Strategy};
+use crate::strategy::{Conversion, Converter, Strategy};
 
 use self::hooks::{Finish, GuardedWrite, StoreHooks, WriteGuard};
 
@@ -52,6 +53,10 @@ pub struct Store {
     fields: Arc<FieldSchemas>,
     /// Between the shape stored and the shape served, when they differ.
     conversion: Option<Arc<dyn Conversion>>,
+    /// A conversion awaited per request, which may fail (a conversion webhook); when set,
+    /// `conversion` is None and decoded objects are in the version they were stored in until
+    /// converted (`store/convert.rs`).
+    converter: Option<Arc<dyn Converter>>,
     /// How long written objects live (the strategy's ttl).
     ttl: Option<Duration>,
     /// What the resource does around writes (Services' allocations), in the order added.
@@ -73,7 +78,11 @@ impl Store {
         storage: Arc<dyn Interface>,
         admission: Arc<Admission>,
     ) -> Self {
-        let conversion = strategy.conversion(&info);
+        let converter = strategy.converter(&info);
+        let conversion = match converter {
+            Some(_) => None,
+            None => strategy.conversion(&info),
+        };
         let ttl = strategy.ttl();
         let patch_schema =
             openapi::patch_meta::patch_schema(&info.group, &info.version, &info.kind);
@@ -82,6 +91,7 @@ impl Store {
             patch_schema,
             wire_type,
             conversion,
+            converter,
             ttl,
             info,
             strategy,

@@ -231,16 +231,16 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<JsonPieces> {
         let kv = self.read_one(namespace, name, opts).await?;
-        let spliced = match self.conversion {
-            None => with_resource_version(&kv.value, kv.mod_revision, self.meta_order()),
-            Some(_) => None,
+        let spliced = match (&self.conversion, &self.converter) {
+            (None, None) => with_resource_version(&kv.value, kv.mod_revision, self.meta_order()),
+            _ => None,
         };
         match spliced {
             Some(pieces) => Ok(pieces),
             // Not our own serialization (written by another client), or in another version: the
             // slow, sure way.
             None => {
-                let obj = self.decode(&kv)?;
+                let obj = self.served_one(self.decode(&kv)?).await?;
                 let mut out = Vec::with_capacity(kv.value.len() + 32);
                 crate::wire::write(&mut out, &obj, crate::wire::Style::Compact)?;
                 Ok(JsonPieces::whole(Bytes::from(out)))

@@ -96,7 +96,7 @@ impl Store {
         opts: &ListOptions,
     ) -> Result<Object> {
         let kv = self.read_one(namespace, name, opts).await?;
-        self.decode(&kv)
+        self.served_one(self.decode(&kv)?).await
     }
 
     /// The stored pair behind a get.
@@ -125,6 +125,7 @@ impl Store {
         for kv in &result.items {
             items.push(self.decode(kv)?);
         }
+        let items = self.served_all(items).await?;
         let meta = list_metadata(result.revision, result.continue_token, result.remaining);
         Ok(json!({
             "apiVersion": self.info.api_version(),

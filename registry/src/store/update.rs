@@ -47,7 +47,7 @@ impl Subresource {
 }
 
 /// What an update attempt decided.
-enum Next {
+pub(super) enum Next {
     Write(Object),
     Create(Object),
     /// The update emptied the finalizers of an object being deleted: it goes.
@@ -57,9 +57,9 @@ enum Next {
 /// Rounds of a hooked write lost to concurrent writes before it gives up with a Conflict.
 /// Upstream's GuaranteedUpdate retries without a bound; a busy object (a pod whose kubelet
 /// and scheduler write its status) can win several rounds in a row on a loaded machine.
-const HOOKED_WRITE_TRIES: usize = 32;
+pub(super) const HOOKED_WRITE_TRIES: usize = 32;
 
-const MODIFIED: &str =
+pub(super) const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
 impl Store {
@@ -163,7 +163,7 @@ impl Store {
         let dry_run = opts.dry_run.is_all();
         for _ in 0..HOOKED_WRITE_TRIES {
             let old = match self.storage.get(&key, ReadRevision::Latest).await {
-                Ok(kv) => Some(self.decode(&kv)?),
+                Ok(kv) => Some(self.served_one(self.decode(&kv)?).await?),
                 Err(StorageError::NotFound { .. }) => None,
                 Err(e) => return Err(self.storage_err(name)(e)),
             };
@@ -242,6 +242,11 @@ impl Store {
         let sub = how.sub;
         let dry_run = opts.dry_run.is_all();
         let namespace = self.scope(namespace)?;
+        if self.converter.is_some() {
+            return self
+                .write_converted(namespace, name, how, opts, produce)
+                .await;
+        }
         let key = self.key(namespace, name);
         let may_create = sub == Subresource::Main && self.strategy.allow_create_on_update();
         if dry_run {
@@ -313,7 +318,7 @@ impl Store {
 
     /// The state an update leads to, from the stored object (None: absent) and the requested
     /// one.
-    fn next_state(
+    pub(super) fn next_state(
         &self,
         namespace: Option<&str>,
         name: &str,

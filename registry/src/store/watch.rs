@@ -93,7 +93,32 @@ impl Store {
                 }
             }
         });
-        Ok(events.boxed())
+        let Some(converting) = self.converting() else {
+            return Ok(events.boxed());
+        };
+        // Each event's object converted on its own, as upstream converts each event it sends.
+        let converted = events.then(move |event| {
+            let converting = converting.clone();
+            async move {
+                if !matches!(
+                    event.kind,
+                    WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted
+                ) {
+                    return event;
+                }
+                match converting.convert_one(event.object).await {
+                    Ok(object) => WatchEvent {
+                        kind: event.kind,
+                        object,
+                    },
+                    Err(err) => WatchEvent {
+                        kind: WatchEventType::Error,
+                        object: serde_json::to_value(err.status()).unwrap_or(Value::Null),
+                    },
+                }
+            }
+        });
+        Ok(converted.boxed())
     }
 
     /// The storage watch behind a watch of `namespace` (or everywhere), or of the one

@@ -27,3 +27,22 @@ impl Conversion for ApiVersion {
 
     fn to_stored(&self, _obj: &mut Value) {}
 }
+
+/// A conversion made elsewhere (a CustomResourceDefinition's conversion webhook): it may fail
+/// and takes time, so the Store asks it once per request for all the objects it has (one list
+/// page, one watch event, one written object) and hands its errors to the client.
+#[async_trait::async_trait]
+pub trait Converter: Send + Sync {
+    /// The apiVersion written objects are stored in.
+    fn storage_api_version(&self) -> &str;
+
+    /// `objects` (each in the version it carries) in `api_version`, in the same order; `list`
+    /// when they are a list's items (errors name the list's kind then, as upstream's do).
+    /// Objects already in it are not sent; when none needs converting nothing is called.
+    async fn convert(
+        &self,
+        objects: Vec<Value>,
+        api_version: &str,
+        list: bool,
+    ) -> crate::error::Result<Vec<Value>>;
+}

@@ -30,7 +30,7 @@ use crate::catalogue::ResourceInfo;
 use crate::error::Cause;
 use crate::store::DeletePlan;
 
-pub use self::conversion::Conversion;
+pub use self::conversion::{Conversion, Converter};
 pub use self::events::{EventStrategy, EventsV1};
 pub use self::limit_range::LimitRangeStrategy;
 pub use self::namespace::NamespaceStrategy;
@@ -150,6 +150,13 @@ pub trait Strategy: Send + Sync {
     /// they differ: several versions or APIs share the resource's storage. None: stored as
     /// served.
     fn conversion(&self, _info: &ResourceInfo) -> Option<Arc<dyn Conversion>> {
+        None
+    }
+
+    /// A conversion the Store awaits and that may fail (custom resources with a conversion
+    /// webhook), in place of [`Strategy::conversion`]: objects are stored in the converter's
+    /// storage version and shown in the version `info` serves.
+    fn converter(&self, _info: &ResourceInfo) -> Option<Arc<dyn Converter>> {
         None
     }
 

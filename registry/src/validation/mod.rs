@@ -3,6 +3,7 @@
 
 pub mod names;
 pub mod net;
+pub mod webhook;
 
 pub use names::{
     generate_name, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,

@@ -8,14 +8,13 @@ use super::{rule_with_operations, strings, FAILURE_POLICIES, MATCH_POLICIES};
 use crate::error::Cause;
 use crate::strategy::Strategy;
 use crate::validation::names::is_dns1123_subdomain;
-use crate::validation::net::is_valid_port_num;
+use crate::validation::webhook::client_config;
 use crate::validation::{label_selector, quote};
 
 const ACCEPTED_REVIEW_VERSIONS: &[&str] = &["v1", "v1beta1"];
 const NO_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun"];
 const ALL_SIDE_EFFECTS: &[&str] = &["None", "NoneOnDryRun", "Some", "Unknown"];
 const REINVOCATION_POLICIES: &[&str] = &["IfNeeded", "Never"];
-const URL_FORM: &str = "; desired format: https://host[/path]";
 
 pub struct WebhookConfigurationStrategy {
     /// MutatingWebhookConfiguration (which has a reinvocation policy) or validating.
@@ -280,139 +279,6 @@ fn review_versions(versions: &Value, field: &str, require_recognized: bool) -> V
                 ACCEPTED_REVIEW_VERSIONS.join(", ")
             ),
         ));
-    }
-    causes
-}
-
-/// A webhook's client configuration: exactly one of an https URL and a Service.
-fn client_config(config: &Value, field: &str) -> Vec<Cause> {
-    let url = config["url"].as_str();
-    let service = config.get("service").filter(|s| !s.is_null());
-    match (url, service) {
-        (Some(url), None) => webhook_url(url, &format!("{field}.url")),
-        (None, Some(service)) => webhook_service(service, &format!("{field}.service")),
-        _ => vec![Cause::required_because(
-            field,
-            "exactly one of url or service is required",
-        )],
-    }
-}
-
-/// ValidateWebhookURL with https forced: a host, no user, query or fragment.
-fn webhook_url(url: &str, field: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    if scheme != "https" {
-        causes.push(Cause::invalid(
-            field,
-            quote(scheme),
-            &format!("'https' is the only allowed URL scheme{URL_FORM}"),
-        ));
-    }
-    let (before_fragment, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (before_query, query) = before_fragment
-        .split_once('?')
-        .unwrap_or((before_fragment, ""));
-    let authority = before_query.split('/').next().unwrap_or_default();
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((user, host)) => (Some(user), host),
-        None => (None, authority),
-    };
-    if scheme.is_empty() || host.is_empty() {
-        causes.push(Cause::invalid(
-            field,
-            "\"\"",
-            &format!("host must be specified{URL_FORM}"),
-        ));
-    }
-    if let Some(user) = user {
-        causes.push(Cause::invalid(
-            field,
-            quote(user),
-            "user information is not permitted in the URL",
-        ));
-    }
-    if !fragment.is_empty() {
-        causes.push(Cause::invalid(
-            field,
-            quote(fragment),
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !query.is_empty() {
-        causes.push(Cause::invalid(
-            field,
-            quote(query),
-            "query parameters are not permitted in the URL",
-        ));
-    }
-    causes
-}
-
-/// ValidateWebhookService: a name, a namespace, a valid port, a path of DNS segments.
-fn webhook_service(service: &Value, field: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if service["name"].as_str().unwrap_or_default().is_empty() {
-        causes.push(Cause::required_because(
-            &format!("{field}.name"),
-            "service name is required",
-        ));
-    }
-    if service["namespace"].as_str().unwrap_or_default().is_empty() {
-        causes.push(Cause::required_because(
-            &format!("{field}.namespace"),
-            "service namespace is required",
-        ));
-    }
-    let port = service["port"].as_i64().unwrap_or(443);
-    let problems = is_valid_port_num(port);
-    if !problems.is_empty() {
-        causes.push(Cause::invalid(
-            &format!("{field}.port"),
-            port,
-            &format!("port is not valid: {}", problems.join(", ")),
-        ));
-    }
-    let Some(path) = service["path"].as_str() else {
-        return causes;
-    };
-    let path_field = format!("{field}.path");
-    if path.is_empty() || path == "/" {
-        return causes;
-    }
-    if path == "//" {
-        causes.push(Cause::invalid(
-            &path_field,
-            quote(path),
-            "segment[0] may not be empty",
-        ));
-        return causes;
-    }
-    if !path.starts_with('/') {
-        causes.push(Cause::invalid(
-            &path_field,
-            quote(path),
-            "must start with a '/'",
-        ));
-    }
-    let trimmed = path.get(1..).unwrap_or_default();
-    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    for (i, step) in trimmed.split('/').enumerate() {
-        if step.is_empty() {
-            causes.push(Cause::invalid(
-                &path_field,
-                quote(path),
-                &format!("segment[{i}] may not be empty"),
-            ));
-            continue;
-        }
-        for m in is_dns1123_subdomain(step) {
-            causes.push(Cause::invalid(
-                &path_field,
-                quote(path),
-                &format!("segment[{i}]: {m}"),
-            ));
-        }
     }
     causes
 }

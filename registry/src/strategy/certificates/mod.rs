@@ -12,6 +12,7 @@ use crate::auth::UserInfo;
 use crate::error::Cause;
 use crate::store::update::Subresource;
 use crate::strategy::Strategy;
+use crate::validation::webhook::go_bytes;
 use crate::validation::{names, quote};
 
 /// The signer of client certificates the apiserver accepts.
@@ -88,12 +89,6 @@ fn request_problem(csr: &Value) -> Option<String> {
             .err()
             .map(|_| "x509: signature verification failure".to_string()),
     }
-}
-
-/// Go's `%#v` of a byte slice, as field errors print the request.
-fn go_bytes(bytes: &[u8]) -> String {
-    let items: Vec<String> = bytes.iter().map(|b| format!("0x{b:x}")).collect();
-    format!("[]byte{{{}}}", items.join(", "))
 }
 
 /// Why status.certificate is not a chain of PEM CERTIFICATE blocks, if it is not.
