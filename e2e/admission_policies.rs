@@ -217,6 +217,48 @@ fn policies(s: &Server, log: &Path) {
             "validationActions": ["Warn", "Audit"]}])
     );
 
+    // matchPolicy Equivalent (the default): rules naming autoscaling/v1 take a v2 request in,
+    // and the policy sees the object in v1.
+    s.with_manifest(
+        "create",
+        &policy(
+            "cpu-target",
+            json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["autoscaling"],
+                    "apiVersions": ["v1"], "operations": ["CREATE"],
+                    "resources": ["horizontalpodautoscalers"]}]},
+                "validations": [{"expression": "object.spec.targetCPUUtilizationPercentage <= 80",
+                    "messageExpression": "'target too high in ' + object.apiVersion"}]}),
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &binding(
+            "cpu-target",
+            json!({"policyName": "cpu-target", "validationActions": ["Deny"]}),
+        ),
+    );
+    let hpa = |name: &str, target: u32| {
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 3,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": target}}}]}})
+        .to_string()
+    };
+    let mut said = String::new();
+    eventually("the policy taking v2 requests in through v1", || {
+        n += 1;
+        let out = s.manifest_output(&["create", "-f", "-"], &hpa(&format!("hot-{n}"), 90));
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains("ValidatingAdmissionPolicy 'cpu-target' with binding 'cpu-target' denied request: target too high in autoscaling/v1"),
+        "{said}"
+    );
+    s.with_manifest("create", &hpa("calm", 50));
+
     // Parameters gone: the binding denies.
     s.kubectl(&["delete", "configmap", "limits"]);
     let out = s.kubectl_raw(&["create", "deployment", "no-params", "--image=nginx"]);

@@ -66,6 +66,21 @@ fn server() -> WebhookServer {
                     std::thread::sleep(Duration::from_millis(2500));
                     allow(review, json!({}))
                 }
+                // Says which version it saw the object in.
+                "/hpa" => {
+                    let seen = review["request"]["kind"]["version"]
+                        .as_str()
+                        .unwrap_or("none");
+                    allow(
+                        review,
+                        patch(json!([{"op": "add", "path": "/metadata/labels",
+                        "value": merged(labels, "seen-as", seen)}])),
+                    )
+                }
+                "/exact" => deny(
+                    review,
+                    json!({"code": 403, "reason": "Forbidden", "message": "exact rules matched"}),
+                ),
                 "/conditions" => deny(
                     review,
                     json!({"code": 403, "reason": "Forbidden", "message": "matched by its conditions"}),
@@ -378,6 +393,78 @@ fn webhooks(s: &Server) {
         .received("/conditions")
         .iter()
         .any(|r| r["request"]["name"] == "other"));
+
+    // matchPolicy: rules naming autoscaling/v1 take an autoscaling/v2 request in through v1
+    // (Equivalent, the default): the webhook sees the object in v1 and its patch lands;
+    // with Exact they do not.
+    s.kubectl(&["create", "namespace", "hpa"]);
+    let hpa_rules = json!({"rules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+        "apiVersions": ["v1"], "resources": ["horizontalpodautoscalers"]}]});
+    let mut equivalent = hook("equivalent.webhooks.test", url("/hpa"), in_namespace("hpa"));
+    equivalent["rules"] = hpa_rules["rules"].clone();
+    let mut exact = hook("exact.webhooks.test", url("/exact"), in_namespace("hpa"));
+    exact["rules"] = hpa_rules["rules"].clone();
+    exact["matchPolicy"] = json!("Exact");
+    s.with_manifest(
+        "create",
+        &configuration(
+            "MutatingWebhookConfiguration",
+            "equivalent",
+            vec![equivalent],
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &configuration("ValidatingWebhookConfiguration", "exact", vec![exact]),
+    );
+    let hpa = |name: &str| {
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "hpa"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 3,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 60}}}]}})
+        .to_string()
+    };
+    let mut name = String::new();
+    eventually("the equivalent webhook acting", || {
+        n += 1;
+        name = format!("scaler-{n}");
+        s.with_manifest("create", &hpa(&name));
+        let got = s.json(&["get", "hpa.v2.autoscaling", &name, "-n", "hpa"]);
+        got["metadata"]["labels"]["seen-as"] == "v1"
+    });
+    let review = hooks
+        .received("/hpa")
+        .into_iter()
+        .find(|r| r["request"]["name"] == name.as_str())
+        .unwrap_or_default();
+    let request = &review["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(request["resource"]["version"], "v1");
+    assert_eq!(request["requestResource"]["version"], "v2");
+    assert_eq!(request["object"]["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        request["object"]["spec"]["targetCPUUtilizationPercentage"], 60,
+        "{request}"
+    );
+    // The stored object is still v2's, the patch converted back.
+    let got = s.json(&["get", "hpa.v2.autoscaling", &name, "-n", "hpa"]);
+    assert_eq!(
+        got["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        60
+    );
+    assert!(
+        hooks.received("/exact").is_empty(),
+        "Exact rules took a v2 request"
+    );
 
     // v1 takes only side-effect-free webhooks, and at most 30 s.
     let mut unknown = hook(

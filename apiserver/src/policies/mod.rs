@@ -8,7 +8,9 @@
 //! under `failurePolicy: Fail`) is a violation, worded by its `message`, its
 //! `messageExpression` or upstream's `failed expression: ...`, acted on by the binding's
 //! `validationActions`: Deny refuses in upstream's words and code, Warn warns the client,
-//! Audit annotates the audit event. `auditAnnotations` annotate it too.
+//! Audit annotates the audit event. `auditAnnotations` annotate it too. Rules take requests
+//! in through an equivalent version (`matchPolicy: Equivalent`, the default) as webhooks'
+//! do; the policy then sees the objects in that version.
 //!
 //! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON. Every
 //! expression is compiled once, when the policies are loaded; a request's values are turned
@@ -22,7 +24,7 @@ use std::sync::{Arc, RwLock, Weak};
 
 use async_trait::async_trait;
 use registry::admission::{Attributes, Operation, Plugin};
-use registry::catalogue::ResourceInfo;
+use registry::catalogue::{Catalogue, ResourceInfo};
 use registry::error::Result;
 use registry::object::Object;
 use registry::Registry;
@@ -113,29 +115,49 @@ impl Policies {
     }
 }
 
-/// What the rules of a `matchResources` (or `matchConstraints`) see of a request.
-fn rules_take(match_resources: &Value, request: &rules::Request<'_>, name: &str) -> bool {
-    let any = |key: &str| {
-        match_resources[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|r| rules::rule_matches(r, request) && rules::names_match(r, name))
+/// How the rules of a `matchResources` (or `matchConstraints`) take a request in: its
+/// `resourceRules` (through an equivalent version unless its matchPolicy is Exact) and not its
+/// `excludeResourceRules`; None when they do not.
+fn rules_take(
+    catalogue: &Catalogue,
+    match_resources: &Value,
+    attrs: &Attributes<'_>,
+    name: &str,
+) -> Option<rules::Taken> {
+    let policy = &match_resources["matchPolicy"];
+    let named = |key: &str| -> Value {
+        let rules = match_resources[key].as_array().into_iter().flatten();
+        Value::Array(
+            rules
+                .filter(|r| rules::names_match(r, name))
+                .cloned()
+                .collect(),
+        )
     };
-    any("resourceRules") && !any("excludeResourceRules")
+    let take = |key: &str| {
+        rules::taken(
+            catalogue,
+            &named(key),
+            policy,
+            attrs.info,
+            attrs.operation,
+            attrs.subresource,
+        )
+    };
+    let taken = take("resourceRules")?;
+    take("excludeResourceRules").is_none().then_some(taken)
 }
 
-/// Whether `match_resources` takes the request in: rules, then selectors.
+/// Whether `match_resources` takes the request in (rules, then selectors), and how.
 fn selected(
+    catalogue: &Catalogue,
     match_resources: &Value,
-    request: &rules::Request<'_>,
+    attrs: &Attributes<'_>,
     name: &str,
     namespace_labels: Option<&Value>,
     objects: &[&Value],
-) -> bool {
-    if !rules_take(match_resources, request, name) {
-        return false;
-    }
+) -> Option<rules::Taken> {
+    let taken = rules_take(catalogue, match_resources, attrs, name)?;
     let namespace_ok = namespace_labels.is_none_or(|labels| {
         rules::selector_matches(&match_resources["namespaceSelector"], labels)
     });
@@ -143,7 +165,37 @@ fn selected(
         || objects.iter().any(|o| {
             rules::selector_matches(&match_resources["objectSelector"], &o["metadata"]["labels"])
         });
-    namespace_ok && object_ok
+    (namespace_ok && object_ok).then_some(taken)
+}
+
+/// The request's objects in the version a policy takes it in through (upstream evaluates a
+/// policy on the object converted to the version its rules matched).
+async fn converted(
+    registry: &Registry,
+    info: &ResourceInfo,
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+) -> Result<(Option<Object>, Option<Object>)> {
+    let store = |i: &ResourceInfo| {
+        registry
+            .store(&i.group, &i.version, &i.plural)
+            .ok_or_else(|| {
+                registry::RegistryError::Internal(format!(
+                    "{} is not served",
+                    i.qualified_resource()
+                ))
+            })
+    };
+    let (from, to) = (store(attrs.info)?, store(info)?);
+    let obj = match obj {
+        Some(o) => Some(from.convert_for(o, &to).await?),
+        None => None,
+    };
+    let old = match attrs.old {
+        Some(o) => Some(from.convert_for(o, &to).await?),
+        None => None,
+    };
+    Ok((obj, old))
 }
 
 #[async_trait]
@@ -160,15 +212,26 @@ impl Plugin for Policies {
         if state.bindings.is_empty() {
             return false;
         }
-        let request = rules::Request::of(info, operation, subresource);
+        let Some(registry) = self.registry.upgrade() else {
+            return false;
+        };
         state.bindings.iter().any(|b| {
-            b["spec"]["policyName"]
+            let Some(policy) = b["spec"]["policyName"]
                 .as_str()
                 .and_then(|p| state.policies.get(p))
-                .and_then(|p| p["spec"]["matchConstraints"]["resourceRules"].as_array())
-                .into_iter()
-                .flatten()
-                .any(|r| rules::rule_matches(r, &request))
+            else {
+                return false;
+            };
+            let constraints = &policy["spec"]["matchConstraints"];
+            rules::taken(
+                registry.catalogue(),
+                &constraints["resourceRules"],
+                &constraints["matchPolicy"],
+                info,
+                operation,
+                subresource,
+            )
+            .is_some()
         })
     }
 
@@ -181,8 +244,7 @@ impl Plugin for Policies {
             return Ok(());
         };
         let state = self.state();
-        let info = attrs.info;
-        let request = rules::Request::of(info, attrs.operation, attrs.subresource);
+        let catalogue = registry.catalogue();
         let name = if attrs.name.is_empty() {
             obj.map(registry::object::name).unwrap_or_default()
         } else {
@@ -199,27 +261,46 @@ impl Plugin for Policies {
             else {
                 continue;
             };
-            let constraints = &policy["spec"]["matchConstraints"];
-            if !selected(
-                constraints,
-                &request,
-                name,
-                namespace_labels.as_ref(),
-                &objects,
-            ) {
-                continue;
-            }
-            let binding_match = &binding["spec"]["matchResources"];
-            if binding_match.is_object()
-                && binding_match.get("resourceRules").is_some()
-                && !selected(
-                    binding_match,
-                    &request,
+            let select = |match_resources: &Value| {
+                selected(
+                    catalogue,
+                    match_resources,
+                    attrs,
                     name,
                     namespace_labels.as_ref(),
                     &objects,
                 )
+            };
+            let Some(taken) = select(&policy["spec"]["matchConstraints"]) else {
+                continue;
+            };
+            let binding_match = &binding["spec"]["matchResources"];
+            if binding_match.is_object()
+                && binding_match.get("resourceRules").is_some()
+                && select(binding_match).is_none()
             {
+                continue;
+            }
+            if let rules::Taken::As(info) = &taken {
+                // Evaluated on the objects in the version the policy's rules name.
+                let (seen, old) = converted(&registry, info, attrs, obj).await?;
+                let seen_attrs = Attributes {
+                    info,
+                    old: old.as_ref(),
+                    ..*attrs
+                };
+                let context =
+                    evaluate::Context::new(&seen_attrs, seen.as_ref(), namespace_object.clone());
+                evaluate::apply(
+                    &registry,
+                    &state.programs,
+                    policy,
+                    binding,
+                    &context,
+                    attrs,
+                    obj,
+                )
+                .await?;
                 continue;
             }
             let context = context.get_or_insert_with(|| {

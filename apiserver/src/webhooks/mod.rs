@@ -11,9 +11,11 @@
 //! (`Ignore`). Warnings reach the client, audit annotations the audit event.
 //!
 //! The configurations are watched: a change acts from the next request. Calls are measured in
-//! upstream's `apiserver_admission_webhook_*` families. Not yet: `matchPolicy: Equivalent`
-//! across versions of a kind (rules match the request's own version) and the authorizer in
-//! matchConditions.
+//! upstream's `apiserver_admission_webhook_*` families. With `matchPolicy: Equivalent` (the
+//! default) rules that do not name the request's version take it in through another version of
+//! the same resource: the webhook is sent the objects converted to it (`kind` and `resource`
+//! that version's, `requestKind` and `requestResource` the request's) and its patch is
+//! converted back.
 
 pub mod metrics;
 mod pool;
@@ -92,6 +94,13 @@ impl Hook {
             .clamp(1, 30);
         Duration::from_secs(seconds)
     }
+}
+
+/// A request's objects in the version a webhook takes it in through (matchPolicy Equivalent).
+struct Converted {
+    info: Arc<ResourceInfo>,
+    obj: Option<Object>,
+    old: Option<Object>,
 }
 
 /// A webhook admission plugin over the configurations it watches.
@@ -189,14 +198,30 @@ impl Webhooks {
         rules::namespace_labels(&registry, attrs, obj).await
     }
 
-    /// The webhooks that take the request in (rules, namespace and object selectors).
-    async fn matching(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Vec<Hook> {
-        let request = rules::Request::of(attrs.info, attrs.operation, attrs.subresource);
-        let candidates: Vec<Hook> = self
+    /// The webhooks that take the request in (rules, namespace and object selectors), and how
+    /// their rules take it (as it is, or through an equivalent version).
+    async fn matching(
+        &self,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+    ) -> Vec<(Hook, rules::Taken)> {
+        let Some(registry) = self.registry.upgrade() else {
+            return Vec::new();
+        };
+        let candidates: Vec<(Hook, rules::Taken)> = self
             .hooks()
             .iter()
-            .filter(|h| rules::any_rule_matches(&h.webhook["rules"], &request))
-            .cloned()
+            .filter_map(|h| {
+                let taken = rules::taken(
+                    registry.catalogue(),
+                    &h.webhook["rules"],
+                    &h.webhook["matchPolicy"],
+                    attrs.info,
+                    attrs.operation,
+                    attrs.subresource,
+                )?;
+                Some((h.clone(), taken))
+            })
             .collect();
         if candidates.is_empty() {
             return candidates;
@@ -204,11 +229,11 @@ impl Webhooks {
         let namespace_labels = self.namespace_labels(attrs, obj).await;
         candidates
             .into_iter()
-            .filter(|h| match &namespace_labels {
+            .filter(|(h, _)| match &namespace_labels {
                 Some(labels) => rules::selector_matches(&h.webhook["namespaceSelector"], labels),
                 None => true,
             })
-            .filter(|h| {
+            .filter(|(h, _)| {
                 let selector = &h.webhook["objectSelector"];
                 [obj, attrs.old]
                     .iter()
@@ -219,6 +244,52 @@ impl Webhooks {
             .collect()
     }
 
+    /// The request's object and old object in the version a webhook takes the request in
+    /// through (upstream converts them for it); None when it takes the request as it is.
+    async fn converted(
+        &self,
+        taken: &rules::Taken,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+    ) -> Result<Option<Converted>> {
+        let rules::Taken::As(info) = taken else {
+            return Ok(None);
+        };
+        let (from, to) = self.stores(attrs.info, info)?;
+        let mut converted = Converted {
+            info: info.clone(),
+            obj: None,
+            old: None,
+        };
+        if let Some(obj) = obj {
+            converted.obj = Some(from.convert_for(obj, &to).await?);
+        }
+        if let Some(old) = attrs.old {
+            converted.old = Some(from.convert_for(old, &to).await?);
+        }
+        Ok(Some(converted))
+    }
+
+    /// The Stores of the request's version and of an equivalent one.
+    fn stores(
+        &self,
+        requested: &ResourceInfo,
+        equivalent: &ResourceInfo,
+    ) -> Result<(Arc<registry::Store>, Arc<registry::Store>)> {
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or_else(|| RegistryError::Internal("the server is stopping".into()))?;
+        let store = |i: &ResourceInfo| {
+            registry
+                .store(&i.group, &i.version, &i.plural)
+                .ok_or_else(|| {
+                    RegistryError::Internal(format!("{} is not served", i.qualified_resource()))
+                })
+        };
+        Ok((store(requested)?, store(equivalent)?))
+    }
+
     /// Calls one webhook; Ok(None) when it is passed over (matchConditions false, or a
     /// failure it ignores).
     async fn call(
@@ -226,9 +297,20 @@ impl Webhooks {
         hook: &Hook,
         attrs: &Attributes<'_>,
         obj: Option<&Object>,
+        converted: Option<&Converted>,
     ) -> Result<Option<review::Response>> {
         let name = hook.name().to_string();
-        let review = review::request(hook, attrs, obj);
+        let review = match converted {
+            None => review::request(hook, attrs, obj),
+            Some(c) => {
+                let seen = Attributes {
+                    info: &c.info,
+                    old: c.old.as_ref(),
+                    ..*attrs
+                };
+                review::request_as(hook, &seen, c.obj.as_ref(), attrs.info)
+            }
+        };
         match review::match_conditions(hook, &review) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
@@ -318,10 +400,20 @@ impl Plugin for Webhooks {
         if rules::exempt(&info.group, &info.plural) {
             return false;
         }
-        let request = rules::Request::of(info, operation, subresource);
-        self.hooks()
-            .iter()
-            .any(|h| rules::any_rule_matches(&h.webhook["rules"], &request))
+        let Some(registry) = self.registry.upgrade() else {
+            return false;
+        };
+        self.hooks().iter().any(|h| {
+            rules::taken(
+                registry.catalogue(),
+                &h.webhook["rules"],
+                &h.webhook["matchPolicy"],
+                info,
+                operation,
+                subresource,
+            )
+            .is_some()
+        })
     }
 
     fn mutates(&self) -> bool {
@@ -339,11 +431,15 @@ impl Plugin for Webhooks {
         let mut reinvoke: Vec<usize> = Vec::new();
         let mut changed_after: Vec<bool> = vec![false; hooks.len()];
         for round in 0..2 {
-            for (i, hook) in hooks.iter().enumerate() {
+            for (i, (hook, taken)) in hooks.iter().enumerate() {
                 if round == 1 && !(reinvoke.contains(&i) && changed_after[i]) {
                     continue;
                 }
-                let Some(response) = self.call(hook, attrs, obj.as_deref()).await? else {
+                let converted = self.converted(taken, attrs, obj.as_deref()).await?;
+                let Some(response) = self
+                    .call(hook, attrs, obj.as_deref(), converted.as_ref())
+                    .await?
+                else {
                     continue;
                 };
                 record(hook, &response);
@@ -352,12 +448,20 @@ impl Plugin for Webhooks {
                 }
                 let mut mutated = false;
                 if let (Some(patch), Some(target)) = (&response.patch, obj.as_deref_mut()) {
-                    let patched = review::apply(target, patch).map_err(|e| {
+                    // The patch is of the object as the webhook saw it, in its version.
+                    let seen = converted.as_ref().and_then(|c| c.obj.as_ref());
+                    let failed = |e: String| {
                         RegistryError::Internal(format!(
                             "failed calling webhook \"{}\": {e}",
                             hook.name()
                         ))
-                    })?;
+                    };
+                    let mut patched =
+                        review::apply(seen.unwrap_or(target), patch).map_err(failed)?;
+                    if let Some(c) = &converted {
+                        let (requested, equivalent) = self.stores(attrs.info, &c.info)?;
+                        patched = equivalent.convert_for(&patched, &requested).await?;
+                    }
                     mutated = patched != *target;
                     *target = patched;
                 }
@@ -391,8 +495,9 @@ impl Plugin for Webhooks {
 
     async fn validate(&self, attrs: &Attributes<'_>, obj: Option<&Object>) -> Result<()> {
         let hooks = self.matching(attrs, obj).await;
-        let calls = hooks.iter().map(|hook| async move {
-            let response = self.call(hook, attrs, obj).await?;
+        let calls = hooks.iter().map(|(hook, taken)| async move {
+            let converted = self.converted(taken, attrs, obj).await?;
+            let response = self.call(hook, attrs, obj, converted.as_ref()).await?;
             Ok::<_, RegistryError>((hook, response))
         });
         let results = futures::future::join_all(calls).await;

@@ -60,6 +60,24 @@ pub fn request(hook: &Hook, attrs: &Attributes<'_>, obj: Option<&Object>) -> Rev
     }
 }
 
+/// `request`, for a webhook that takes the request in through an equivalent version
+/// (`attrs` and `obj` converted to it): `requestKind`, `requestResource` and
+/// `requestSubResource` say what was requested.
+pub fn request_as(
+    hook: &Hook,
+    attrs: &Attributes<'_>,
+    obj: Option<&Object>,
+    requested: &registry::catalogue::ResourceInfo,
+) -> Review {
+    let mut review = request(hook, attrs, obj);
+    let request = &mut review.document["request"];
+    request["requestKind"] =
+        json!({"group": requested.group, "version": requested.version, "kind": requested.kind});
+    request["requestResource"] = json!({"group": requested.group, "version": requested.version,
+        "resource": requested.plural});
+    review
+}
+
 /// The AdmissionRequest of a request (what webhooks are sent, and what admission policies'
 /// CEL sees as `request`).
 pub fn admission_request(uid: &str, attrs: &Attributes<'_>, obj: Option<&Object>) -> Value {

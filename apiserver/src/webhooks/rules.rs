@@ -4,8 +4,10 @@
 //! Namespace; ignored for other cluster-scoped objects) and its objectSelector (the new or
 //! the old object's labels).
 
+use std::sync::Arc;
+
 use registry::admission::{Attributes, Operation};
-use registry::catalogue::ResourceInfo;
+use registry::catalogue::{Catalogue, ResourceInfo};
 use registry::object::Object;
 use registry::options::ListOptions;
 use registry::selector::labels::LabelSelector;
@@ -42,6 +44,46 @@ pub fn any_rule_matches(rules: &Value, request: &Request<'_>) -> bool {
         .into_iter()
         .flatten()
         .any(|r| rule_matches(r, request))
+}
+
+/// How a set of rules takes a request in.
+#[derive(Clone)]
+pub enum Taken {
+    /// As it is: the rules name its own group-version.
+    AsIs,
+    /// Through another version of the same resource (one storage), as upstream's
+    /// `matchPolicy: Equivalent` takes it: the webhook or policy sees the object in that
+    /// version.
+    As(Arc<ResourceInfo>),
+}
+
+/// Whether and how `rules` take the request in: as it is, or, unless `match_policy` is
+/// `Exact`, through the first other version of its resource (in the catalogue's order) that
+/// they name.
+pub fn taken(
+    catalogue: &Catalogue,
+    rules: &Value,
+    match_policy: &Value,
+    info: &ResourceInfo,
+    operation: Operation,
+    subresource: &str,
+) -> Option<Taken> {
+    if any_rule_matches(rules, &Request::of(info, operation, subresource)) {
+        return Some(Taken::AsIs);
+    }
+    if match_policy == "Exact" {
+        return None;
+    }
+    catalogue
+        .all()
+        .iter()
+        .filter(|other| {
+            other.group == info.group
+                && other.plural == info.plural
+                && other.version != info.version
+        })
+        .find(|other| any_rule_matches(rules, &Request::of(other, operation, subresource)))
+        .map(|other| Taken::As(other.clone()))
 }
 
 pub fn operation_name(operation: Operation) -> &'static str {

@@ -197,3 +197,33 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// `obj`, as this Store serves it, in the version `other` serves (another version of the
+    /// same resource, one storage): what upstream converts an admission request to when a
+    /// webhook or policy takes it in through an equivalent version (`matchPolicy:
+    /// Equivalent`). Through the converter when the resource has one (a conversion webhook),
+    /// else through the stored shape.
+    pub async fn convert_for(&self, obj: &Object, other: &Store) -> Result<Object> {
+        if let Some(converter) = &other.converter {
+            return converter
+                .convert(vec![obj.clone()], &other.info.api_version(), false)
+                .await?
+                .pop()
+                .ok_or_else(no_object);
+        }
+        let mut converted = obj.clone();
+        if let Some(conversion) = &self.conversion {
+            conversion.to_stored(&mut converted);
+        }
+        match &other.conversion {
+            Some(conversion) => conversion.to_served(&mut converted),
+            None => {
+                if let Some(map) = converted.as_object_mut() {
+                    map.insert("apiVersion".into(), other.info.api_version().into());
+                }
+            }
+        }
+        Ok(converted)
+    }
+}
