@@ -1,6 +1,7 @@
 //! kube-apiserver's HTTP surface over the registry: the Kubernetes API (discovery, every
 //! resource through one generic handler set, Table output, watch streams), health, version.
 
+pub mod aggregator;
 pub mod api;
 pub mod audit;
 pub mod authn;

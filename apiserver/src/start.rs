@@ -101,6 +101,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     };
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
     let secure = tls::prepare(&options)?;
+    let front_proxy = tls::front_proxy::prepare(&options)?;
     let service_account_tokens = service_account_keys::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
@@ -212,6 +213,19 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             tracing::warn!("custom resource definitions not synced yet; starting without them");
         }
     }
+    let aggregator = crate::aggregator::Aggregator::new(registry.clone(), front_proxy);
+    publish_authentication_info(&options, secure.is_some(), &aggregator).await;
+    aggregator.start(
+        &informers,
+        options.apiservice_check_period,
+        shutdown.clone(),
+    );
+    crate::aggregator::available::start(
+        aggregator.clone(),
+        &informers,
+        options.apiservice_check_period,
+        shutdown.clone(),
+    );
     let api = api::Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
@@ -221,6 +235,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             controllers: !options.disable_controllers,
             scheduler: !options.disable_controllers && options.scheduler,
         },
+        aggregator,
     };
     let health = Health {
         backend: backend.clone(),
@@ -354,6 +369,32 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         auditor.stop().await;
     }
     served
+}
+
+/// The ConfigMap aggregated servers read their trust from: the client CA (the flag's, or
+/// the server's own with secure serving) and the front proxy's.
+async fn publish_authentication_info(
+    options: &Options,
+    secure: bool,
+    aggregator: &crate::aggregator::Aggregator,
+) {
+    let client_ca = match &options.client_ca_file {
+        Some(path) => tls::certs::read(path).ok(),
+        None if secure => {
+            let pki = tls::certs::Pki::in_dir(options.data_dir.join("pki"));
+            tls::certs::read(&pki.ca_cert()).ok()
+        }
+        None => None,
+    };
+    if let Err(e) = crate::aggregator::authentication_info::publish(
+        aggregator.registry(),
+        client_ca.as_deref(),
+        &aggregator.front_proxy,
+    )
+    .await
+    {
+        tracing::warn!(error = %e, "could not publish kube-system/extension-apiserver-authentication");
+    }
 }
 
 /// How long start waits for the RBAC authorizer's first list of roles and bindings.

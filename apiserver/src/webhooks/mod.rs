@@ -18,7 +18,7 @@
 pub mod metrics;
 pub(crate) mod review;
 pub(crate) mod rules;
-mod transport;
+pub(crate) mod transport;
 
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
