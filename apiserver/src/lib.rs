@@ -16,6 +16,7 @@ mod kubernetes_service;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod metrics_api;
 pub mod openapi;
 pub mod options;
 pub mod policies;

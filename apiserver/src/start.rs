@@ -174,6 +174,13 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
         tokio::spawn(consumer.run(shutdown.clone()));
     }
+    // The aggregator before the controllers: the autoscaler reads the metrics API through it.
+    let aggregator = crate::aggregator::Aggregator::new(registry.clone(), front_proxy);
+    publish_authentication_info(&options, secure.is_some(), &aggregator).await;
+    aggregator.serve_locally(crate::metrics_api::MetricsApi::new(registry.clone()));
+    let resource_metrics = ::controllers::podautoscaler::source::MetricsClient(
+        crate::metrics_api::client::AggregatedMetrics::new(aggregator.clone()),
+    );
     let controllers = controllers::start(
         informers.clone(),
         ControllerOptions {
@@ -186,6 +193,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             scheduler: options.scheduler,
             root_ca: secure.as_ref().map(|s| s.trusted_pem.clone()),
             signing: signing_ca(&options, secure.as_ref())?,
+            hpa_sync_period: options.horizontal_pod_autoscaler_sync_period,
+            resource_metrics: Some(resource_metrics),
             nodes: kubelet::NodeConfig {
                 count: options.nodes,
                 name_prefix: options.node_name_prefix.clone(),
@@ -213,8 +222,6 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             tracing::warn!("custom resource definitions not synced yet; starting without them");
         }
     }
-    let aggregator = crate::aggregator::Aggregator::new(registry.clone(), front_proxy);
-    publish_authentication_info(&options, secure.is_some(), &aggregator).await;
     aggregator.start(
         &informers,
         options.apiservice_check_period,

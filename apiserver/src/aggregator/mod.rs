@@ -12,7 +12,7 @@ pub mod available;
 pub mod discovery;
 pub mod local;
 pub mod proxy;
-mod tls;
+pub(crate) mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
