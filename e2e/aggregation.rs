@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::aggregated_server::{AggregatedServer, GROUP, VERSION};
+use support::aggregated_server::{AggregatedServer, FAKE_CPU, GROUP, VERSION};
 use support::{output_text, start_embedded_with, start_on_etcd_with, Kubectl, Server};
 
 const APISERVICE: &str = "v1alpha1.wardle.example.com";
@@ -230,6 +230,29 @@ fn aggregation(s: &Server) {
         resources.contains("flunders") && resources.contains(&format!("{GROUP}/{VERSION}")),
         "{resources}"
     );
+
+    // A metrics-server registered over the in-process metrics API takes it over.
+    let local_top = s.kubectl(&["top", "pods", "-n", "wardle"]);
+    assert!(!local_top.contains(FAKE_CPU), "{local_top}");
+    s.with_manifest(
+        "apply",
+        &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100,
+                "versionPriority": 100, "caBundle": backend.ca_bundle,
+                "service": {"namespace": "wardle", "name": "api", "port": 443}}})
+        .to_string(),
+    );
+    eventually("kubectl top through the metrics-server", || {
+        let out = s.kubectl_raw(&["top", "pods", "-n", "wardle"]);
+        String::from_utf8_lossy(&out.stdout).contains(FAKE_CPU)
+    });
+    assert!(!backend
+        .received("/apis/metrics.k8s.io/v1beta1/namespaces/wardle/pods")
+        .is_empty());
+    // Its discovery came from its APIResourceList (it serves no aggregated document for it).
+    let resources = s.kubectl(&["api-resources", "--api-group", "metrics.k8s.io"]);
+    assert!(resources.contains("PodMetrics"), "{resources}");
 
     // The server goes away: unavailable in upstream's words, 503 for its group only.
     backend.stop();

@@ -4,6 +4,8 @@
 //! (the published requestheader CA) and keeps, for every request, its path, headers and the
 //! client certificate's common name, so a test can check what the aggregator sent.
 //! Watches stream two events a moment apart; an upgrade request is answered 101 and echoed.
+//! It also poses as metrics-server (`metrics.k8s.io/v1beta1`, legacy discovery only): one
+//! PodMetrics `fake` using [`FAKE_CPU`] in any namespace.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -22,6 +24,9 @@ use super::webhook_server::serving_certificate;
 
 pub const GROUP: &str = "wardle.example.com";
 pub const VERSION: &str = "v1alpha1";
+/// The CPU the posing metrics-server reports.
+pub const FAKE_CPU: &str = "777m";
+const METRICS: &str = "/apis/metrics.k8s.io/v1beta1";
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
@@ -126,6 +131,29 @@ fn echo_upgrade(req: &mut hyper::Request<Incoming>) -> hyper::Response<Body> {
         .expect("a response")
 }
 
+/// metrics-server's answers: its resource list, and one PodMetrics per namespace.
+fn metrics_server(rest: &str) -> hyper::Response<Body> {
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        [] => json_response(
+            200,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "metrics.k8s.io/v1beta1",
+                "resources": [
+                    {"name": "nodes", "singularName": "", "namespaced": false, "kind": "NodeMetrics", "verbs": ["get", "list"]},
+                    {"name": "pods", "singularName": "", "namespaced": true, "kind": "PodMetrics", "verbs": ["get", "list"]}]}),
+        ),
+        ["namespaces", ns, "pods"] => json_response(
+            200,
+            &json!({"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {},
+                "items": [{"metadata": {"name": "fake", "namespace": ns, "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "timestamp": "2026-01-01T00:00:00Z", "window": "15s",
+                    "containers": [{"name": "app", "usage": {"cpu": FAKE_CPU, "memory": "1Mi"}}]}]}),
+        ),
+        _ => json_response(404, &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "the server could not find the requested resource"})),
+    }
+}
+
 async fn handle(mut req: hyper::Request<Incoming>) -> hyper::Response<Body> {
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or_default().to_string();
@@ -143,6 +171,9 @@ async fn handle(mut req: hyper::Request<Incoming>) -> hyper::Response<Body> {
         .split('/')
         .filter(|p| !p.is_empty())
         .collect();
+    if let Some(rest) = path.strip_prefix(METRICS) {
+        return metrics_server(rest);
+    }
     match (req.method().as_str(), path.as_str(), parts.as_slice()) {
         (_, "/apis", _) if accept.contains("as=APIGroupDiscoveryList") => full(
             200,
