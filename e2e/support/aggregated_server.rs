@@ -149,8 +149,11 @@ fn metrics_server(rest: &str) -> hyper::Response<Body> {
                     "timestamp": "2026-01-01T00:00:00Z", "window": "15s",
                     "containers": [{"name": "app", "usage": {"cpu": FAKE_CPU, "memory": "1Mi"}}]}]}),
         ),
-        _ => json_response(404, &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "reason": "NotFound", "code": 404, "message": "the server could not find the requested resource"})),
+        _ => json_response(
+            404,
+            &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "the server could not find the requested resource"}),
+        ),
     }
 }
 

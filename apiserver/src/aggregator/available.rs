@@ -298,3 +298,33 @@ pub fn start(
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condition_moves_its_time_only_with_its_status() {
+        let passed = Verdict {
+            status: "True",
+            reason: "Passed",
+            message: "all checks passed".into(),
+        };
+        let obj = json!({"metadata": {"name": "v1.x.example.com"}, "status": {}});
+        let first = with_condition(&obj, &passed, "2026-01-01T00:00:00Z").expect("set");
+        assert_eq!(first["status"]["conditions"][0]["reason"], "Passed");
+        assert!(with_condition(&first, &passed, "2026-01-01T00:01:00Z").is_none());
+        let failed = not_available("FailedDiscoveryCheck", "failing".into());
+        let second = with_condition(&first, &failed, "2026-01-01T00:02:00Z").expect("set");
+        let condition = &second["status"]["conditions"][0];
+        assert_eq!(condition["lastTransitionTime"], "2026-01-01T00:02:00Z");
+        assert_eq!(condition["status"], "False");
+        let other = not_available("ServiceNotFound", "gone".into());
+        let third = with_condition(&second, &other, "2026-01-01T00:03:00Z").expect("set");
+        assert_eq!(
+            third["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-01-01T00:02:00Z"
+        );
+        assert_eq!(quoted("kube-system"), "\"kube-system\"");
+    }
+}

@@ -74,7 +74,22 @@ fn forwarded(name: &HeaderName, upgrading: bool) -> bool {
         || lower.starts_with("impersonate-"))
 }
 
-/// Sets the user headers (upstream's SetAuthProxyHeaders: extra keys are percent-escaped).
+/// An extra key as a header name (upstream's headerKeyEscape): every byte that is not an
+/// HTTP token character, and `%` itself, percent-escaped.
+fn escape_extra_key(key: &str) -> String {
+    let mut out = String::new();
+    for byte in key.bytes() {
+        let token = byte.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&byte);
+        if token {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Sets the user headers (upstream's SetAuthProxyHeaders).
 pub fn set_user_headers(headers: &mut HeaderMap, user: &UserInfo) {
     if let Ok(v) = HeaderValue::from_str(&user.name) {
         headers.insert(USER_HEADER, v);
@@ -85,13 +100,8 @@ pub fn set_user_headers(headers: &mut HeaderMap, user: &UserInfo) {
         }
     }
     for (key, values) in &user.extra {
-        let escaped =
-            percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC)
-                .to_string()
-                .replace("%2D", "-")
-                .replace("%2E", ".")
-                .replace("%5F", "_");
-        let Ok(name) = HeaderName::from_bytes(format!("{EXTRA_PREFIX}{escaped}").as_bytes()) else {
+        let name = format!("{EXTRA_PREFIX}{}", escape_extra_key(key));
+        let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
             continue;
         };
         for value in values {
@@ -187,7 +197,21 @@ async fn send(
     if answer.status() == StatusCode::SWITCHING_PROTOCOLS {
         splice(request.upgrade, &mut answer);
     }
-    let (parts, body) = answer.into_parts();
+    let (mut parts, body) = answer.into_parts();
+    // The backend's hop headers are its connection's, not the client's (HTTP/2 forbids them).
+    if parts.status != StatusCode::SWITCHING_PROTOCOLS {
+        for hop in [
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "transfer-encoding",
+            "upgrade",
+            "te",
+            "trailer",
+        ] {
+            parts.headers.remove(hop);
+        }
+    }
     Ok(Response::from_parts(parts, Body::new(body)))
 }
 
@@ -281,5 +305,52 @@ pub async fn get(
         Err(_) => Err(format!(
             "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_goes_in_front_proxy_headers() {
+        let user = UserInfo {
+            name: "jane".into(),
+            groups: vec!["devs".into(), "system:authenticated".into()],
+            extra: [(
+                "example.org/scopes".to_string(),
+                vec!["a".into(), "b".into()],
+            )]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        };
+        let mut headers = HeaderMap::new();
+        set_user_headers(&mut headers, &user);
+        assert_eq!(headers["x-remote-user"], "jane");
+        assert_eq!(headers.get_all("x-remote-group").iter().count(), 2);
+        assert_eq!(
+            headers
+                .get_all("x-remote-extra-example.org%2Fscopes")
+                .iter()
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn credentials_and_identity_headers_stay_behind() {
+        for name in [
+            "authorization",
+            "x-remote-user",
+            "impersonate-user",
+            "host",
+            "te",
+        ] {
+            assert!(!forwarded(&HeaderName::from_static(name), false), "{name}");
+        }
+        assert!(forwarded(&HeaderName::from_static("accept"), false));
+        assert!(forwarded(&header::UPGRADE, true));
+        assert!(!forwarded(&header::UPGRADE, false));
     }
 }

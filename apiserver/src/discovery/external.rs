@@ -114,6 +114,42 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 mod tests {
     use super::*;
 
+    fn wardle(group_priority: i64, version: &str, version_priority: i64) -> ExternalVersion {
+        ExternalVersion {
+            group: "wardle.example.com".into(),
+            version: version.into(),
+            group_priority,
+            version_priority,
+            discovery: json!({"version": version, "resources": [], "freshness": "Stale"}),
+        }
+    }
+
+    #[test]
+    fn external_groups_merge_by_priority() {
+        let resources: Vec<Arc<ResourceInfo>> =
+            registry::Catalogue::builtin().all().as_ref().clone();
+        // Above every built-in group but the core one (18000) and apps/apiregistration.
+        let external = [wardle(17900, "v1alpha1", 15), wardle(17900, "v1beta1", 20)];
+        let groups = super::super::api_groups_with(&resources, &external);
+        let names: Vec<&str> = groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
+        assert_eq!(names[0], "wardle.example.com", "{names:?}");
+        // versionPriority first: v1beta1 before v1alpha1.
+        assert_eq!(
+            groups["groups"][0]["preferredVersion"]["version"],
+            "v1beta1"
+        );
+        let doc = super::super::aggregated_with(&resources, false, "v2", &external);
+        assert_eq!(doc["items"][0]["versions"][1]["freshness"], "Stale");
+        let group = super::super::api_group_with(&resources, "wardle.example.com", &external)
+            .expect("a group");
+        assert_eq!(group["versions"].as_array().map(Vec::len), Some(2));
+    }
+
     #[test]
     fn resource_lists_become_version_discovery() {
         let list = json!({"kind": "APIResourceList", "groupVersion": "wardle.example.com/v1alpha1",
