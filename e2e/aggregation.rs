@@ -4,8 +4,10 @@
 //! authentication`; an APIService with a Service (resolved through its EndpointSlice) becomes
 //! Available (`Passed`); `kubectl get flunders` goes through the proxy with the user in the
 //! front-proxy headers and the front-proxy client certificate, the client's Authorization
-//! header stripped; watches stream; an upgrade is spliced; discovery (legacy and aggregated,
-//! `kubectl api-resources`) lists the group. Once the server stops, the APIService turns
+//! header stripped; watches stream; an upgrade is spliced; the caBundle verifies the server;
+//! discovery (legacy and aggregated, `kubectl api-resources`) lists the group; a
+//! metrics-server registered over the in-process metrics API takes it over. Once the server
+//! stops, the APIService turns
 //! `FailedDiscoveryCheck`, the group answers 503 `service unavailable`, and `kubectl
 //! api-resources` reports that group-version and still lists the rest. The built-in
 //! group-versions have their local APIServices (`Local`).
@@ -212,6 +214,32 @@ fn aggregation(s: &Server) {
     // An upgrade is spliced through.
     assert_eq!(upgraded_echo(s), "ping");
 
+    // The caBundle is what verifies the server: under another CA the proxied request fails.
+    let flunders = format!("/apis/{GROUP}/{VERSION}/namespaces/wardle/flunders");
+    let set_ca = |bundle: &str| {
+        let patch = json!({"spec": {"caBundle": bundle}}).to_string();
+        s.kubectl(&[
+            "patch",
+            "apiservice",
+            APISERVICE,
+            "--type=merge",
+            "-p",
+            &patch,
+        ]);
+    };
+    {
+        use base64::Engine;
+        set_ca(&base64::engine::general_purpose::STANDARD.encode(ca));
+    }
+    eventually("the unverifiable server refused", || {
+        let r = s.get(&flunders);
+        r.status == 503 && r.body.contains("x509")
+    });
+    set_ca(&backend.ca_bundle);
+    eventually("the server verified again", || {
+        s.get(&flunders).status == 200
+    });
+
     // Discovery: legacy, the group's document, aggregated (kubectl api-resources).
     let groups = s.get("/apis").json();
     assert!(
@@ -231,7 +259,8 @@ fn aggregation(s: &Server) {
         "{resources}"
     );
 
-    // A metrics-server registered over the in-process metrics API takes it over.
+    // A metrics-server registered over the in-process metrics API takes it over (as its
+    // manifest registers it: not verified, insecureSkipTLSVerify).
     let local_top = s.kubectl(&["top", "pods", "-n", "wardle"]);
     assert!(!local_top.contains(FAKE_CPU), "{local_top}");
     s.with_manifest(
@@ -239,7 +268,7 @@ fn aggregation(s: &Server) {
         &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
             "metadata": {"name": "v1beta1.metrics.k8s.io"},
             "spec": {"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": 100,
-                "versionPriority": 100, "caBundle": backend.ca_bundle,
+                "versionPriority": 100, "insecureSkipTLSVerify": true,
                 "service": {"namespace": "wardle", "name": "api", "port": 443}}})
         .to_string(),
     );
