@@ -7,9 +7,9 @@
 //! header stripped; watches stream; an upgrade is spliced; the caBundle verifies the server;
 //! discovery (legacy and aggregated, `kubectl api-resources`) lists the group; a
 //! metrics-server registered over the in-process metrics API takes it over. Once the server
-//! stops, the APIService turns
-//! `FailedDiscoveryCheck`, the group answers 503 `service unavailable`, and `kubectl
-//! api-resources` reports that group-version and still lists the rest. The built-in
+//! stops, the APIService turns `FailedDiscoveryCheck`, the group answers 503 `service
+//! unavailable`, its discovery is marked `Stale`, and `kubectl api-resources` (as the real
+//! kubectl does with a stale group-version) leaves it out and lists the rest. The built-in
 //! group-versions have their local APIServices (`Local`).
 
 mod support;
