@@ -22,6 +22,8 @@ pub(super) struct Computed {
     /// The metric that asked for the most (for the rescale reason).
     pub metric_name: String,
     pub statuses: Vec<Value>,
+    /// Metrics that failed while the others scale up or hold (each still reported).
+    pub failures: Vec<MetricFailure>,
 }
 
 /// Why no count could be computed: every metric failed, or one failed while the others
@@ -196,6 +198,7 @@ impl HorizontalController {
                     replicas,
                     metric_name,
                     statuses,
+                    failures,
                 })
             }
             _ => Err(Failed {

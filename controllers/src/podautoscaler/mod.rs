@@ -224,6 +224,14 @@ impl HorizontalController {
                     return Ok(true);
                 }
             };
+            for failure in &computed.failures {
+                self.recorder.event(
+                    &hpa,
+                    EventType::Warning,
+                    failure.reason,
+                    failure.error.clone(),
+                );
+            }
             set_condition(
                 &mut hpa,
                 "ScalingActive",
