@@ -4,9 +4,8 @@
 //! the APIService's port (`ServicePortError`), has EndpointSlices (`EndpointsNotFound`) with
 //! a ready endpoint for that port (`MissingEndpoints`), and the server answers a GET of
 //! `/apis/<group>/<version>` within 5 s, one of five tries at once (`FailedDiscoveryCheck`);
-//! then `Passed`. Checked on
-//! every APIService change and every period (upstream: 30 s); the status is written only
-//! when it changed, the transition time moving only with the status.
+//! then `Passed`. Checked on every APIService change and every period (upstream: 30 s); the
+//! status is written only when it changed, the transition time moving only with the status.
 
 use std::sync::Arc;
 use std::time::Duration;
