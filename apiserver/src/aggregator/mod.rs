@@ -267,3 +267,49 @@ impl Aggregator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use test_support::TestBackend;
+
+    fn apiservice(name: &str, group: &str, service: Option<Value>, available: bool) -> Value {
+        let mut obj = json!({"metadata": {"name": name},
+            "spec": {"group": group, "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10},
+            "status": {"conditions": [{"type": "Available",
+                "status": if available { "True" } else { "False" }}]}});
+        if let Some(service) = service {
+            obj["spec"]["service"] = service;
+        }
+        obj
+    }
+
+    #[tokio::test]
+    async fn remote_group_versions_are_routed_and_local_ones_are_not() {
+        let backend = TestBackend::embedded().await;
+        let aggregator = Aggregator::idle(crate::testing::registry(&backend).await);
+        aggregator.replace(vec![
+            Arc::new(apiservice(
+                "v1.wardle.example.com",
+                "wardle.example.com",
+                Some(json!({"namespace": "w", "name": "api"})),
+                false,
+            )),
+            Arc::new(apiservice("v1.apps", "apps", None, true)),
+        ]);
+        match aggregator.route("wardle.example.com/v1/namespaces/x/flunders") {
+            Some(Route::Remote(s)) => {
+                assert!(!s.available);
+                let backend = s.backend.expect("a backend");
+                assert_eq!(
+                    (backend.port, backend.server_name()),
+                    (443, "api.w.svc".into())
+                );
+            }
+            _ => panic!("not routed to the remote server"),
+        }
+        assert!(aggregator.route("apps/v1/deployments").is_none());
+        assert!(aggregator.route("wardle.example.com").is_none());
+        assert!(aggregator.route("other.example.com/v1").is_none());
+    }
+}
