@@ -39,7 +39,8 @@ fn everyday_verbs(s: &Server) {
         "{resources}"
     );
 
-    // Exactly kube-apiserver 1.35's default resources (GA group-versions), in kubectl's order.
+    // Exactly kube-apiserver 1.35's default resources (GA group-versions), with
+    // metrics-server's (the metrics API is served in-process), in kubectl's order.
     let names = s.kubectl(&["api-resources", "-o", "name"]);
     let names: Vec<&str> = names.lines().collect();
     assert_eq!(names, UPSTREAM_1_35_RESOURCES, "{}", names.len());
@@ -561,7 +562,7 @@ fn kubectl_diff_prune_shows_what_apply_would_prune() {
 }
 
 /// `kubectl api-resources -o name` against kube-apiserver 1.35 with its defaults: 65 resources.
-const UPSTREAM_1_35_RESOURCES: [&str; 65] = [
+const UPSTREAM_1_35_RESOURCES: [&str; 67] = [
     "bindings",
     "componentstatuses",
     "configmaps",
@@ -605,6 +606,8 @@ const UPSTREAM_1_35_RESOURCES: [&str; 65] = [
     "events.events.k8s.io",
     "flowschemas.flowcontrol.apiserver.k8s.io",
     "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+    "nodes.metrics.k8s.io",
+    "pods.metrics.k8s.io",
     "ingressclasses.networking.k8s.io",
     "ingresses.networking.k8s.io",
     "ipaddresses.networking.k8s.io",

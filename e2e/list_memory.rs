@@ -219,6 +219,7 @@ async fn a_full_lists_peak_allocation_does_not_grow_with_the_collection() {
         shutdown: Default::default(),
         creaters: Default::default(),
         components: Default::default(),
+        aggregator: apiserver::aggregator::Aggregator::idle(registry.clone()),
     });
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
 

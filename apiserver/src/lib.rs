@@ -1,6 +1,7 @@
 //! kube-apiserver's HTTP surface over the registry: the Kubernetes API (discovery, every
 //! resource through one generic handler set, Table output, watch streams), health, version.
 
+pub mod aggregator;
 pub mod api;
 pub mod audit;
 pub mod authn;
@@ -16,6 +17,7 @@ mod kubernetes_service;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod metrics_api;
 pub mod openapi;
 pub mod options;
 pub mod policies;

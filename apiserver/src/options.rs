@@ -298,6 +298,34 @@ pub struct Options {
     /// The most days a rotated audit log is kept, by the time in its name. 0: forever.
     #[arg(long = "audit-log-maxage", default_value_t = 0)]
     pub audit_log_maxage: u64,
+
+    /// CA bundle (PEM) of the front proxy: published to aggregated API servers as the CA
+    /// that signs the proxy's client certificate. Without it, one is generated
+    /// (`<data-dir>/pki/front-proxy-ca.crt`).
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// The common names aggregated API servers accept from the requestheader CA (published
+    /// with it). Empty: `front-proxy-client` for the generated certificate.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// The client certificate (PEM) the aggregator presents to aggregated API servers.
+    #[arg(long, requires = "proxy_client_key_file")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// The key of --proxy-client-cert-file.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// How often the aggregator checks each APIService's availability and refreshes the
+    /// discovery of aggregated servers (upstream: 30 s availability, 1 min discovery).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub apiservice_check_period: Duration,
+
+    /// How often the horizontal pod autoscaler controller looks at each autoscaler.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_sync_period: Duration,
 }
 
 /// Go-style durations as kube-apiserver flags take them: `300ms`, `90s`, `5m`, `1h`, `0`.

@@ -101,6 +101,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     };
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
     let secure = tls::prepare(&options)?;
+    let front_proxy = tls::front_proxy::prepare(&options)?;
     let service_account_tokens = service_account_keys::prepare(&options)?;
     let backend = storage::backend::open(&options.etcd_servers, &options.data_dir).await?;
     if !options.etcd_compaction_interval.is_zero() {
@@ -173,6 +174,13 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
         tokio::spawn(consumer.run(shutdown.clone()));
     }
+    // The aggregator before the controllers: the autoscaler reads the metrics API through it.
+    let aggregator = crate::aggregator::Aggregator::new(registry.clone(), front_proxy);
+    publish_authentication_info(&options, secure.is_some(), &aggregator).await;
+    aggregator.serve_locally(crate::metrics_api::MetricsApi::new(registry.clone()));
+    let resource_metrics = ::controllers::podautoscaler::source::MetricsClient(
+        crate::metrics_api::client::AggregatedMetrics::new(aggregator.clone()),
+    );
     let controllers = controllers::start(
         informers.clone(),
         ControllerOptions {
@@ -185,6 +193,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             scheduler: options.scheduler,
             root_ca: secure.as_ref().map(|s| s.trusted_pem.clone()),
             signing: signing_ca(&options, secure.as_ref())?,
+            hpa_sync_period: options.horizontal_pod_autoscaler_sync_period,
+            resource_metrics: Some(resource_metrics),
             nodes: kubelet::NodeConfig {
                 count: options.nodes,
                 name_prefix: options.node_name_prefix.clone(),
@@ -212,6 +222,17 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             tracing::warn!("custom resource definitions not synced yet; starting without them");
         }
     }
+    aggregator.start(
+        &informers,
+        options.apiservice_check_period,
+        shutdown.clone(),
+    );
+    crate::aggregator::available::start(
+        aggregator.clone(),
+        &informers,
+        options.apiservice_check_period,
+        shutdown.clone(),
+    );
     let api = api::Api {
         registry: registry.clone(),
         shutdown: shutdown.clone(),
@@ -221,6 +242,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             controllers: !options.disable_controllers,
             scheduler: !options.disable_controllers && options.scheduler,
         },
+        aggregator,
     };
     let health = Health {
         backend: backend.clone(),
@@ -354,6 +376,32 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         auditor.stop().await;
     }
     served
+}
+
+/// The ConfigMap aggregated servers read their trust from: the client CA (the flag's, or
+/// the server's own with secure serving) and the front proxy's.
+async fn publish_authentication_info(
+    options: &Options,
+    secure: bool,
+    aggregator: &crate::aggregator::Aggregator,
+) {
+    let client_ca = match &options.client_ca_file {
+        Some(path) => tls::certs::read(path).ok(),
+        None if secure => {
+            let pki = tls::certs::Pki::in_dir(options.data_dir.join("pki"));
+            tls::certs::read(&pki.ca_cert()).ok()
+        }
+        None => None,
+    };
+    if let Err(e) = crate::aggregator::authentication_info::publish(
+        aggregator.registry(),
+        client_ca.as_deref(),
+        &aggregator.front_proxy,
+    )
+    .await
+    {
+        tracing::warn!(error = %e, "could not publish kube-system/extension-apiserver-authentication");
+    }
 }
 
 /// How long start waits for the RBAC authorizer's first list of roles and bindings.

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+/// A real aggregated API server (the sample `wardle` group) behind the front proxy.
+pub mod aggregated_server;
 /// Server-side apply requests.
 pub mod apply;
 mod kubectl;

@@ -46,32 +46,41 @@ pub fn patch(ops: Value) -> Value {
         "patch": base64::engine::general_purpose::STANDARD.encode(ops.to_string())})
 }
 
+/// A CA of its own and a serving certificate it signs for 127.0.0.1 and `dns_name`: the
+/// chain, its key, and the CA as `caBundle` takes it (base64 of the PEM).
+pub fn serving_certificate(
+    dns_name: &str,
+) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, String) {
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca_params, &ca_key);
+    let key = KeyPair::generate().expect("serving key");
+    let mut params = CertificateParams::new(vec![dns_name.to_string()]).expect("serving params");
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress("127.0.0.1".parse().expect("an IP")));
+    let cert = params
+        .signed_by(&key, &issuer)
+        .expect("serving certificate");
+    (
+        vec![CertificateDer::from(cert.der().to_vec())],
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+    )
+}
+
 impl WebhookServer {
     /// Serves `handler` on 127.0.0.1 with a certificate also valid for `dns_name`.
     pub fn start(dns_name: &str, handler: Handler) -> Self {
-        let ca_key = KeyPair::generate().expect("CA key");
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
-        let issuer = Issuer::new(ca_params, &ca_key);
-        let key = KeyPair::generate().expect("serving key");
-        let mut params =
-            CertificateParams::new(vec![dns_name.to_string()]).expect("serving params");
-        params
-            .subject_alt_names
-            .push(SanType::IpAddress("127.0.0.1".parse().expect("an IP")));
-        let cert = params
-            .signed_by(&key, &issuer)
-            .expect("serving certificate");
+        let (chain, key, ca_bundle) = serving_certificate(dns_name);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("protocol versions")
             .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from(cert.der().to_vec())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-            )
+            .with_single_cert(chain, key)
             .expect("TLS config");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -124,7 +133,7 @@ impl WebhookServer {
         });
         Self {
             port,
-            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+            ca_bundle,
             reviews,
             _runtime: runtime,
         }

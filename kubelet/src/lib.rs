@@ -14,6 +14,7 @@ pub mod pod_worker;
 pub mod proxy;
 pub mod runtime;
 pub mod status;
+pub mod usage;
 
 pub use config::{KubeletTimings, NodeConfig};
 pub use error::{KubeletError, Result};

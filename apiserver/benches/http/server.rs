@@ -62,6 +62,7 @@ pub async fn start() -> Server {
             controllers: false,
             scheduler: false,
         },
+        aggregator: apiserver::aggregator::Aggregator::idle(registry.clone()),
     };
     let health = Health {
         backend,

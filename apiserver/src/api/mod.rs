@@ -15,7 +15,7 @@ mod path;
 pub(crate) mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod response;
-mod subresources;
+pub(crate) mod subresources;
 mod watch;
 
 use std::sync::Arc;
@@ -49,6 +49,8 @@ pub struct Api {
     pub creaters: Creaters,
     /// What componentstatuses report.
     pub components: component_status::Components,
+    /// Who serves group-versions other than the catalogue (APIServices).
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 impl Api {
@@ -84,6 +86,7 @@ fn accept(headers: &HeaderMap) -> &str {
 
 fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response {
     let resources = api.registry.catalogue().all();
+    let external = api.aggregator.external_versions();
     match discovery::wants_aggregated(accept(headers)) {
         Some(version) => (
             StatusCode::OK,
@@ -93,14 +96,17 @@ fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response 
             )],
             // A discovery document always encodes; should it not, the body is empty.
             registry::wire::body(
-                &discovery::aggregated(&resources, legacy, version),
+                &discovery::aggregated_with(&resources, legacy, version, &external),
                 registry::wire::Style::Compact,
             )
             .unwrap_or_default(),
         )
             .into_response(),
         None if legacy => response::json(StatusCode::OK, &discovery::core_versions()),
-        None => response::json(StatusCode::OK, &discovery::api_groups(&resources)),
+        None => response::json(
+            StatusCode::OK,
+            &discovery::api_groups_with(&resources, &external),
+        ),
     }
 }
 
@@ -150,7 +156,62 @@ async fn dispatch_path<const LEGACY: bool>(
         requested: requested.map(|Extension(r)| r),
         user: user.map(|Extension(u)| Arc::new(u)),
     };
+    if !LEGACY {
+        if let Some(route) = api.aggregator.route(&incoming.path) {
+            return aggregated(&api, route, incoming).await;
+        }
+    }
     dispatch(api, LEGACY, incoming).await
+}
+
+/// A request for a group-version an APIService gives to another server, or to an
+/// in-process API outside the catalogue.
+async fn aggregated(api: &Api, route: crate::aggregator::Route, incoming: Incoming) -> Response {
+    use crate::aggregator::{local::LocalRequest, proxy, Route};
+    match route {
+        Route::Remote(service) => {
+            let outgoing = proxy::Outgoing {
+                method: incoming.method,
+                uri: incoming.uri,
+                headers: incoming.headers,
+                body: incoming.body,
+                upgrade: incoming.upgrade,
+            };
+            proxy::serve(
+                &api.registry,
+                &api.aggregator.front_proxy,
+                &service,
+                incoming.user.as_deref(),
+                outgoing,
+            )
+            .await
+        }
+        Route::Local(local) => {
+            let body = match axum::body::to_bytes(incoming.body, MAX_BODY).await {
+                Ok(body) => body,
+                Err(_) => {
+                    return response::error(RegistryError::RequestEntityTooLarge(format!(
+                        "limit is {MAX_BODY} bytes"
+                    )))
+                }
+            };
+            let info = match incoming.requested {
+                Some(Requested::Resource(info)) => Some(info),
+                _ => None,
+            };
+            local
+                .serve(LocalRequest {
+                    method: incoming.method,
+                    uri: incoming.uri,
+                    headers: incoming.headers,
+                    query: incoming.query,
+                    body,
+                    info,
+                    user: incoming.user,
+                })
+                .await
+        }
+    }
 }
 
 async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
@@ -228,9 +289,10 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
 fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let resources = api.registry.catalogue().all();
+    let external = api.aggregator.external_versions();
     let doc = match (legacy, parts.as_slice()) {
         (true, [version]) => discovery::resource_list(&resources, "", version),
-        (false, [group]) => discovery::api_group(&resources, group),
+        (false, [group]) => discovery::api_group_with(&resources, group, &external),
         (false, [group, version]) => discovery::resource_list(&resources, group, version),
         _ => None,
     };

@@ -49,6 +49,10 @@ pub struct ControllerOptions {
     /// The CA certificate and key (PEM) the certificate signers issue with, and the longest a
     /// certificate lasts; None: no signer runs.
     pub signing: Option<(String, String, std::time::Duration)>,
+    /// How often the horizontal pod autoscaler looks at each autoscaler.
+    pub hpa_sync_period: Duration,
+    /// The resource metrics API the autoscaler reads.
+    pub resource_metrics: Option<::controllers::podautoscaler::source::MetricsClient>,
 }
 
 /// What the HTTP side may ask of the running controllers.

@@ -198,7 +198,13 @@ fn pv_protection(cx: &Context<'_>) -> Started {
 
 fn horizontal_pod_autoscaler(cx: &Context<'_>) -> Started {
     cx.run(
-        HorizontalController::new(cx.informers),
+        HorizontalController::new(
+            cx.informers,
+            controllers::podautoscaler::HorizontalConfig {
+                sync_period: cx.options.hpa_sync_period,
+                metrics: cx.options.resource_metrics.clone(),
+            },
+        ),
         HorizontalController::run,
     )
 }

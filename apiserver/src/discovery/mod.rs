@@ -3,6 +3,7 @@
 //! ask for first. Pure functions of the catalogue's resource list, so a handler can rebuild
 //! them whenever the catalogue changes.
 
+pub mod external;
 #[cfg(test)]
 mod tests;
 
@@ -12,6 +13,8 @@ use std::sync::Arc;
 
 use registry::ResourceInfo;
 use serde_json::{json, Map, Value};
+
+use external::ExternalVersion;
 
 const DISCOVERY_GROUP: &str = "apidiscovery.k8s.io";
 const DISCOVERY_KIND: &str = "APIGroupDiscoveryList";
@@ -29,7 +32,13 @@ pub fn core_versions() -> Value {
 
 /// `/apis`: every named group (APIGroupList), in upstream's group priority order.
 pub fn api_groups(resources: &[Arc<ResourceInfo>]) -> Value {
-    let groups: Vec<Value> = named_groups(resources)
+    api_groups_with(resources, &[])
+}
+
+/// `/apis` with the group-versions served other than by the catalogue (aggregation).
+pub fn api_groups_with(resources: &[Arc<ResourceInfo>], external: &[ExternalVersion]) -> Value {
+    let resources = external::not_overridden(resources, external);
+    let groups: Vec<Value> = named_groups(&resources, external)
         .iter()
         .map(|(group, versions)| Value::Object(group_body(group, versions)))
         .collect();
@@ -39,10 +48,20 @@ pub fn api_groups(resources: &[Arc<ResourceInfo>]) -> Value {
 /// `/apis/<group>` (APIGroup); None when no resource is served in the group. The legacy
 /// group has no such document.
 pub fn api_group(resources: &[Arc<ResourceInfo>], group: &str) -> Option<Value> {
+    api_group_with(resources, group, &[])
+}
+
+/// `/apis/<group>` with the group-versions served other than by the catalogue.
+pub fn api_group_with(
+    resources: &[Arc<ResourceInfo>],
+    group: &str,
+    external: &[ExternalVersion],
+) -> Option<Value> {
     if group.is_empty() {
         return None;
     }
-    let versions = versions_of(resources, group);
+    let resources = external::not_overridden(resources, external);
+    let versions = versions_in_order(&resources, group, external);
     if versions.is_empty() {
         return None;
     }
@@ -91,6 +110,19 @@ pub fn resource_list(resources: &[Arc<ResourceInfo>], group: &str, version: &str
 /// alone) or `/apis` (every named group), in apidiscovery.k8s.io `version` ("v2" or
 /// "v2beta1", whose shapes are identical).
 pub fn aggregated(resources: &[Arc<ResourceInfo>], legacy: bool, version: &str) -> Value {
+    aggregated_with(resources, legacy, version, &[])
+}
+
+/// The aggregated document with the group-versions served other than by the catalogue,
+/// each as its server describes it.
+pub fn aggregated_with(
+    resources: &[Arc<ResourceInfo>],
+    legacy: bool,
+    version: &str,
+    external: &[ExternalVersion],
+) -> Value {
+    let resources = external::not_overridden(resources, external);
+    let resources = resources.as_slice();
     let items: Vec<Value> = if legacy {
         let versions = versions_of(resources, "");
         if versions.is_empty() {
@@ -99,9 +131,9 @@ pub fn aggregated(resources: &[Arc<ResourceInfo>], legacy: bool, version: &str) 
             vec![aggregated_group(resources, "", &versions)]
         }
     } else {
-        named_groups(resources)
+        named_groups(resources, external)
             .iter()
-            .map(|(group, versions)| aggregated_group(resources, group, versions))
+            .map(|(group, versions)| aggregated_group_with(resources, group, versions, external))
             .collect()
     };
     json!({
@@ -288,9 +320,24 @@ fn subresource_entry(info: &ResourceInfo, sub: &Subresource, name: &str) -> Valu
 }
 
 fn aggregated_group(resources: &[Arc<ResourceInfo>], group: &str, versions: &[String]) -> Value {
+    aggregated_group_with(resources, group, versions, &[])
+}
+
+fn aggregated_group_with(
+    resources: &[Arc<ResourceInfo>],
+    group: &str,
+    versions: &[String],
+    external: &[ExternalVersion],
+) -> Value {
     let versions: Vec<Value> = versions
         .iter()
         .map(|version| {
+            if let Some(ext) = external
+                .iter()
+                .find(|e| e.group == group && e.version == *version)
+            {
+                return ext.version_entry();
+            }
             let served = served_at(resources, group, version);
             json!({
                 "version": version,
@@ -407,25 +454,77 @@ fn versions_of(resources: &[Arc<ResourceInfo>], group: &str) -> Vec<String> {
     versions
 }
 
-/// Every named group with its versions, in the order upstream's aggregator lists them.
-fn named_groups(resources: &[Arc<ResourceInfo>]) -> Vec<(String, Vec<String>)> {
-    let groups: BTreeSet<&str> = resources
+/// Every named group with its versions, in the order upstream's aggregator lists them:
+/// by the highest groupPriorityMinimum of the group's APIServices, then by name.
+fn named_groups(
+    resources: &[Arc<ResourceInfo>],
+    external: &[ExternalVersion],
+) -> Vec<(String, Vec<String>)> {
+    let mut groups: BTreeSet<&str> = resources
         .iter()
         .map(|r| r.group.as_str())
         .filter(|group| !group.is_empty())
         .collect();
-    let mut named: Vec<(String, Vec<String>)> = groups
+    groups.extend(
+        external
+            .iter()
+            .map(|e| e.group.as_str())
+            .filter(|g| !g.is_empty()),
+    );
+    let priority = |group: &str| {
+        let own = resources
+            .iter()
+            .any(|r| r.group == group)
+            .then(|| i64::from(registry::catalogue::group_priority(group)));
+        external
+            .iter()
+            .filter(|e| e.group == group)
+            .map(|e| e.group_priority)
+            .chain(own)
+            .max()
+            .unwrap_or(0)
+    };
+    let mut named: Vec<(i64, String, Vec<String>)> = groups
         .into_iter()
-        .map(|group| (group.to_string(), versions_of(resources, group)))
+        .map(|group| {
+            (
+                priority(group),
+                group.to_string(),
+                versions_in_order(resources, group, external),
+            )
+        })
         .collect();
     // Ties (and every custom group) fall back to the name, as upstream's APIService sort
     // does.
-    named.sort_by(|a, b| {
-        registry::catalogue::group_priority(&b.0)
-            .cmp(&registry::catalogue::group_priority(&a.0))
-            .then_with(|| a.0.cmp(&b.0))
-    });
-    named
+    named.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    named.into_iter().map(|(_, g, v)| (g, v)).collect()
+}
+
+/// A group's versions from the catalogue and elsewhere, most preferred first: by
+/// versionPriority, then in Kubernetes version order.
+fn versions_in_order(
+    resources: &[Arc<ResourceInfo>],
+    group: &str,
+    external: &[ExternalVersion],
+) -> Vec<String> {
+    let mut versions: Vec<(i64, String)> = versions_of(resources, group)
+        .into_iter()
+        .map(|v| {
+            (
+                i64::from(registry::catalogue::version_priority(group, &v)),
+                v,
+            )
+        })
+        .collect();
+    versions.extend(
+        external
+            .iter()
+            .filter(|e| e.group == group)
+            .map(|e| (e.version_priority, e.version.clone())),
+    );
+    versions.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| compare_versions(&a.1, &b.1)));
+    versions.dedup_by(|a, b| a.1 == b.1);
+    versions.into_iter().map(|(_, v)| v).collect()
 }
 
 /// Kubernetes version order, most preferred first: GA before beta before alpha, higher

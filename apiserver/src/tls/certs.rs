@@ -168,27 +168,8 @@ pub fn hostname() -> Option<String> {
 pub fn ensure(pki: &Pki, serving: Option<&[San]>) -> Result<Ensured, CertError> {
     create_private_dir(&pki.dir)?;
     let mut ensured = Ensured::default();
-    let (ca_key, ca_pem) = match (pki.ca_cert().exists(), pki.ca_key().exists()) {
-        (true, true) => (
-            KeyPair::from_pem(&read(&pki.ca_key())?).map_err(|e| invalid(&pki.ca_key(), e))?,
-            read(&pki.ca_cert())?,
-        ),
-        (false, false) => {
-            let key = KeyPair::generate()?;
-            let cert = ca_params().self_signed(&key)?;
-            write_file(&pki.ca_key(), &key.serialize_pem(), true)?;
-            write_file(&pki.ca_cert(), &cert.pem(), false)?;
-            ensured.ca_created = true;
-            (key, cert.pem())
-        }
-        (cert, _) => {
-            let missing = if cert { pki.ca_key() } else { pki.ca_cert() };
-            return Err(CertError::Invalid {
-                path: missing,
-                message: "missing while the other half of the CA exists; not generating a new CA over it (remove both to start over)".into(),
-            });
-        }
-    };
+    let (ca_key, ca_pem, ca_created) = load_or_create_ca(&pki.ca_cert(), &pki.ca_key())?;
+    ensured.ca_created = ca_created;
     let ca_der = first_der(&ca_pem, &pki.ca_cert())?;
     let issuer = Issuer::from_ca_cert_der(&ca_der.as_slice().into(), &ca_key).map_err(|e| {
         CertError::Invalid {
@@ -223,6 +204,35 @@ pub fn ensure(pki: &Pki, serving: Option<&[San]>) -> Result<Ensured, CertError> 
     Ok(ensured)
 }
 
+/// The CA at `cert`/`key`, made when both are absent (whether it was made is the third
+/// value); one half without the other is refused rather than overwritten.
+pub(super) fn load_or_create_ca(
+    cert: &Path,
+    key: &Path,
+) -> Result<(KeyPair, String, bool), CertError> {
+    match (cert.exists(), key.exists()) {
+        (true, true) => Ok((
+            KeyPair::from_pem(&read(key)?).map_err(|e| invalid(key, e))?,
+            read(cert)?,
+            false,
+        )),
+        (false, false) => {
+            let pair = KeyPair::generate()?;
+            let made = ca_params().self_signed(&pair)?;
+            write_file(key, &pair.serialize_pem(), true)?;
+            write_file(cert, &made.pem(), false)?;
+            Ok((pair, made.pem(), true))
+        }
+        (has_cert, _) => {
+            let missing = if has_cert { key } else { cert };
+            Err(CertError::Invalid {
+                path: missing.to_path_buf(),
+                message: "missing while the other half of the CA exists; not generating a new CA over it (remove both to start over)".into(),
+            })
+        }
+    }
+}
+
 fn ca_params() -> CertificateParams {
     let mut params = CertificateParams::default();
     let mut name = DistinguishedName::new();
@@ -241,7 +251,7 @@ fn ca_params() -> CertificateParams {
     params
 }
 
-fn leaf_params(
+pub(super) fn leaf_params(
     common_name: &str,
     organization: Option<&str>,
 ) -> Result<CertificateParams, CertError> {
@@ -267,7 +277,7 @@ fn set_validity(params: &mut CertificateParams, days: i64) {
     params.not_after = day(now + chrono::Duration::days(days));
 }
 
-fn issue(
+pub(super) fn issue(
     params: &CertificateParams,
     issuer: &Issuer<'_, &KeyPair>,
     cert_path: &Path,
@@ -282,7 +292,7 @@ fn issue(
 
 /// Whether the leaf at `path` is signed by the CA, not near its end, and (when `sans` is
 /// given) names all of them.
-fn leaf_is_current(path: &Path, ca_der: &[u8], sans: Option<&BTreeSet<San>>) -> bool {
+pub(super) fn leaf_is_current(path: &Path, ca_der: &[u8], sans: Option<&BTreeSet<San>>) -> bool {
     let Ok(pem) = std::fs::read_to_string(path) else {
         return false;
     };

@@ -3,6 +3,7 @@
 //! `crate::authn`'s matter.
 
 pub mod certs;
+pub mod front_proxy;
 pub mod serving;
 
 use std::net::IpAddr;

@@ -1,8 +1,7 @@
-//! Where an autoscaler's metrics come from. The resource metrics API (metrics.k8s.io) and the
-//! custom and external metrics APIs are not served by this server yet, so every metric fails
-//! as it fails on a cluster without metrics-server or an adapter: the controller then says so
-//! in its conditions and events, in upstream's words, and scales only to keep the replicas
-//! within minReplicas and maxReplicas.
+//! How a metric fails that no API of this server can give: Pods and Object metrics (the
+//! custom metrics API), External metrics (the external metrics API), and resource metrics
+//! when no resource metrics API is given. Each fails as on a cluster without the adapter or
+//! metrics-server, in upstream's words.
 
 use serde_json::Value;
 

@@ -1,11 +1,17 @@
 //! The horizontal pod autoscaler controller (upstream's pkg/controller/podautoscaler): every
-//! HorizontalPodAutoscaler is looked at every sync period (15 s). It reads its target's
-//! `/scale`; a target outside minReplicas..maxReplicas is scaled into the range; otherwise the
-//! replica count follows the metrics, which this server cannot give yet (`metrics`): the
-//! ScalingActive condition and the events then say why, as on a cluster without
-//! metrics-server. Conditions, events and status follow upstream's words.
+//! HorizontalPodAutoscaler is looked at every sync period (15 s,
+//! `--horizontal-pod-autoscaler-sync-period`). It reads its target's `/scale`; a target
+//! outside minReplicas..maxReplicas is scaled into the range; otherwise the replica count
+//! follows the metrics (`compute`: resource metrics from the metrics API the server gives it,
+//! `source`; the replica calculator, `replicas`), stabilized and rate-limited (`normalize`).
+//! A metric that cannot be read is reported in the ScalingActive condition and events, as on
+//! a cluster without metrics-server. Conditions, events and status follow upstream's words.
 
+mod compute;
 mod metrics;
+mod normalize;
+mod replicas;
+pub mod source;
 mod status;
 
 use std::sync::Arc;
@@ -27,8 +33,25 @@ use client::workqueue::RateLimitingQueue;
 
 use status::{set_condition, set_status};
 
-/// How often each autoscaler is looked at (--horizontal-pod-autoscaler-sync-period).
+/// How often each autoscaler is looked at by default (--horizontal-pod-autoscaler-sync-period).
 pub const SYNC_PERIOD: Duration = Duration::from_secs(15);
+
+/// How the controller runs.
+#[derive(Clone, Debug)]
+pub struct HorizontalConfig {
+    pub sync_period: Duration,
+    /// The resource metrics API; None: every metric fails as without metrics-server.
+    pub metrics: Option<source::MetricsClient>,
+}
+
+impl Default for HorizontalConfig {
+    fn default() -> Self {
+        Self {
+            sync_period: SYNC_PERIOD,
+            metrics: None,
+        }
+    }
+}
 const WORKERS: usize = 5;
 const MANAGER: &str = "horizontal-pod-autoscaler";
 
@@ -44,6 +67,8 @@ pub struct HorizontalController {
     registry: Arc<registry::Registry>,
     recorder: EventRecorder,
     queue: RateLimitingQueue<String>,
+    config: HorizontalConfig,
+    normalizer: normalize::Normalizer,
 }
 
 /// Why the target's scale could not be read.
@@ -52,7 +77,10 @@ fn scale_error(e: impl std::fmt::Display) -> String {
 }
 
 impl HorizontalController {
-    pub fn new(informers: &InformerFactory) -> Result<Arc<Self>, HorizontalError> {
+    pub fn new(
+        informers: &InformerFactory,
+        config: HorizontalConfig,
+    ) -> Result<Arc<Self>, HorizontalError> {
         let registry = informers.registry().clone();
         let store = registry
             .store("autoscaling", "v2", "horizontalpodautoscalers")
@@ -63,6 +91,8 @@ impl HorizontalController {
             recorder: EventRecorder::new(registry.clone(), MANAGER),
             registry,
             queue: RateLimitingQueue::with_default_rate_limiter("horizontalpodautoscaler"),
+            config,
+            normalizer: normalize::Normalizer::default(),
         }))
     }
 
@@ -76,8 +106,11 @@ impl HorizontalController {
         .primary(&self.autoscalers, "HorizontalPodAutoscaler")
         .run(stop, |c, key| async move {
             match c.sync(&key).await {
-                Ok(true) => Next::After(SYNC_PERIOD),
-                Ok(false) => Next::Done,
+                Ok(true) => Next::After(c.config.sync_period),
+                Ok(false) => {
+                    c.normalizer.forget(&key);
+                    Next::Done
+                }
                 Err(e) => {
                     warn!(hpa = %key, error = %e, "syncing the autoscaler failed; retrying");
                     Next::Retry
@@ -150,6 +183,7 @@ impl HorizontalController {
         let current = scale["spec"]["replicas"].as_i64().unwrap_or(0);
         let min = spec["minReplicas"].as_i64().unwrap_or(1);
         let max = spec["maxReplicas"].as_i64().unwrap_or(0);
+        let mut statuses: Vec<Value> = Vec::new();
         let (desired, reason) = if current == 0 && min != 0 {
             set_condition(
                 &mut hpa,
@@ -162,16 +196,70 @@ impl HorizontalController {
             self.write_status(&original, &hpa, name).await?;
             return Ok(true);
         } else if current > max {
-            (max, "Current number of replicas above Spec.MaxReplicas")
+            (
+                max,
+                "Current number of replicas above Spec.MaxReplicas".to_string(),
+            )
         } else if current < min {
-            (min, "Current number of replicas below Spec.MinReplicas")
+            (
+                min,
+                "Current number of replicas below Spec.MinReplicas".to_string(),
+            )
         } else {
-            self.metrics_failed(&mut hpa, &scale, namespace);
-            let statuses = self.failed_statuses(&spec);
-            let desired = hpa["status"]["desiredReplicas"].as_i64().unwrap_or(0);
-            set_status(&mut hpa, current, desired, &statuses, false);
-            self.write_status(&original, &hpa, name).await?;
-            return Ok(true);
+            let selector = scale["status"]["selector"].as_str().unwrap_or_default();
+            if selector.is_empty() {
+                self.selector_missing(&mut hpa);
+                let desired = hpa["status"]["desiredReplicas"].as_i64().unwrap_or(0);
+                set_status(&mut hpa, current, desired, &[], false);
+                self.write_status(&original, &hpa, name).await?;
+                return Ok(true);
+            }
+            let computed = match self.compute(&spec, namespace, selector, current).await {
+                Ok(computed) => computed,
+                Err(failed) => {
+                    self.metrics_failed(&mut hpa, &failed);
+                    let desired = hpa["status"]["desiredReplicas"].as_i64().unwrap_or(0);
+                    set_status(&mut hpa, current, desired, &failed.statuses, false);
+                    self.write_status(&original, &hpa, name).await?;
+                    return Ok(true);
+                }
+            };
+            for failure in &computed.failures {
+                self.recorder.event(
+                    &hpa,
+                    EventType::Warning,
+                    failure.reason,
+                    failure.error.clone(),
+                );
+            }
+            set_condition(
+                &mut hpa,
+                "ScalingActive",
+                "True",
+                "ValidMetricFound",
+                &format!(
+                    "the HPA was able to successfully calculate a replica count from {}",
+                    computed.metric_name
+                ),
+            );
+            let reason = if computed.replicas > current {
+                format!("{} above target", computed.metric_name)
+            } else {
+                "All metrics below target".to_string()
+            };
+            let (desired, conditions) =
+                self.normalizer
+                    .normalize(key, &spec, current, computed.replicas);
+            for (kind, status, why, message) in conditions {
+                set_condition(&mut hpa, kind, status, why, message);
+            }
+            if desired == current {
+                set_status(&mut hpa, current, desired, &computed.statuses, false);
+                self.write_status(&original, &hpa, name).await?;
+                return Ok(true);
+            }
+            statuses = computed.statuses;
+            (desired, reason)
         };
         scale["spec"]["replicas"] = json!(desired);
         let target_name = target["name"].as_str().unwrap_or_default().to_string();
@@ -219,41 +307,34 @@ impl HorizontalController {
             "SuccessfulRescale",
             format!("New size: {desired}; reason: {reason}"),
         );
-        set_status(&mut hpa, current, desired, &[], true);
+        self.normalizer.record_scale(key, current, desired);
+        set_status(&mut hpa, current, desired, &statuses, true);
         self.write_status(&original, &hpa, name).await?;
         debug!(hpa = key, desired, reason, "rescaled");
         Ok(true)
     }
 
-    /// What computeReplicasForMetrics makes of metrics that all fail: the target needs a
-    /// selector first; then the first metric's failure becomes the ScalingActive condition.
-    fn metrics_failed(&self, hpa: &mut Value, scale: &Value, namespace: &str) {
-        let selector = scale["status"]["selector"].as_str().unwrap_or_default();
-        if selector.is_empty() {
-            self.recorder.event(
-                hpa,
-                EventType::Warning,
-                "SelectorRequired",
-                "selector is required",
-            );
-            set_condition(
-                hpa,
-                "ScalingActive",
-                "False",
-                "InvalidSelector",
-                "the HPA target's scale is missing a selector",
-            );
-            return;
-        }
-        let specs = hpa["spec"]["metrics"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let failures: Vec<metrics::MetricFailure> = specs
-            .iter()
-            .map(|m| metrics::failure(m, namespace))
-            .collect();
-        for failure in &failures {
+    /// A target's scale without a selector (upstream: computing replicas needs one).
+    fn selector_missing(&self, hpa: &mut Value) {
+        self.recorder.event(
+            hpa,
+            EventType::Warning,
+            "SelectorRequired",
+            "selector is required",
+        );
+        set_condition(
+            hpa,
+            "ScalingActive",
+            "False",
+            "InvalidSelector",
+            "the HPA target's scale is missing a selector",
+        );
+    }
+
+    /// What computeReplicasForMetrics reports of failed metrics: each metric's event, the
+    /// first failure as the ScalingActive condition, and FailedComputeMetricsReplicas.
+    fn metrics_failed(&self, hpa: &mut Value, failed: &compute::Failed) {
+        for failure in &failed.failures {
             self.recorder.event(
                 hpa,
                 EventType::Warning,
@@ -261,7 +342,7 @@ impl HorizontalController {
                 failure.error.clone(),
             );
         }
-        let Some(first) = failures.first() else {
+        let Some(first) = failed.failures.first() else {
             return;
         };
         set_condition(
@@ -280,19 +361,11 @@ impl HorizontalController {
             "FailedComputeMetricsReplicas",
             format!(
                 "invalid metrics ({} invalid out of {}), first error is: {}",
-                failures.len(),
-                specs.len(),
+                failed.failures.len(),
+                failed.total,
                 first.wrapped
             ),
         );
-    }
-
-    /// A metric with no value reads as an empty status, as upstream leaves its slot.
-    fn failed_statuses(&self, spec: &Value) -> Vec<Value> {
-        spec["metrics"]
-            .as_array()
-            .map(|m| m.iter().map(|_| json!({"type": ""})).collect())
-            .unwrap_or_default()
     }
 
     /// Writes the status when it changed (upstream's updateStatusIfNeeded).

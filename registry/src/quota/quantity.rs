@@ -139,6 +139,26 @@ impl Quantity {
         self.nanos.signum() as i64
     }
 
+    /// The value in thousandths of a unit, rounded up (Go's MilliValue).
+    pub fn milli_value(&self) -> i128 {
+        const MILLI: i128 = 1_000_000;
+        let whole = self.nanos.div_euclid(MILLI);
+        if self.nanos.rem_euclid(MILLI) == 0 {
+            whole
+        } else {
+            whole + 1
+        }
+    }
+
+    /// A quantity of `milli` thousandths (Go's NewMilliQuantity), printed in `binary`
+    /// format when asked (memory) or decimal.
+    pub fn from_milli(milli: i128, binary: bool) -> Self {
+        Self {
+            nanos: milli.saturating_mul(1_000_000),
+            binary,
+        }
+    }
+
     /// The value rounded up to whole units (what `MilliValue`/`Value` callers compare).
     pub fn value(&self) -> i128 {
         let whole = self.nanos.div_euclid(NANO);

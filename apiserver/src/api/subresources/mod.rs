@@ -23,7 +23,7 @@ mod service_proxy;
 mod stream_options;
 mod streaming;
 mod token;
-mod upgrade;
+pub(crate) mod upgrade;
 mod websocket;
 
 pub(super) use upgrade::Upgrade;
