@@ -3,7 +3,8 @@
 //! words and code; a second binding only warns; a binding whose parameters are missing
 //! denies (`parameterNotFoundAction: Deny`); matchConditions pass requests over; a deleted
 //! binding stops acting; an Audit action lands in the audit log with the failed validation's
-//! index.
+//! index. A policy asks the authorizer whether the requesting user (kubectl --as) may list
+//! secrets, and compares a variable holding a quantity.
 
 mod support;
 
@@ -244,14 +245,125 @@ fn policies(s: &Server, log: &Path) {
     });
 }
 
+const CONFIGMAPS: &str = r#"{"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+    "operations": ["CREATE"], "resources": ["configmaps"]}]}"#;
+
+/// The authorizer library as the requesting user, and a variable keeping a quantity.
+fn authorizer_and_variables(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(CONFIGMAPS).unwrap_or_default();
+    s.with_manifest(
+        "create",
+        &policy(
+            "guarded",
+            json!({
+                "matchConstraints": rules,
+                "matchConditions": [{"name": "guarded",
+                    "expression": "object.metadata.name.startsWith('guarded')"}],
+                "variables": [
+                    {"name": "size", "expression":
+                        "has(object.data) && 'size' in object.data ? quantity(object.data.size) : quantity('0')"},
+                    {"name": "limit", "expression": "quantity('1Gi')"},
+                ],
+                "validations": [
+                    {"expression": "authorizer.group('').resource('secrets').namespace(request.namespace).check('list').allowed()",
+                     "message": "only those who may list secrets create guarded configmaps",
+                     "reason": "Forbidden"},
+                    {"expression": "variables.size.isLessThan(variables.limit)",
+                     "messageExpression": "'size must be below ' + string(variables.limit.asInteger())"},
+                ],
+            }),
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &binding(
+            "guarded-binding",
+            json!({"policyName": "guarded", "validationActions": ["Deny"]}),
+        ),
+    );
+    s.kubectl(&[
+        "create",
+        "role",
+        "cm-writer",
+        "--verb=create,get",
+        "--resource=configmaps",
+    ]);
+    s.kubectl(&[
+        "create",
+        "rolebinding",
+        "jane-cm",
+        "--role=cm-writer",
+        "--user=jane",
+    ]);
+    let mut said = String::new();
+    let mut n = 0;
+    eventually("the authorizer refusing jane", || {
+        n += 1;
+        let out = s.kubectl_raw(&["--as=jane", "create", "configmap", &format!("guarded-{n}")]);
+        said = output_text(&out);
+        !out.status.success() && said.contains("guarded configmaps")
+    });
+    assert!(
+        said.contains(&format!(
+            "configmaps \"guarded-{n}\" is forbidden: ValidatingAdmissionPolicy 'guarded' with binding 'guarded-binding' denied request: only those who may list secrets create guarded configmaps"
+        )),
+        "{said}"
+    );
+    // The admin may list secrets; the size variable stays a quantity.
+    let out = s.kubectl_raw(&[
+        "create",
+        "configmap",
+        "guarded-big",
+        "--from-literal=size=2Gi",
+    ]);
+    let said = output_text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("denied request: size must be below 1073741824"),
+        "{said}"
+    );
+    s.kubectl(&[
+        "create",
+        "configmap",
+        "guarded-small",
+        "--from-literal=size=512Mi",
+    ]);
+    // Allowed to list secrets, jane passes.
+    s.kubectl(&[
+        "create",
+        "role",
+        "secret-lister",
+        "--verb=list",
+        "--resource=secrets",
+    ]);
+    s.kubectl(&[
+        "create",
+        "rolebinding",
+        "jane-secrets",
+        "--role=secret-lister",
+        "--user=jane",
+    ]);
+    eventually("jane allowed once she may list secrets", || {
+        n += 1;
+        s.kubectl_raw(&["--as=jane", "create", "configmap", &format!("guarded-{n}")])
+            .status
+            .success()
+    });
+    // Other configmaps are passed over by the matchCondition.
+    let out = s.kubectl_raw(&["--as=jane", "create", "configmap", "plain"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
 #[test]
 fn admission_policies() {
     let (s, _dir, log) = audited(false);
     policies(&s, &log);
+    authorizer_and_variables(&s);
 }
 
 #[test]
 fn admission_policies_on_etcd() {
     let (s, _dir, log) = audited(true);
     policies(&s, &log);
+    authorizer_and_variables(&s);
 }

@@ -38,7 +38,8 @@ use registry::validation::quote;
 use rules::Reason;
 use schema::{Kind, Node};
 
-pub use selector::Expression;
+pub use lib::authz::{Authorizer, RequestResource};
+pub use selector::{Bindings, Expression};
 
 /// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.
 pub struct Rules {

@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use apiextensions::cel::Expression;
+use apiextensions::cel::{Authorizer, Bindings, Expression, RequestResource};
 use registry::admission::Attributes;
 use registry::error::{Cause, Details, Result};
 use registry::object::Object;
 use registry::options::ListOptions;
 use registry::selector::labels::LabelSelector;
 use registry::{Registry, RegistryError};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::webhooks::review::admission_request;
 
@@ -23,18 +23,56 @@ pub struct Context {
     old_object: Value,
     request: Value,
     namespace_object: Value,
+    /// `authorizer` (as the requesting user) and `authorizer.requestResource`; None when the
+    /// server has no authorizer yet.
+    authorizer: Option<(Authorizer, RequestResource)>,
 }
 
 impl Context {
-    pub fn new(attrs: &Attributes<'_>, obj: Option<&Object>, namespace: Option<Value>) -> Self {
+    pub fn new(
+        registry: &Registry,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+        namespace: Option<Value>,
+    ) -> Self {
         let uid = uuid::Uuid::new_v4().to_string();
+        let name = if attrs.name.is_empty() {
+            obj.map(registry::object::name).unwrap_or_default()
+        } else {
+            attrs.name
+        };
         Self {
             object: obj.cloned().unwrap_or(Value::Null),
             old_object: attrs.old.cloned().unwrap_or(Value::Null),
             request: admission_request(&uid, attrs, obj),
             namespace_object: namespace.unwrap_or(Value::Null),
+            authorizer: authorizer(registry, attrs, name),
         }
     }
+}
+
+/// The authorizer library's binding for a request: checks made as the requesting user (the
+/// loopback user for in-process writers), and the request's own resource.
+pub fn authorizer(
+    registry: &Registry,
+    attrs: &Attributes<'_>,
+    name: &str,
+) -> Option<(Authorizer, RequestResource)> {
+    let judge = registry.authorizer()?;
+    let user = attrs
+        .user
+        .cloned()
+        .unwrap_or_else(|| Arc::new(registry::auth::UserInfo::loopback()));
+    let info = attrs.info;
+    let resource = RequestResource {
+        group: info.group.clone(),
+        version: info.version.clone(),
+        resource: info.plural.clone(),
+        subresource: attrs.subresource.to_string(),
+        namespace: attrs.namespace.unwrap_or_default().to_string(),
+        name: name.to_string(),
+    };
+    Some((Authorizer::new(judge, user), resource))
 }
 
 /// A violation: its message and the reason (and code) it refuses with.
@@ -290,13 +328,17 @@ impl Programs {
         Self(compiled)
     }
 
-    /// One expression's value with the request's variables bound.
-    fn run(&self, source: &str, vars: &[(&str, &Value)]) -> std::result::Result<Value, String> {
+    /// The compiled expression of `source` (compiled now if it was not loaded).
+    fn compiled(&self, source: &str) -> std::result::Result<Arc<Expression>, String> {
         match self.0.get(source) {
-            Some(Ok(program)) => program.evaluate_json(vars),
-            Some(Err(e)) => Err(e.clone()),
-            None => Expression::compile(source)?.evaluate_json(vars),
+            Some(compiled) => compiled.clone(),
+            None => Expression::compile(source).map(Arc::new),
         }
+    }
+
+    /// One expression's value with the request's values bound.
+    fn run(&self, source: &str, bindings: &Bindings) -> std::result::Result<Value, String> {
+        self.compiled(source)?.evaluate_json_in(bindings)
     }
 }
 
@@ -318,20 +360,34 @@ fn evaluate(
     fail_closed: bool,
 ) -> Option<Violation> {
     let spec = &policy["spec"];
-    let mut variables = Map::new();
-    // The request's values are bound by reference; only `variables` (small) is rebuilt as
-    // each one is computed.
-    let run = |source: &str, variables: &Value| {
-        let vars = [
-            ("object", &context.object),
-            ("oldObject", &context.old_object),
-            ("request", &context.request),
-            ("params", param),
-            ("namespaceObject", &context.namespace_object),
-            ("variables", variables),
-        ];
-        programs.run(source, &vars)
-    };
+    let declared: Vec<(&str, std::result::Result<Arc<Expression>, String>)> = spec["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let source = v["expression"].as_str().unwrap_or_default();
+            (
+                v["name"].as_str().unwrap_or_default(),
+                programs.compiled(source),
+            )
+        })
+        .collect();
+    let mut bindings = Bindings::new(&[
+        ("object", &context.object),
+        ("oldObject", &context.old_object),
+        ("request", &context.request),
+        ("params", param),
+        ("namespaceObject", &context.namespace_object),
+    ]);
+    if let Some((authorizer, resource)) = &context.authorizer {
+        bindings.authorizer(authorizer.clone(), Some(resource.clone()));
+    }
+    // Variables are computed when an expression first reads them, once per parameter.
+    bindings.with_variables();
+    for (name, compiled) in &declared {
+        bindings.variable(name, compiled.as_deref().map_err(String::as_str));
+    }
+    let run = |source: &str| programs.run(source, &bindings);
     // A failed expression: a violation under failurePolicy Fail, nothing under Ignore.
     let failed = |expression: &str, e: String| {
         fail_closed.then(|| Violation {
@@ -342,28 +398,17 @@ fn evaluate(
     };
     for condition in spec["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        match run(expression, &Value::Object(variables.clone())) {
+        match run(expression) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return None,
             Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
             Err(e) => return failed(expression, e),
         }
     }
-    for variable in spec["variables"].as_array().into_iter().flatten() {
-        let name = variable["name"].as_str().unwrap_or_default().to_string();
-        let expression = variable["expression"].as_str().unwrap_or_default();
-        match run(expression, &Value::Object(variables.clone())) {
-            Ok(value) => {
-                variables.insert(name, value);
-            }
-            Err(e) => return failed(expression, e),
-        }
-    }
-    let variables = Value::Object(variables);
     for annotation in spec["auditAnnotations"].as_array().into_iter().flatten() {
         let key = annotation["key"].as_str().unwrap_or_default();
         let expression = annotation["valueExpression"].as_str().unwrap_or_default();
-        if let Ok(Value::String(value)) = run(expression, &variables) {
+        if let Ok(Value::String(value)) = run(expression) {
             registry::audit::annotate(format!("{}/{key}", registry::object::name(policy)), value);
         }
     }
@@ -374,7 +419,7 @@ fn evaluate(
         .enumerate()
     {
         let expression = validation["expression"].as_str().unwrap_or_default();
-        match run(expression, &variables) {
+        match run(expression) {
             Ok(Value::Bool(true)) => continue,
             Ok(Value::Bool(false)) => {}
             Ok(other) => {
@@ -385,13 +430,12 @@ fn evaluate(
         }
         // messageExpression wins over message; a runtime error, or a result that is blank
         // or spans lines, counts as unset (upstream's Validation.messageExpression).
-        let from_expression =
-            validation["messageExpression"]
-                .as_str()
-                .and_then(|m| match run(m, &variables) {
-                    Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s),
-                    _ => None,
-                });
+        let from_expression = validation["messageExpression"]
+            .as_str()
+            .and_then(|m| match run(m) {
+                Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s),
+                _ => None,
+            });
         let message = from_expression
             .or_else(|| {
                 validation["message"]
@@ -420,6 +464,7 @@ mod tests {
             old_object: Value::Null,
             request: json!({"operation": "CREATE"}),
             namespace_object: Value::Null,
+            authorizer: None,
         }
     }
 

@@ -12,10 +12,13 @@
 //!
 //! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON. Every
 //! expression is compiled once, when the policies are loaded; a request's values are turned
-//! into CEL values only when an expression reads them. The authorizer library and
-//! `status.typeChecking` are not there yet.
+//! into CEL values only when an expression reads them, and `variables` are computed when
+//! first read and keep their CEL values (a quantity stays a quantity). `authorizer` asks the
+//! server's authorizer as the requesting user (upstream's authorizer library).
 
 mod evaluate;
+
+pub use evaluate::authorizer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -223,7 +226,7 @@ impl Plugin for Policies {
                 continue;
             }
             let context = context.get_or_insert_with(|| {
-                evaluate::Context::new(attrs, obj, namespace_object.clone())
+                evaluate::Context::new(&registry, attrs, obj, namespace_object.clone())
             });
             evaluate::apply(
                 &registry,

@@ -229,7 +229,15 @@ impl Webhooks {
     ) -> Result<Option<review::Response>> {
         let name = hook.name().to_string();
         let review = review::request(hook, attrs, obj);
-        match review::match_conditions(hook, &review) {
+        let authorizer = self.registry.upgrade().and_then(|registry| {
+            let name = if attrs.name.is_empty() {
+                obj.map(registry::object::name).unwrap_or_default()
+            } else {
+                attrs.name
+            };
+            crate::policies::authorizer(&registry, attrs, name)
+        });
+        match review::match_conditions(hook, &review, authorizer) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(e) if hook.ignores_failure() => {
