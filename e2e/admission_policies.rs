@@ -4,7 +4,8 @@
 //! denies (`parameterNotFoundAction: Deny`); matchConditions pass requests over; a deleted
 //! binding stops acting; an Audit action lands in the audit log with the failed validation's
 //! index. A policy asks the authorizer whether the requesting user (kubectl --as) may list
-//! secrets, and compares a variable holding a quantity.
+//! secrets, and compares a variable holding a quantity. A policy naming a field its kind lacks
+//! gets `status.typeChecking` warnings in upstream's words; fixed, they are gone.
 
 mod support;
 
@@ -354,11 +355,65 @@ fn authorizer_and_variables(s: &Server) {
     assert!(out.status.success(), "{}", output_text(&out));
 }
 
+/// status.typeChecking: written for each new generation of a policy.
+fn type_checking(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(DEPLOYMENTS).unwrap_or_default();
+    let spec = |expression: &str| {
+        json!({"matchConstraints": rules, "validations": [
+            {"expression": "object.spec.replicas >= 0"},
+            {"expression": expression, "messageExpression": "'at most ' + string(object.spec.replicas)"}]})
+    };
+    s.with_manifest("create", &policy("typo", spec("object.spec.replicaz > 1")));
+    let mut status = Value::Null;
+    eventually("the type checking status", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(
+        status["typeChecking"],
+        json!({"expressionWarnings": [{"fieldRef": "spec.validations[1].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^\n"}]})
+    );
+    let yaml = s.kubectl(&["get", "validatingadmissionpolicy", "typo", "-o", "yaml"]);
+    assert!(yaml.contains("expressionWarnings:"), "{yaml}");
+    assert!(
+        yaml.contains("fieldRef: spec.validations[1].expression"),
+        "{yaml}"
+    );
+    // Fixed: the next generation has no warnings.
+    let mut fixed: Value =
+        serde_json::from_str(&policy("typo", spec("object.spec.replicas > 1"))).unwrap_or_default();
+    fixed["metadata"]["resourceVersion"] =
+        s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["metadata"]
+            ["resourceVersion"]
+            .clone();
+    s.with_manifest("replace", &fixed.to_string());
+    eventually("the warnings gone", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 2
+    });
+    assert_eq!(status["typeChecking"], json!({}), "{status}");
+    // Wildcards are not checked.
+    let any = json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+        "operations": ["CREATE"], "resources": ["*"]}]},
+        "validations": [{"expression": "object.nothing.here"}]});
+    s.with_manifest("create", &policy("wild", any));
+    eventually("the wildcard policy checked", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "wild", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(status["typeChecking"], json!({}), "{status}");
+}
+
 #[test]
 fn admission_policies() {
     let (s, _dir, log) = audited(false);
     policies(&s, &log);
     authorizer_and_variables(&s);
+    type_checking(&s);
 }
 
 #[test]
@@ -366,4 +421,5 @@ fn admission_policies_on_etcd() {
     let (s, _dir, log) = audited(true);
     policies(&s, &log);
     authorizer_and_variables(&s);
+    type_checking(&s);
 }

@@ -16,6 +16,7 @@ mod check_lib;
 mod cost;
 mod env;
 mod lib;
+mod policy_check;
 mod rules;
 mod schema;
 mod selector;
@@ -39,6 +40,7 @@ use rules::Reason;
 use schema::{Kind, Node};
 
 pub use lib::authz::{Authorizer, RequestResource};
+pub use policy_check::{check_policy_expression, ObjectType};
 pub use selector::{Bindings, Expression};
 
 /// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.

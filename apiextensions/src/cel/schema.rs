@@ -192,6 +192,14 @@ impl Node {
         }
     }
 
+    /// The field named `name` as it is, if this is an object that declares it.
+    pub(super) fn raw_field(&self, name: &str) -> Option<&Node> {
+        match &self.kind {
+            Kind::Object(fields) => fields.get(name).map(Field::cel),
+            _ => None,
+        }
+    }
+
     /// The field a rule selects as `name` (escaped), if this is an object that declares it.
     pub(super) fn cel_field(&self, name: &str) -> Option<&Node> {
         match &self.kind {
