@@ -5,7 +5,8 @@
 //! binding stops acting; an Audit action lands in the audit log with the failed validation's
 //! index. A policy asks the authorizer whether the requesting user (kubectl --as) may list
 //! secrets, and compares a variable holding a quantity. A policy naming a field its kind lacks
-//! gets `status.typeChecking` warnings in upstream's words; fixed, they are gone.
+//! gets `status.typeChecking` warnings in upstream's words; fixed, they are gone. An
+//! expression costing more than upstream's per-call limit on a large object fails.
 
 mod support;
 
@@ -408,12 +409,62 @@ fn type_checking(s: &Server) {
     assert_eq!(status["typeChecking"], json!({}), "{status}");
 }
 
+/// The per-call cost limit: a quadratic expression is cheap on a small object, refused on a
+/// large one.
+fn cost_limits(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(CONFIGMAPS).unwrap_or_default();
+    let quadratic = "object.data.all(k, object.data.exists(j, k == j))";
+    s.with_manifest(
+        "create",
+        &policy(
+            "costly",
+            json!({"matchConstraints": rules,
+                "matchConditions": [{"name": "costly", "expression": "object.metadata.name.startsWith('costly')"}],
+                "validations": [{"expression": quadratic}]}),
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &binding(
+            "costly-binding",
+            json!({"policyName": "costly", "validationActions": ["Deny"]}),
+        ),
+    );
+    let configmap = |name: &str, entries: usize| {
+        let data: serde_json::Map<String, Value> = (0..entries)
+            .map(|i| (format!("key-{i}"), json!("v")))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+            .to_string()
+    };
+    let mut said = String::new();
+    let mut n = 0;
+    eventually("the cost limit refusing", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap(&format!("costly-{n}"), 2000),
+        );
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains(&format!("configmaps \"costly-{n}\" is invalid"))
+            && said.contains(&format!(
+                "ValidatingAdmissionPolicy 'costly' with binding 'costly-binding' denied request: expression '{quadratic}' resulted in error: operation cancelled: actual cost limit exceeded"
+            )),
+        "{said}"
+    );
+    s.with_manifest("create", &configmap("costly-small", 10));
+}
+
 #[test]
 fn admission_policies() {
     let (s, _dir, log) = audited(false);
     policies(&s, &log);
     authorizer_and_variables(&s);
     type_checking(&s);
+    cost_limits(&s);
 }
 
 #[test]
@@ -422,4 +473,5 @@ fn admission_policies_on_etcd() {
     policies(&s, &log);
     authorizer_and_variables(&s);
     type_checking(&s);
+    cost_limits(&s);
 }

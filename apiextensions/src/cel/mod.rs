@@ -17,6 +17,7 @@ mod cost;
 mod env;
 mod lib;
 mod policy_check;
+mod policy_cost;
 mod rules;
 mod schema;
 mod selector;
@@ -41,6 +42,7 @@ use schema::{Kind, Node};
 
 pub use lib::authz::{Authorizer, RequestResource};
 pub use policy_check::{check_policy_expression, ObjectType};
+pub use policy_cost::{ValueShapes, PER_CALL_LIMIT, RUNTIME_BUDGET};
 pub use selector::{Bindings, Expression};
 
 /// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.

@@ -177,7 +177,7 @@ pub(super) enum Format {
 }
 
 impl Node {
-    fn leaf(kind: Kind, type_name: &str) -> Node {
+    pub(super) fn leaf(kind: Kind, type_name: &str) -> Node {
         Node {
             kind,
             type_name: type_name.to_string(),

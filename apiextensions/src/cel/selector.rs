@@ -18,7 +18,7 @@ use super::{env, value};
 
 /// A compiled expression.
 pub struct Expression {
-    program: Program,
+    pub(super) program: Program,
 }
 
 /// What an expression's names are bound to: JSON values, each turned into a CEL value the
