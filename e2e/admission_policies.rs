@@ -396,6 +396,29 @@ fn type_checking(s: &Server) {
         status["observedGeneration"] == 2
     });
     assert_eq!(status["typeChecking"], json!({}), "{status}");
+    // params typed by the paramKind (a ConfigMap has no spec).
+    let with_params = json!({"matchConstraints": rules,
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"},
+            {"expression": "params.spec.max > 1"}]});
+    s.with_manifest("create", &policy("with-params", with_params));
+    eventually("the params policy checked", || {
+        status = s.json(&[
+            "get",
+            "validatingadmissionpolicy",
+            "with-params",
+            "-o",
+            "json",
+        ])["status"]
+            .clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[1].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'spec'\n | params.spec.max > 1\n | ......^\n"}]),
+        "{status}"
+    );
     // Wildcards are not checked.
     let any = json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
         "operations": ["CREATE"], "resources": ["*"]}]},

@@ -1,7 +1,8 @@
 //! Type checking of admission policies' expressions against the schema of a kind they match
 //! (upstream's validating.TypeChecker, whose findings a policy's `status.typeChecking`
-//! reports): `object` and `oldObject` are typed by the kind's schema, `authorizer` by the
-//! authorizer library; `request`, `params`, `namespaceObject` and `variables` are `dyn`. An
+//! reports): `object` and `oldObject` are typed by the kind's schema, `params` by its
+//! paramKind's, `authorizer` by the authorizer library; `request`, `namespaceObject` and
+//! `variables` are `dyn`. An
 //! expression that selects a field the kind does not declare, or calls a function on values
 //! it does not take, is reported in cel-go's words; nothing about it stops the policy from
 //! acting.
@@ -36,19 +37,24 @@ impl ObjectType {
     }
 }
 
-/// Type-checks a policy's expression with `object` typed as `object` says (`None`: `dyn`).
-/// Err holds the issues as cel-go renders them (`ERROR: <input>:1:8: undefined field 'x'`
-/// with the line and a caret), or why the expression does not compile.
-pub fn check_policy_expression(source: &str, object: Option<&ObjectType>) -> Result<(), String> {
+/// Type-checks a policy's expression with `object` and `params` typed as they say (`None`:
+/// `dyn`). Err holds the issues as cel-go renders them (`ERROR: <input>:1:8: undefined field
+/// 'x'` with the line and a caret), or why the expression does not compile.
+pub fn check_policy_expression(
+    source: &str,
+    object: Option<&ObjectType>,
+    params: Option<&ObjectType>,
+) -> Result<(), String> {
     let program = env::env()
         .compile(source)
         .map_err(|errors| errors.to_string())?;
     let object = object.map_or(Ty::Dyn, |o| Ty::of(&o.node));
+    let params = params.map_or(Ty::Dyn, |p| Ty::of(&p.node));
     let roots = [
         ("object", object),
         ("oldObject", object),
         ("request", Ty::Dyn),
-        ("params", Ty::Dyn),
+        ("params", params),
         ("namespaceObject", Ty::Dyn),
         ("variables", Ty::Dyn),
         ("authorizer", authorizer_ty()),
@@ -143,33 +149,45 @@ mod tests {
         ];
         for source in ok {
             assert_eq!(
-                check_policy_expression(source, Some(&d)),
+                check_policy_expression(source, Some(&d), None),
                 Ok(()),
                 "{source}"
             );
         }
         assert_eq!(
-            check_policy_expression("object.spec.replicas.foo == 1", None),
+            check_policy_expression("object.spec.replicas.foo == 1", None, None),
             Ok(())
         );
-        let issue =
-            check_policy_expression("object.spec.replicaz > 1", Some(&d)).expect_err("no replicaz");
+        let issue = check_policy_expression("object.spec.replicaz > 1", Some(&d), None)
+            .expect_err("no replicaz");
         assert_eq!(
             issue,
             "ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^"
         );
-        let issue = check_policy_expression("object.spec.replicas == 'x'", Some(&d))
+        let issue = check_policy_expression("object.spec.replicas == 'x'", Some(&d), None)
             .expect_err("int and string");
         assert!(
             issue.contains("found no matching overload for '_==_' applied to '(int, string)'"),
             "{issue}"
         );
-        let issue = check_policy_expression("authorizer.group(1)", Some(&d)).expect_err("an int");
+        let issue =
+            check_policy_expression("authorizer.group(1)", Some(&d), None).expect_err("an int");
         assert!(
             issue.contains("found no matching overload for 'group'"),
             "{issue}"
         );
-        assert!(check_policy_expression("object.(", Some(&d)).is_err());
+        assert!(check_policy_expression("object.(", Some(&d), None).is_err());
+        // params typed by the paramKind's schema
+        let config = ObjectType::new(&json!({"type": "object", "properties": {
+            "data": {"type": "object", "additionalProperties": {"type": "string"}}}}));
+        let max = "object.spec.replicas <= int(params.data.max)";
+        assert_eq!(
+            check_policy_expression(max, Some(&d), Some(&config)),
+            Ok(())
+        );
+        let issue = check_policy_expression("params.spec.max == 1", Some(&d), Some(&config))
+            .expect_err("a ConfigMap has no spec");
+        assert!(issue.contains("undefined field 'spec'"), "{issue}");
     }
 
     #[test]
@@ -181,9 +199,9 @@ mod tests {
         let deep = ObjectType::new(&schema);
         let path = format!("object{}", ".a".repeat(90));
         assert_eq!(
-            check_policy_expression(&format!("{path}.b"), Some(&deep)),
+            check_policy_expression(&format!("{path}.b"), Some(&deep), None),
             Ok(())
         );
-        assert!(check_policy_expression("object.b", Some(&deep)).is_err());
+        assert!(check_policy_expression("object.b", Some(&deep), None).is_err());
     }
 }

@@ -2,8 +2,9 @@
 //! the policy status controller): when a policy's generation is new, each validation's
 //! `expression` and `messageExpression` are type-checked against the schema of every kind its
 //! `matchConstraints` name explicitly (no wildcard group, version or resource, no
-//! subresource; at most ten kinds), and what is found is written with the generation through
-//! the status subresource. Findings are warnings only: the policy acts as written.
+//! subresource; at most ten kinds; `params` typed by the paramKind's schema), and what is
+//! found is written with the generation through the status subresource. Findings are
+//! warnings only: the policy acts as written.
 
 use std::collections::BTreeSet;
 
@@ -91,6 +92,14 @@ pub fn warnings(registry: &Registry, policy: &Value) -> Vec<Value> {
     if types.is_empty() {
         return Vec::new();
     }
+    // params are typed by the paramKind's schema, when it is known
+    let kind = &policy["spec"]["paramKind"];
+    let api_version = kind["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let params = kind["kind"]
+        .as_str()
+        .and_then(|k| source.schema_for(group, version, k))
+        .map(|schema| ObjectType::new(&schema));
     let mut warnings = Vec::new();
     let validations = policy["spec"]["validations"].as_array();
     for (i, validation) in validations.into_iter().flatten().enumerate() {
@@ -101,7 +110,7 @@ pub fn warnings(registry: &Registry, policy: &Value) -> Vec<Value> {
             let found: Vec<String> = types
                 .iter()
                 .filter_map(|(gvk, object)| {
-                    check_policy_expression(expression, Some(object))
+                    check_policy_expression(expression, Some(object), params.as_ref())
                         .err()
                         .map(|issues| format!("{gvk}: {issues}\n"))
                 })
