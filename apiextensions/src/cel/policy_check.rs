@@ -1,13 +1,15 @@
 //! Type checking of admission policies' expressions against the schema of a kind they match
 //! (upstream's validating.TypeChecker, whose findings a policy's `status.typeChecking`
 //! reports): `object` and `oldObject` are typed by the kind's schema, `params` by its
-//! paramKind's, `authorizer` by the authorizer library; `request`, `namespaceObject` and
-//! `variables` are `dyn`. An
+//! paramKind's, `authorizer` by the authorizer library, `request` and `namespaceObject` by
+//! upstream's hand-made AdmissionRequest and Namespace types; `variables` is `dyn`. An
 //! expression that selects a field the kind does not declare, or calls a function on values
 //! it does not take, is reported in cel-go's words; nothing about it stops the policy from
 //! acting.
 
-use serde_json::{Map, Value as Json};
+use std::sync::LazyLock;
+
+use serde_json::{json, Map, Value as Json};
 
 use super::check_lib::{authorizer_ty, resource_check_ty};
 use super::schema::{self, Node};
@@ -17,6 +19,46 @@ use super::{check, env, Build};
 /// How deep a schema is followed: below, values are untyped. Built-in schemas are inlined
 /// with their recursion cut, but may still nest deeply (a CRD's JSONSchemaProps).
 const MAX_DEPTH: usize = 32;
+
+/// upstream's AdmissionRequest type of `request` (BuildRequestType): no uid, no objects.
+static REQUEST: LazyLock<ObjectType> = LazyLock::new(|| {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let gvk = json!({"type": "object", "properties": {
+        "group": string, "version": string, "kind": string}});
+    let gvr = json!({"type": "object", "properties": {
+        "group": string, "version": string, "resource": string}});
+    ObjectType::new(&json!({"type": "object", "properties": {
+        "kind": gvk, "resource": gvr, "subResource": string,
+        "requestKind": gvk, "requestResource": gvr, "requestSubResource": string,
+        "name": string, "namespace": string, "operation": string,
+        "userInfo": {"type": "object", "properties": {
+            "username": string, "uid": string, "groups": strings,
+            "extra": {"type": "object", "additionalProperties": strings}}},
+        "dryRun": {"type": "boolean"},
+        "options": {}}}))
+});
+
+/// upstream's Namespace type of `namespaceObject` (BuildNamespaceType).
+static NAMESPACE: LazyLock<ObjectType> = LazyLock::new(|| {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let time = json!({"type": "string", "format": "date-time"});
+    let labels = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    ObjectType::new(&json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {
+            "name": string, "generateName": string, "namespace": string,
+            "labels": labels, "annotations": labels, "UID": string,
+            "creationTimestamp": time, "deletionGracePeriodSeconds": {"type": "integer"},
+            "deletionTimestamp": time, "generation": {"type": "integer"},
+            "resourceVersion": string, "finalizers": strings}},
+        "spec": {"type": "object", "properties": {"finalizers": strings}},
+        "status": {"type": "object", "properties": {
+            "conditions": {"type": "array", "items": {"type": "object", "properties": {
+                "status": string, "type": string, "lastTransitionTime": time,
+                "message": string, "reason": string}}},
+            "phase": string}}}}))
+});
 
 /// The type `object` has for a kind: its schema.
 pub struct ObjectType {
@@ -53,9 +95,9 @@ pub fn check_policy_expression(
     let roots = [
         ("object", object),
         ("oldObject", object),
-        ("request", Ty::Dyn),
+        ("request", Ty::of(&REQUEST.node)),
         ("params", params),
-        ("namespaceObject", Ty::Dyn),
+        ("namespaceObject", Ty::of(&NAMESPACE.node)),
         ("variables", Ty::Dyn),
         ("authorizer", authorizer_ty()),
         ("authorizer.requestResource", resource_check_ty()),
@@ -142,7 +184,9 @@ mod tests {
             "object.metadata.namespace == 'x' && object.metadata.labels['a'] == 'b'",
             "object.spec.strategy.rollingUpdate.maxSurge == 1",
             "object.spec.template.anything.goes",
-            "has(oldObject.spec) && variables.anything && params.x == request.y",
+            "has(oldObject.spec) && variables.anything && params.x == request.name",
+            "request.userInfo.username == 'a' && 'g' in request.userInfo.groups && request.operation == 'CREATE'",
+            "namespaceObject.metadata.labels['env'] == 'prod' && request.kind.group == ''",
             "authorizer.group('').resource('secrets').namespace(request.namespace).check('list').allowed()",
             "authorizer.requestResource.check('get').reason() == ''",
             "authorizer.serviceAccount('a', 'b').path('/x').check('get').errored()",
@@ -177,6 +221,9 @@ mod tests {
             "{issue}"
         );
         assert!(check_policy_expression("object.(", Some(&d), None).is_err());
+        let issue = check_policy_expression("request.user == 'a'", Some(&d), None)
+            .expect_err("no such request field");
+        assert!(issue.contains("undefined field 'user'"), "{issue}");
         // params typed by the paramKind's schema
         let config = ObjectType::new(&json!({"type": "object", "properties": {
             "data": {"type": "object", "additionalProperties": {"type": "string"}}}}));
