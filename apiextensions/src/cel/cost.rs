@@ -112,17 +112,28 @@ pub(super) struct Scope<'s, 'n> {
 }
 
 /// The most `program` costs with `scope` bound: reading a composited variable costs what
-/// computing it does.
+/// computing it does. Each variable is estimated once, in order (a variable reads only those
+/// before it), however many expressions read it.
 pub(super) fn estimate_in(program: &Program, scope: &Scope, sizes: &dyn Sizes) -> u64 {
-    estimate_shape(program, scope, sizes).0
+    let mut known: Vec<(&str, Estimate)> = Vec::with_capacity(scope.variables.len());
+    for (name, variable) in scope.variables {
+        let estimate = estimate_with(variable, scope.roots, &known, sizes);
+        known.push((name, estimate));
+    }
+    estimate_with(program, scope.roots, &known, sizes).0
 }
 
-fn estimate_shape<'n>(program: &Program, scope: &Scope<'_, 'n>, sizes: &dyn Sizes) -> Estimate<'n> {
+fn estimate_with<'n>(
+    program: &Program,
+    roots: &[(&str, &'n Node)],
+    variables: &[(&str, Estimate<'n>)],
+    sizes: &dyn Sizes,
+) -> Estimate<'n> {
     let mut estimator = Estimator {
         sizes,
-        roots: scope.roots,
+        roots,
         raw_names: true,
-        variables: scope.variables,
+        variables,
         locals: Vec::new(),
     };
     estimator.expr(program.expression())
@@ -184,8 +195,8 @@ struct Estimator<'s, 'n> {
     roots: &'s [(&'s str, &'n Node)],
     /// Fields are selected by their property names as they are (policies), not escaped.
     raw_names: bool,
-    /// A policy's composited variables, in order.
-    variables: &'s [(&'s str, &'s Program)],
+    /// A policy's composited variables, in order: what computing each costs, and its shape.
+    variables: &'s [(&'s str, Estimate<'n>)],
     /// Comprehension variables and accumulators in scope, innermost last.
     locals: Vec<(String, Shape<'n>)>,
 }
@@ -608,8 +619,7 @@ impl<'n> Estimator<'_, 'n> {
         }
     }
 
-    /// `variables.x` of a policy: what computing `x` costs (with the variables before it),
-    /// and its value's shape.
+    /// `variables.x` of a policy: what computing `x` costs, and its value's shape.
     fn variable(&mut self, select: &cel::common::ast::SelectExpr) -> Option<Estimate<'n>> {
         let Expr::Ident(root) = &select.operand.expr else {
             return None;
@@ -617,17 +627,8 @@ impl<'n> Estimator<'_, 'n> {
         if root != "variables" || select.test || self.locals.iter().any(|(n, _)| n == root) {
             return None;
         }
-        let index = self
-            .variables
-            .iter()
-            .position(|(n, _)| *n == select.field)?;
-        let (_, program) = self.variables[index];
-        let scope = Scope {
-            roots: self.roots,
-            variables: &self.variables[..index],
-        };
-        let (cost, shape) = estimate_shape(program, &scope, self.sizes);
-        Some((cost.saturating_add(2), shape))
+        let (_, (cost, shape)) = self.variables.iter().find(|(n, _)| *n == select.field)?;
+        Some((cost.saturating_add(2), *shape))
     }
 
     fn is_namespace(&self, name: &str) -> bool {

@@ -181,6 +181,23 @@ mod tests {
         let read = compile("size(variables.pairs) > 0");
         let with = read.cost(&[&shapes], &[("pairs", &every)]);
         assert!(with > PER_CALL_LIMIT, "{with}");
+        // each variable is estimated once, however many read it: chains stay cheap to cost
+        let mut chain = vec![compile("1")];
+        for i in 1..60 {
+            chain.push(compile(&format!(
+                "variables.v{} + variables.v{}",
+                i - 1,
+                i - 1
+            )));
+        }
+        let names: Vec<String> = (0..60).map(|i| format!("v{i}")).collect();
+        let declared: Vec<(&str, &Expression)> =
+            names.iter().map(String::as_str).zip(chain.iter()).collect();
+        let last = compile("variables.v59 > 0");
+        let started = std::time::Instant::now();
+        let cost = last.cost(&[&shapes], &declared);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(cost > 0);
         // authorization checks cost 350000 each: two fit in one call
         let two = compile(
             "authorizer.path('/a').check('get').allowed() && authorizer.path('/b').check('get').allowed()",
