@@ -3,7 +3,10 @@
 //! words and code; a second binding only warns; a binding whose parameters are missing
 //! denies (`parameterNotFoundAction: Deny`); matchConditions pass requests over; a deleted
 //! binding stops acting; an Audit action lands in the audit log with the failed validation's
-//! index.
+//! index. A policy asks the authorizer whether the requesting user (kubectl --as) may list
+//! secrets, and compares a variable holding a quantity. A policy naming a field its kind lacks
+//! gets `status.typeChecking` warnings in upstream's words; fixed, they are gone. An
+//! expression costing more than upstream's per-call limit on a large object fails.
 
 mod support;
 
@@ -286,14 +289,254 @@ fn policies(s: &Server, log: &Path) {
     });
 }
 
+const CONFIGMAPS: &str = r#"{"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+    "operations": ["CREATE"], "resources": ["configmaps"]}]}"#;
+
+/// The authorizer library as the requesting user, and a variable keeping a quantity.
+fn authorizer_and_variables(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(CONFIGMAPS).unwrap_or_default();
+    s.with_manifest(
+        "create",
+        &policy(
+            "guarded",
+            json!({
+                "matchConstraints": rules,
+                "matchConditions": [{"name": "guarded",
+                    "expression": "object.metadata.name.startsWith('guarded')"}],
+                "variables": [
+                    {"name": "size", "expression":
+                        "has(object.data) && 'size' in object.data ? quantity(object.data.size) : quantity('0')"},
+                    {"name": "limit", "expression": "quantity('1Gi')"},
+                ],
+                "validations": [
+                    {"expression": "authorizer.group('').resource('secrets').namespace(request.namespace).check('list').allowed()",
+                     "message": "only those who may list secrets create guarded configmaps",
+                     "reason": "Forbidden"},
+                    {"expression": "variables.size.isLessThan(variables.limit)",
+                     "messageExpression": "'size must be below ' + string(variables.limit.asInteger())"},
+                ],
+            }),
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &binding(
+            "guarded-binding",
+            json!({"policyName": "guarded", "validationActions": ["Deny"]}),
+        ),
+    );
+    s.kubectl(&[
+        "create",
+        "role",
+        "cm-writer",
+        "--verb=create,get",
+        "--resource=configmaps",
+    ]);
+    s.kubectl(&[
+        "create",
+        "rolebinding",
+        "jane-cm",
+        "--role=cm-writer",
+        "--user=jane",
+    ]);
+    let mut said = String::new();
+    let mut n = 0;
+    eventually("the authorizer refusing jane", || {
+        n += 1;
+        let out = s.kubectl_raw(&["--as=jane", "create", "configmap", &format!("guarded-{n}")]);
+        said = output_text(&out);
+        !out.status.success() && said.contains("guarded configmaps")
+    });
+    assert!(
+        said.contains(&format!(
+            "configmaps \"guarded-{n}\" is forbidden: ValidatingAdmissionPolicy 'guarded' with binding 'guarded-binding' denied request: only those who may list secrets create guarded configmaps"
+        )),
+        "{said}"
+    );
+    // The admin may list secrets; the size variable stays a quantity.
+    let out = s.kubectl_raw(&[
+        "create",
+        "configmap",
+        "guarded-big",
+        "--from-literal=size=2Gi",
+    ]);
+    let said = output_text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("denied request: size must be below 1073741824"),
+        "{said}"
+    );
+    s.kubectl(&[
+        "create",
+        "configmap",
+        "guarded-small",
+        "--from-literal=size=512Mi",
+    ]);
+    // Allowed to list secrets, jane passes.
+    s.kubectl(&[
+        "create",
+        "role",
+        "secret-lister",
+        "--verb=list",
+        "--resource=secrets",
+    ]);
+    s.kubectl(&[
+        "create",
+        "rolebinding",
+        "jane-secrets",
+        "--role=secret-lister",
+        "--user=jane",
+    ]);
+    eventually("jane allowed once she may list secrets", || {
+        n += 1;
+        s.kubectl_raw(&["--as=jane", "create", "configmap", &format!("guarded-{n}")])
+            .status
+            .success()
+    });
+    // Other configmaps are passed over by the matchCondition.
+    let out = s.kubectl_raw(&["--as=jane", "create", "configmap", "plain"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
+/// status.typeChecking: written for each new generation of a policy.
+fn type_checking(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(DEPLOYMENTS).unwrap_or_default();
+    let spec = |expression: &str| {
+        json!({"matchConstraints": rules, "validations": [
+            {"expression": "object.spec.replicas >= 0"},
+            {"expression": expression, "messageExpression": "'at most ' + string(object.spec.replicas)"}]})
+    };
+    s.with_manifest("create", &policy("typo", spec("object.spec.replicaz > 1")));
+    let mut status = Value::Null;
+    eventually("the type checking status", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(
+        status["typeChecking"],
+        json!({"expressionWarnings": [{"fieldRef": "spec.validations[1].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^\n"}]})
+    );
+    let yaml = s.kubectl(&["get", "validatingadmissionpolicy", "typo", "-o", "yaml"]);
+    assert!(yaml.contains("expressionWarnings:"), "{yaml}");
+    assert!(
+        yaml.contains("fieldRef: spec.validations[1].expression"),
+        "{yaml}"
+    );
+    // Fixed: the next generation has no warnings.
+    let mut fixed: Value =
+        serde_json::from_str(&policy("typo", spec("object.spec.replicas > 1"))).unwrap_or_default();
+    fixed["metadata"]["resourceVersion"] =
+        s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["metadata"]
+            ["resourceVersion"]
+            .clone();
+    s.with_manifest("replace", &fixed.to_string());
+    eventually("the warnings gone", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 2
+    });
+    assert_eq!(status["typeChecking"], json!({}), "{status}");
+    // params typed by the paramKind (a ConfigMap has no spec).
+    let with_params = json!({"matchConstraints": rules,
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"},
+            {"expression": "params.spec.max > 1"}]});
+    s.with_manifest("create", &policy("with-params", with_params));
+    eventually("the params policy checked", || {
+        status = s.json(&[
+            "get",
+            "validatingadmissionpolicy",
+            "with-params",
+            "-o",
+            "json",
+        ])["status"]
+            .clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([{"fieldRef": "spec.validations[1].expression",
+            "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'spec'\n | params.spec.max > 1\n | ......^\n"}]),
+        "{status}"
+    );
+    // Wildcards are not checked.
+    let any = json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+        "operations": ["CREATE"], "resources": ["*"]}]},
+        "validations": [{"expression": "object.nothing.here"}]});
+    s.with_manifest("create", &policy("wild", any));
+    eventually("the wildcard policy checked", || {
+        status =
+            s.json(&["get", "validatingadmissionpolicy", "wild", "-o", "json"])["status"].clone();
+        status["observedGeneration"] == 1
+    });
+    assert_eq!(status["typeChecking"], json!({}), "{status}");
+}
+
+/// The per-call cost limit: a quadratic expression is cheap on a small object, refused on a
+/// large one.
+fn cost_limits(s: &Server) {
+    let rules: serde_json::Value = serde_json::from_str(CONFIGMAPS).unwrap_or_default();
+    let quadratic = "object.data.all(k, object.data.exists(j, k == j))";
+    s.with_manifest(
+        "create",
+        &policy(
+            "costly",
+            json!({"matchConstraints": rules,
+                "matchConditions": [{"name": "costly", "expression": "object.metadata.name.startsWith('costly')"}],
+                "validations": [{"expression": quadratic}]}),
+        ),
+    );
+    s.with_manifest(
+        "create",
+        &binding(
+            "costly-binding",
+            json!({"policyName": "costly", "validationActions": ["Deny"]}),
+        ),
+    );
+    let configmap = |name: &str, entries: usize| {
+        let data: serde_json::Map<String, Value> = (0..entries)
+            .map(|i| (format!("key-{i}"), json!("v")))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+            .to_string()
+    };
+    let mut said = String::new();
+    let mut n = 0;
+    eventually("the cost limit refusing", || {
+        n += 1;
+        let out = s.manifest_output(
+            &["create", "-f", "-"],
+            &configmap(&format!("costly-{n}"), 2000),
+        );
+        said = output_text(&out);
+        !out.status.success()
+    });
+    assert!(
+        said.contains(&format!("configmaps \"costly-{n}\" is invalid"))
+            && said.contains(&format!(
+                "ValidatingAdmissionPolicy 'costly' with binding 'costly-binding' denied request: expression '{quadratic}' resulted in error: operation cancelled: actual cost limit exceeded"
+            )),
+        "{said}"
+    );
+    s.with_manifest("create", &configmap("costly-small", 10));
+}
+
 #[test]
 fn admission_policies() {
     let (s, _dir, log) = audited(false);
     policies(&s, &log);
+    authorizer_and_variables(&s);
+    type_checking(&s);
+    cost_limits(&s);
 }
 
 #[test]
 fn admission_policies_on_etcd() {
     let (s, _dir, log) = audited(true);
     policies(&s, &log);
+    authorizer_and_variables(&s);
+    type_checking(&s);
+    cost_limits(&s);
 }

@@ -6,7 +6,8 @@
 //! runs reach only side-effect-free webhooks; configurations are never sent to webhooks; a
 //! deleted configuration stops acting. A webhook with `reinvocationPolicy: IfNeeded` is called
 //! again after a later one changed the object; one slower than its `timeoutSeconds` fails the
-//! request; `matchConditions` pass requests over; v1 refuses side effects and long timeouts.
+//! request; `matchConditions` pass requests over (the authorizer library asks as the requesting
+//! user); v1 refuses side effects and long timeouts.
 
 mod support;
 
@@ -370,8 +371,12 @@ fn webhooks(s: &Server) {
         url("/conditions"),
         in_namespace("conditions"),
     );
+    // ... and whose requester may list secrets there (the authorizer library, asked as the
+    // requesting user).
     conditional["matchConditions"] = json!([{"name": "prefixed",
-        "expression": "object.metadata.name.startsWith('mc-')"}]);
+        "expression": "object.metadata.name.startsWith('mc-')"},
+        {"name": "secret-listers",
+        "expression": "authorizer.group('').resource('secrets').namespace('conditions').check('list').allowed()"}]);
     s.with_manifest(
         "create",
         &configuration(
@@ -393,6 +398,37 @@ fn webhooks(s: &Server) {
         .received("/conditions")
         .iter()
         .any(|r| r["request"]["name"] == "other"));
+    // jane may create configmaps there but not list secrets: passed over.
+    s.kubectl(&[
+        "create",
+        "role",
+        "cm",
+        "-n",
+        "conditions",
+        "--verb=create",
+        "--resource=configmaps",
+    ]);
+    s.kubectl(&[
+        "create",
+        "rolebinding",
+        "jane-cm",
+        "-n",
+        "conditions",
+        "--role=cm",
+        "--user=jane",
+    ]);
+    eventually("jane's configmap created", || {
+        s.manifest_output(
+            &["--as=jane", "create", "-f", "-"],
+            &configmap("conditions", "mc-jane", json!({})),
+        )
+        .status
+        .success()
+    });
+    assert!(!hooks
+        .received("/conditions")
+        .iter()
+        .any(|r| r["request"]["name"] == "mc-jane"));
 
     // matchPolicy: rules naming autoscaling/v1 take an autoscaling/v2 request in through v1
     // (Equivalent, the default): the webhook sees the object in v1 and its patch lands;

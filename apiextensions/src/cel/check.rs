@@ -61,14 +61,33 @@ pub(super) fn check<'n>(
     node: &'n Node,
     optional_old_self: bool,
 ) -> Result<Ty<'n>, String> {
+    let old = if optional_old_self {
+        Ty::Optional
+    } else {
+        Ty::of(node)
+    };
+    check_with(
+        program,
+        source,
+        &[("self", Ty::of(node)), ("oldSelf", old)],
+        false,
+    )
+}
+
+/// Checks `program` (compiled from `source`) with the variables `roots` declared (a root
+/// may be a qualified name, `authorizer.requestResource`). `raw_names`: objects' fields are
+/// selected by their property names as they are (admission policies read the JSON as it
+/// is), not by CRD rules' escaped names.
+pub(super) fn check_with<'n>(
+    program: &Program,
+    source: &str,
+    roots: &[(&'static str, Ty<'n>)],
+    raw_names: bool,
+) -> Result<Ty<'n>, String> {
     let mut checker = Checker {
         program,
-        self_ty: Ty::of(node),
-        old_ty: if optional_old_self {
-            Ty::Optional
-        } else {
-            Ty::of(node)
-        },
+        roots: roots.to_vec(),
+        raw_names,
         scope: Vec::new(),
         errors: Vec::new(),
     };
@@ -115,8 +134,9 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 struct Checker<'p, 'n> {
     program: &'p Program,
-    self_ty: Ty<'n>,
-    old_ty: Ty<'n>,
+    /// The declared variables.
+    roots: Vec<(&'static str, Ty<'n>)>,
+    raw_names: bool,
     /// Comprehension variables in scope, innermost last.
     scope: Vec<(&'p str, Ty<'n>)>,
     errors: Vec<(usize, String)>,
@@ -138,6 +158,14 @@ impl<'p, 'n> Checker<'p, 'n> {
             .rev()
             .find(|(n, _)| *n == name)
             .map(|(_, t)| *t)
+    }
+
+    /// The type of a declared variable (not shadowed by a comprehension's).
+    fn root(&self, name: &str) -> Option<Ty<'n>> {
+        if self.variable(name).is_some() {
+            return None;
+        }
+        self.roots.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
     }
 
     fn expr(&mut self, e: &'p IdedExpr) -> Ty<'n> {
@@ -231,9 +259,10 @@ impl<'p, 'n> Checker<'p, 'n> {
         if let Some(t) = self.variable(name) {
             return t;
         }
+        if let Some(t) = self.root(name) {
+            return t;
+        }
         match name {
-            "self" => self.self_ty,
-            "oldSelf" => self.old_ty,
             _ if TYPE_NAMES.contains(&name) => Ty::Type,
             _ if KUBERNETES_ONLY_VARIABLES.contains(&name) => {
                 self.error(
@@ -258,6 +287,11 @@ impl<'p, 'n> Checker<'p, 'n> {
         if !select.test {
             if let Expr::Ident(root) = &select.operand.expr {
                 let qualified = format!("{root}.{}", select.field);
+                if self.variable(root).is_none() {
+                    if let Some((_, t)) = self.roots.iter().find(|(n, _)| *n == qualified) {
+                        return if select.test { Ty::Bool } else { *t };
+                    }
+                }
                 if self.variable(root).is_none() && check_lib::is_type_name(&qualified) {
                     return Ty::Type;
                 }
@@ -286,7 +320,11 @@ impl<'p, 'n> Checker<'p, 'n> {
     /// The type of `operand.name`, reporting a field the schema does not declare.
     fn field(&mut self, id: u64, operand: Ty<'n>, name: &str) -> Ty<'n> {
         match operand {
-            Ty::Object(node) => match node.cel_field(name) {
+            Ty::Object(node) => match if self.raw_names {
+                node.raw_field(name)
+            } else {
+                node.cel_field(name)
+            } {
                 Some(field) => Ty::of(field),
                 None => {
                     self.error(id, format!("undefined field '{name}'"));
@@ -313,7 +351,7 @@ impl<'p, 'n> Checker<'p, 'n> {
         if let Some(target) = &call.target {
             if let Expr::Ident(namespace) = &target.expr {
                 if self.variable(namespace).is_none()
-                    && !matches!(namespace.as_str(), "self" | "oldSelf")
+                    && self.root(namespace).is_none()
                     && !TYPE_NAMES.contains(&namespace.as_str())
                     && !KUBERNETES_ONLY_VARIABLES.contains(&namespace.as_str())
                 {

@@ -1,7 +1,7 @@
 //! The checker's knowledge of Kubernetes' libraries (see `lib`): the result type of each of
 //! their functions, and which argument and receiver types they take.
 
-use super::lib::{format, net, quantity, semver, url};
+use super::lib::{authz, format, net, quantity, semver, url};
 use super::types::{Group, Ty};
 
 /// The outcome of typing a call against the libraries.
@@ -35,6 +35,23 @@ fn semver_ty<'n>() -> Ty<'n> {
 }
 fn format_ty<'n>() -> Ty<'n> {
     opaque(&format::FORMAT_TYPE)
+}
+
+/// The authorizer library's types.
+pub(super) fn authorizer_ty<'n>() -> Ty<'n> {
+    opaque(&authz::AUTHORIZER_TYPE)
+}
+pub(super) fn resource_check_ty<'n>() -> Ty<'n> {
+    opaque(&authz::RESOURCE_CHECK_TYPE)
+}
+fn path_check_ty<'n>() -> Ty<'n> {
+    opaque(&authz::PATH_CHECK_TYPE)
+}
+fn group_check_ty<'n>() -> Ty<'n> {
+    opaque(&authz::GROUP_CHECK_TYPE)
+}
+fn decision_ty<'n>() -> Ty<'n> {
+    opaque(&authz::DECISION_TYPE)
 }
 
 /// Whether `name` is the name of one of the libraries' types.
@@ -147,6 +164,34 @@ pub(super) fn member<'n>(name: &str, target: Ty<'n>, args: &[Ty<'n>]) -> Typed<'
             (&[Ty::String], params, Ty::List(None))
         }
         "isSorted" => (&[Ty::List(None)], vec![], Ty::Bool),
+        "path" => (&[authorizer_ty()], vec![Group::String], path_check_ty()),
+        "group" => (&[authorizer_ty()], vec![Group::String], group_check_ty()),
+        "serviceAccount" => (
+            &[authorizer_ty()],
+            vec![Group::String, Group::String],
+            authorizer_ty(),
+        ),
+        "resource" => (
+            &[group_check_ty()],
+            vec![Group::String],
+            resource_check_ty(),
+        ),
+        "subresource" | "namespace" | "name" | "fieldSelector" | "labelSelector" => (
+            &[resource_check_ty()],
+            vec![Group::String],
+            resource_check_ty(),
+        ),
+        "check" => {
+            let ok = takes(args, &[Group::String]);
+            return receiver(
+                target,
+                &[path_check_ty(), resource_check_ty()],
+                ok,
+                decision_ty(),
+            );
+        }
+        "allowed" | "errored" => (&[decision_ty()], vec![], Ty::Bool),
+        "reason" | "error" => (&[decision_ty()], vec![], Ty::String),
         "sum" | "min" | "max" => {
             let item = match target {
                 Ty::List(Some(items)) => Ty::of(items),

@@ -93,13 +93,58 @@ impl Observed {
 
 /// The most `program`, a rule of `node`, costs with values of the given sizes.
 pub(super) fn estimate(program: &Program, node: &Node, sizes: &dyn Sizes) -> u64 {
+    let roots = [("self", node), ("oldSelf", node)];
     let mut estimator = Estimator {
         sizes,
-        root: node,
+        roots: &roots,
+        raw_names: false,
+        variables: &[],
         locals: Vec::new(),
     };
     estimator.expr(program.expression()).0
 }
+
+/// What an expression of an admission policy reads: its variables' values (typed by the
+/// values themselves) and the policy's composited `variables`, in order.
+pub(super) struct Scope<'s, 'n> {
+    pub(super) roots: &'s [(&'s str, &'n Node)],
+    pub(super) variables: &'s [(&'s str, &'s Program)],
+}
+
+/// The most `program` costs with `scope` bound: reading a composited variable costs what
+/// computing it does. Each variable is estimated once, in order (a variable reads only those
+/// before it), however many expressions read it.
+pub(super) fn estimate_in(program: &Program, scope: &Scope, sizes: &dyn Sizes) -> u64 {
+    let mut known: Vec<(&str, Estimate)> = Vec::with_capacity(scope.variables.len());
+    for (name, variable) in scope.variables {
+        let estimate = estimate_with(variable, scope.roots, &known, sizes);
+        known.push((name, estimate));
+    }
+    estimate_with(program, scope.roots, &known, sizes).0
+}
+
+fn estimate_with<'n>(
+    program: &Program,
+    roots: &[(&str, &'n Node)],
+    variables: &[(&str, Estimate<'n>)],
+    sizes: &dyn Sizes,
+) -> Estimate<'n> {
+    let mut estimator = Estimator {
+        sizes,
+        roots,
+        raw_names: true,
+        variables,
+        locals: Vec::new(),
+    };
+    estimator.expr(program.expression())
+}
+
+/// What a value typed by itself does not have: nothing, of no size.
+static ABSENT: std::sync::LazyLock<Node> = std::sync::LazyLock::new(|| {
+    let mut node = Node::leaf(Kind::Any, "");
+    node.bounds.max_elements = 0;
+    node
+});
 
 /// A multiple of a size, rounded up, as upstream's MultiplyByCostFactor.
 fn factor(size: u64, f: f64) -> u64 {
@@ -146,7 +191,12 @@ impl<'n> Shape<'n> {
 
 struct Estimator<'s, 'n> {
     sizes: &'s dyn Sizes,
-    root: &'n Node,
+    /// The variables and the schema nodes of their values.
+    roots: &'s [(&'s str, &'n Node)],
+    /// Fields are selected by their property names as they are (policies), not escaped.
+    raw_names: bool,
+    /// A policy's composited variables, in order: what computing each costs, and its shape.
+    variables: &'s [(&'s str, Estimate<'n>)],
     /// Comprehension variables and accumulators in scope, innermost last.
     locals: Vec<(String, Shape<'n>)>,
 }
@@ -178,12 +228,17 @@ impl<'n> Estimator<'_, 'n> {
             Expr::Ident(name) => {
                 let shape = match self.locals.iter().rev().find(|(n, _)| n == name) {
                     Some((_, shape)) => *shape,
-                    None if name == "self" || name == "oldSelf" => self.of_node(self.root),
-                    None => Shape::unknown(),
+                    None => match self.roots.iter().find(|(n, _)| n == name) {
+                        Some((_, node)) => self.of_node(node),
+                        None => Shape::unknown(),
+                    },
                 };
                 (1, shape)
             }
             Expr::Select(select) => {
+                if let Some(read) = self.variable(select) {
+                    return read;
+                }
                 let (cost, operand) = self.expr(&select.operand);
                 if select.test {
                     return (cost.saturating_add(1), Shape::sized(1));
@@ -191,10 +246,11 @@ impl<'n> Estimator<'_, 'n> {
                 let field = match operand.node.map(|n| &n.kind) {
                     Some(Kind::Object(_)) => operand
                         .node
-                        .and_then(|n| n.cel_field(&select.field))
-                        .map_or_else(Shape::unknown, |f| self.of_node(f)),
+                        .and_then(|n| self.field(n, &select.field))
+                        .map_or_else(|| self.absent(), |f| self.of_node(f)),
                     Some(Kind::Map(values)) => self.of_node(values),
-                    _ => Shape::unknown(),
+                    Some(_) => self.absent(),
+                    None => Shape::unknown(),
                 };
                 (cost.saturating_add(1), field)
             }
@@ -338,11 +394,11 @@ impl<'n> Estimator<'_, 'n> {
                 };
                 let field = match (args.first().and_then(|a| a.node), name) {
                     (Some(node), Some(name)) => match &node.kind {
-                        Kind::Object(_) => node
-                            .cel_field(name)
-                            .map_or_else(Shape::unknown, |f| self.of_node(f)),
+                        Kind::Object(_) => self
+                            .field(node, name)
+                            .map_or_else(|| self.absent(), |f| self.of_node(f)),
                         Kind::Map(values) => self.of_node(values),
-                        _ => Shape::unknown(),
+                        _ => self.absent(),
                     },
                     _ => Shape::unknown(),
                 };
@@ -352,6 +408,14 @@ impl<'n> Estimator<'_, 'n> {
                 let element = match args.first().and_then(|a| a.node).map(|n| &n.kind) {
                     Some(Kind::List { items, .. }) => self.of_node(items),
                     Some(Kind::Map(values)) => self.of_node(values),
+                    // a value's own fields, indexed by name: as large as the largest
+                    Some(Kind::Object(fields)) if self.raw_names => Shape::sized(
+                        fields
+                            .values()
+                            .map(|f| self.sizes.of(f.cel()))
+                            .max()
+                            .unwrap_or(0),
+                    ),
                     _ => args
                         .first()
                         .and_then(|a| a.element)
@@ -384,6 +448,8 @@ impl<'n> Estimator<'_, 'n> {
                 )
             }
             operators::IN => (size(1), Shape::sized(1)),
+            // an authorization check has a fixed cost: two fit in one evaluation
+            "check" if target.is_some() => (350_000, Shape::unknown()),
             "dyn" => {
                 return (
                     1u64.saturating_add(args_cost),
@@ -488,6 +554,31 @@ impl<'n> Estimator<'_, 'n> {
             "size" | "int" | "uint" | "double" | "bool" | "duration" | "timestamp" | "type" => {
                 (1, Shape::sized(1))
             }
+            // the libraries' accessors of numbers and truths
+            "sign"
+            | "asInteger"
+            | "isInteger"
+            | "asApproximateFloat"
+            | "isGreaterThan"
+            | "isLessThan"
+            | "compareTo"
+            | "family"
+            | "prefixLength"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast"
+            | "major"
+            | "minor"
+            | "patch"
+            | "allowed"
+            | "errored"
+                if target.is_some() =>
+            {
+                (1, Shape::sized(1))
+            }
+            "add" | "sub" if target.is_some() => (1, Shape::sized(ADDRESS_SIZE)),
             // a number's text is at most 20 bytes; a string's is itself
             "string" => (
                 1,
@@ -506,6 +597,38 @@ impl<'n> Estimator<'_, 'n> {
             _ => (1, Shape::unknown()),
         };
         (own.saturating_add(args_cost), shape)
+    }
+
+    /// What selecting a field a node does not have gives. A schema may leave fields out
+    /// (unknown); a value typed by itself (policies) has none: the selection fails.
+    fn absent(&self) -> Shape<'n> {
+        if self.raw_names {
+            // a node of its own, so that selecting below it is absent too
+            self.of_node(&ABSENT)
+        } else {
+            Shape::unknown()
+        }
+    }
+
+    /// The field `name` of an object node, by its escaped or its raw name.
+    fn field(&self, node: &'n Node, name: &str) -> Option<&'n Node> {
+        if self.raw_names {
+            node.raw_field(name)
+        } else {
+            node.cel_field(name)
+        }
+    }
+
+    /// `variables.x` of a policy: what computing `x` costs, and its value's shape.
+    fn variable(&mut self, select: &cel::common::ast::SelectExpr) -> Option<Estimate<'n>> {
+        let Expr::Ident(root) = &select.operand.expr else {
+            return None;
+        };
+        if root != "variables" || select.test || self.locals.iter().any(|(n, _)| n == root) {
+            return None;
+        }
+        let (_, (cost, shape)) = self.variables.iter().find(|(n, _)| *n == select.field)?;
+        Some((cost.saturating_add(2), *shape))
     }
 
     fn is_namespace(&self, name: &str) -> bool {

@@ -16,6 +16,8 @@ mod check_lib;
 mod cost;
 mod env;
 mod lib;
+mod policy_check;
+mod policy_cost;
 mod rules;
 mod schema;
 mod selector;
@@ -38,7 +40,10 @@ use registry::validation::quote;
 use rules::Reason;
 use schema::{Kind, Node};
 
-pub use selector::Expression;
+pub use lib::authz::{Authorizer, RequestResource};
+pub use policy_check::{check_policy_expression, ObjectType};
+pub use policy_cost::{ValueShapes, PER_CALL_LIMIT, RUNTIME_BUDGET};
+pub use selector::{Bindings, Expression};
 
 /// Every x-kubernetes-validations rule of a version's openAPIV3Schema, compiled.
 pub struct Rules {

@@ -177,7 +177,7 @@ pub(super) enum Format {
 }
 
 impl Node {
-    fn leaf(kind: Kind, type_name: &str) -> Node {
+    pub(super) fn leaf(kind: Kind, type_name: &str) -> Node {
         Node {
             kind,
             type_name: type_name.to_string(),
@@ -189,6 +189,14 @@ impl Node {
                 min_size: 2,
                 fan_out: Some(1),
             },
+        }
+    }
+
+    /// The field named `name` as it is, if this is an object that declares it.
+    pub(super) fn raw_field(&self, name: &str) -> Option<&Node> {
+        match &self.kind {
+            Kind::Object(fields) => fields.get(name).map(Field::cel),
+            _ => None,
         }
     }
 

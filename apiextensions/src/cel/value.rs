@@ -101,3 +101,58 @@ pub(super) fn any<'v>(json: &'v Json) -> Box<dyn Val + 'v> {
         )),
     }
 }
+
+/// A copy of `value` that borrows nothing, to be kept past the evaluation that made it (a
+/// policy's variable, computed once and read by every later expression); `None` for a value
+/// of a type no copy is known for.
+pub(super) fn to_static(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
+    use cel::common::types::{
+        CelDuration, CelMap as Map, CelOptional, CelStruct, CelTimestamp, CelType,
+    };
+    if let Some(s) = value.downcast_ref::<CelString>() {
+        return Some(Box::new(CelString::from(s.inner().to_string())));
+    }
+    if let Some(b) = value.downcast_ref::<CelBytes>() {
+        return Some(Box::new(CelBytes::from(b.inner().to_vec())));
+    }
+    if let Some(list) = value.downcast_ref::<CelList>() {
+        let items = list
+            .inner()
+            .iter()
+            .map(|item| to_static(item.as_ref()))
+            .collect::<Option<Vec<_>>>()?;
+        return Some(Box::new(CelList::from(items)));
+    }
+    if let Some(map) = value.downcast_ref::<Map>() {
+        let entries = map
+            .inner()
+            .iter()
+            .map(|(k, v)| Some((k.clone().into_static(), to_static(v.as_ref())?)))
+            .collect::<Option<HashMap<_, _>>>()?;
+        return Some(Box::new(CelMap::from(entries)));
+    }
+    if let Some(optional) = value.downcast_ref::<CelOptional>() {
+        return Some(Box::new(match optional.option() {
+            Some(inner) => CelOptional::of(to_static(inner)?),
+            None => CelOptional::none(),
+        }));
+    }
+    if let Some(s) = value.downcast_ref::<CelStruct>() {
+        return s.to_static().ok().map(|s| Box::new(s) as Box<dyn Val>);
+    }
+    fn copy<T: Val + Clone + 'static>(value: &dyn Val) -> Option<Box<dyn Val>> {
+        value
+            .as_any()?
+            .downcast_ref::<T>()
+            .map(|v| Box::new(v.clone()) as Box<dyn Val>)
+    }
+    copy::<CelBool>(value)
+        .or_else(|| copy::<CelInt>(value))
+        .or_else(|| copy::<CelUInt>(value))
+        .or_else(|| copy::<CelDouble>(value))
+        .or_else(|| copy::<CelNull>(value))
+        .or_else(|| copy::<CelDuration>(value))
+        .or_else(|| copy::<CelTimestamp>(value))
+        .or_else(|| copy::<CelType>(value))
+        .or_else(|| super::lib::clone_static(value))
+}

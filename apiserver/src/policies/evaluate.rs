@@ -6,14 +6,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use apiextensions::cel::Expression;
+use apiextensions::cel::{
+    Authorizer, Bindings, Expression, RequestResource, ValueShapes, PER_CALL_LIMIT, RUNTIME_BUDGET,
+};
 use registry::admission::Attributes;
 use registry::error::{Cause, Details, Result};
 use registry::object::Object;
 use registry::options::ListOptions;
 use registry::selector::labels::LabelSelector;
 use registry::{Registry, RegistryError};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::webhooks::review::admission_request;
 
@@ -23,18 +25,123 @@ pub struct Context {
     old_object: Value,
     request: Value,
     namespace_object: Value,
+    /// `authorizer` (as the requesting user) and `authorizer.requestResource`; None when the
+    /// server has no authorizer yet.
+    authorizer: Option<(Authorizer, RequestResource)>,
+    /// The sizes of the values above, which expressions are charged by.
+    shapes: ValueShapes,
 }
 
 impl Context {
-    pub fn new(attrs: &Attributes<'_>, obj: Option<&Object>, namespace: Option<Value>) -> Self {
+    pub fn new(
+        registry: &Registry,
+        attrs: &Attributes<'_>,
+        obj: Option<&Object>,
+        namespace: Option<Value>,
+    ) -> Self {
         let uid = uuid::Uuid::new_v4().to_string();
+        let name = if attrs.name.is_empty() {
+            obj.map(registry::object::name).unwrap_or_default()
+        } else {
+            attrs.name
+        };
+        Self::of(
+            obj.cloned().unwrap_or(Value::Null),
+            attrs.old.cloned().unwrap_or(Value::Null),
+            admission_request(&uid, attrs, obj),
+            namespace.unwrap_or(Value::Null),
+            authorizer(registry, attrs, name),
+        )
+    }
+
+    fn of(
+        object: Value,
+        old_object: Value,
+        request: Value,
+        namespace_object: Value,
+        authorizer: Option<(Authorizer, RequestResource)>,
+    ) -> Self {
+        let shapes = ValueShapes::of(&[
+            ("object", &object),
+            ("oldObject", &old_object),
+            ("request", &request),
+            ("namespaceObject", &namespace_object),
+        ]);
         Self {
-            object: obj.cloned().unwrap_or(Value::Null),
-            old_object: attrs.old.cloned().unwrap_or(Value::Null),
-            request: admission_request(&uid, attrs, obj),
-            namespace_object: namespace.unwrap_or(Value::Null),
+            object,
+            old_object,
+            request,
+            namespace_object,
+            authorizer,
+            shapes,
         }
     }
+}
+
+/// Why an expression gave no value: it failed, or the evaluation's budget could not pay for
+/// it.
+enum Failure {
+    Error(String),
+    OutOfBudget,
+}
+
+/// upstream's words for an evaluation whose cost budget ran out.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// Runs a policy's expressions for one parameter, charging each its cost.
+struct Meter<'a, 'j> {
+    programs: &'a Programs,
+    bindings: &'a Bindings<'j>,
+    shapes: [&'a ValueShapes; 2],
+    variables: Vec<(&'a str, &'a Expression)>,
+}
+
+impl Meter<'_, '_> {
+    /// The value of `source`, charged to `budget` (upstream's per-call limit and budget).
+    fn run(&self, source: &str, budget: &mut u64) -> std::result::Result<Value, Failure> {
+        let compiled = self.programs.compiled(source).map_err(Failure::Error)?;
+        let cost = compiled.cost(&self.shapes, &self.variables);
+        // an evaluation over the per-call limit is cut off just past it
+        let charged = cost.min(PER_CALL_LIMIT + 1);
+        if charged > *budget {
+            *budget = 0;
+            return Err(Failure::OutOfBudget);
+        }
+        *budget -= charged;
+        if cost > PER_CALL_LIMIT {
+            return Err(Failure::Error(
+                "operation cancelled: actual cost limit exceeded".to_string(),
+            ));
+        }
+        compiled
+            .evaluate_json_in(self.bindings)
+            .map_err(Failure::Error)
+    }
+}
+
+/// The authorizer library's binding for a request: checks made as the requesting user (the
+/// loopback user for in-process writers), and the request's own resource.
+pub fn authorizer(
+    registry: &Registry,
+    attrs: &Attributes<'_>,
+    name: &str,
+) -> Option<(Authorizer, RequestResource)> {
+    let judge = registry.authorizer()?;
+    let user = attrs
+        .user
+        .cloned()
+        .unwrap_or_else(|| Arc::new(registry::auth::UserInfo::loopback()));
+    let info = attrs.info;
+    let resource = RequestResource {
+        group: info.group.clone(),
+        version: info.version.clone(),
+        resource: info.plural.clone(),
+        subresource: attrs.subresource.to_string(),
+        namespace: attrs.namespace.unwrap_or_default().to_string(),
+        name: name.to_string(),
+    };
+    Some((Authorizer::new(judge, user), resource))
 }
 
 /// A violation: its message and the reason (and code) it refuses with.
@@ -290,12 +397,11 @@ impl Programs {
         Self(compiled)
     }
 
-    /// One expression's value with the request's variables bound.
-    fn run(&self, source: &str, vars: &[(&str, &Value)]) -> std::result::Result<Value, String> {
+    /// The compiled expression of `source` (compiled now if it was not loaded).
+    fn compiled(&self, source: &str) -> std::result::Result<Arc<Expression>, String> {
         match self.0.get(source) {
-            Some(Ok(program)) => program.evaluate_json(vars),
-            Some(Err(e)) => Err(e.clone()),
-            None => Expression::compile(source)?.evaluate_json(vars),
+            Some(compiled) => compiled.clone(),
+            None => Expression::compile(source).map(Arc::new),
         }
     }
 }
@@ -318,55 +424,77 @@ fn evaluate(
     fail_closed: bool,
 ) -> Option<Violation> {
     let spec = &policy["spec"];
-    let mut variables = Map::new();
-    // The request's values are bound by reference; only `variables` (small) is rebuilt as
-    // each one is computed.
-    let run = |source: &str, variables: &Value| {
-        let vars = [
-            ("object", &context.object),
-            ("oldObject", &context.old_object),
-            ("request", &context.request),
-            ("params", param),
-            ("namespaceObject", &context.namespace_object),
-            ("variables", variables),
-        ];
-        programs.run(source, &vars)
+    let declared: Vec<(&str, std::result::Result<Arc<Expression>, String>)> = spec["variables"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let source = v["expression"].as_str().unwrap_or_default();
+            (
+                v["name"].as_str().unwrap_or_default(),
+                programs.compiled(source),
+            )
+        })
+        .collect();
+    let mut bindings = Bindings::new(&[
+        ("object", &context.object),
+        ("oldObject", &context.old_object),
+        ("request", &context.request),
+        ("params", param),
+        ("namespaceObject", &context.namespace_object),
+    ]);
+    if let Some((authorizer, resource)) = &context.authorizer {
+        bindings.authorizer(authorizer.clone(), Some(resource.clone()));
+    }
+    // Variables are computed when an expression first reads them, once per parameter.
+    bindings.with_variables();
+    for (name, compiled) in &declared {
+        bindings.variable(name, compiled.as_deref().map_err(String::as_str));
+    }
+    let param_shapes = ValueShapes::of(&[("params", param)]);
+    let meter = Meter {
+        programs,
+        bindings: &bindings,
+        shapes: [&context.shapes, &param_shapes],
+        variables: declared
+            .iter()
+            .filter_map(|(name, compiled)| Some((*name, compiled.as_deref().ok()?)))
+            .collect(),
     };
     // A failed expression: a violation under failurePolicy Fail, nothing under Ignore.
-    let failed = |expression: &str, e: String| {
-        fail_closed.then(|| Violation {
-            message: format!("expression '{expression}' resulted in error: {e}"),
+    let failed = |expression: &str, failure: Failure| {
+        let message = match failure {
+            Failure::Error(e) => format!("expression '{expression}' resulted in error: {e}"),
+            Failure::OutOfBudget => OUT_OF_BUDGET.to_string(),
+        };
+        fail_closed.then_some(Violation {
+            message,
             reason: "Invalid",
             index: 0,
         })
     };
+    let not_bool = |other: Value| Failure::Error(format!("expected a bool, got {other}"));
+    // matchConditions, the validations with their messages, and the audit annotations each
+    // have a budget of their own, as upstream's.
+    let mut budget = RUNTIME_BUDGET;
     for condition in spec["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        match run(expression, &Value::Object(variables.clone())) {
+        match meter.run(expression, &mut budget) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return None,
-            Ok(other) => return failed(expression, format!("expected a bool, got {other}")),
+            Ok(other) => return failed(expression, not_bool(other)),
             Err(e) => return failed(expression, e),
         }
     }
-    for variable in spec["variables"].as_array().into_iter().flatten() {
-        let name = variable["name"].as_str().unwrap_or_default().to_string();
-        let expression = variable["expression"].as_str().unwrap_or_default();
-        match run(expression, &Value::Object(variables.clone())) {
-            Ok(value) => {
-                variables.insert(name, value);
-            }
-            Err(e) => return failed(expression, e),
-        }
-    }
-    let variables = Value::Object(variables);
+    let mut budget = RUNTIME_BUDGET;
     for annotation in spec["auditAnnotations"].as_array().into_iter().flatten() {
         let key = annotation["key"].as_str().unwrap_or_default();
         let expression = annotation["valueExpression"].as_str().unwrap_or_default();
-        if let Ok(Value::String(value)) = run(expression, &variables) {
+        if let Ok(Value::String(value)) = meter.run(expression, &mut budget) {
             registry::audit::annotate(format!("{}/{key}", registry::object::name(policy)), value);
         }
     }
+    let mut budget = RUNTIME_BUDGET;
     for (index, validation) in spec["validations"]
         .as_array()
         .into_iter()
@@ -374,24 +502,33 @@ fn evaluate(
         .enumerate()
     {
         let expression = validation["expression"].as_str().unwrap_or_default();
-        match run(expression, &variables) {
+        match meter.run(expression, &mut budget) {
             Ok(Value::Bool(true)) => continue,
             Ok(Value::Bool(false)) => {}
             Ok(other) => {
-                let why = format!("expected a bool, got {other}");
-                return failed(expression, why).map(|v| Violation { index, ..v });
+                return failed(expression, not_bool(other)).map(|v| Violation { index, ..v })
             }
             Err(e) => return failed(expression, e).map(|v| Violation { index, ..v }),
         }
         // messageExpression wins over message; a runtime error, or a result that is blank
-        // or spans lines, counts as unset (upstream's Validation.messageExpression).
-        let from_expression =
-            validation["messageExpression"]
-                .as_str()
-                .and_then(|m| match run(m, &variables) {
-                    Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => Some(s),
-                    _ => None,
-                });
+        // or spans lines, counts as unset (upstream's Validation.messageExpression). Out of
+        // budget, the validation fails as upstream's does ("failed messageExpression: ...").
+        let mut from_expression = None;
+        if let Some(m) = validation["messageExpression"].as_str() {
+            match meter.run(m, &mut budget) {
+                Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
+                    from_expression = Some(s.trim().to_string())
+                }
+                Err(Failure::OutOfBudget) => {
+                    return fail_closed.then(|| Violation {
+                        message: format!("failed messageExpression: {OUT_OF_BUDGET}"),
+                        reason: "Invalid",
+                        index,
+                    });
+                }
+                _ => {}
+            }
+        }
         let message = from_expression
             .or_else(|| {
                 validation["message"]
@@ -415,12 +552,13 @@ mod tests {
     use super::*;
 
     fn context(object: Value) -> Context {
-        Context {
+        Context::of(
             object,
-            old_object: Value::Null,
-            request: json!({"operation": "CREATE"}),
-            namespace_object: Value::Null,
-        }
+            Value::Null,
+            json!({"operation": "CREATE"}),
+            Value::Null,
+            None,
+        )
     }
 
     #[test]
@@ -470,5 +608,47 @@ mod tests {
         assert!(evaluate(&Programs::default(), &policy, &web, &Value::Null, false).is_none());
         assert_eq!(code_of("Forbidden"), 403);
         assert_eq!(code_of("Invalid"), 422);
+    }
+
+    #[test]
+    fn expressions_are_charged_their_cost() {
+        let items: Vec<String> = (0..3000).map(|i| format!("item-{i}")).collect();
+        let big = context(json!({"metadata": {"name": "web"}, "spec": {"items": items}}));
+        let quadratic = "object.spec.items.all(a, object.spec.items.exists(b, a == b))";
+        let policy = json!({"metadata": {"name": "p"}, "spec": {
+            "validations": [{"expression": quadratic}]}});
+        let v = evaluate(&Programs::default(), &policy, &big, &Value::Null, true)
+            .expect("over the per-call limit");
+        assert_eq!(
+            v.message,
+            format!("expression '{quadratic}' resulted in error: operation cancelled: actual cost limit exceeded")
+        );
+        assert!(evaluate(&Programs::default(), &policy, &big, &Value::Null, false).is_none());
+        // the same expression on a small object is cheap
+        let small = context(json!({"metadata": {"name": "web"}, "spec": {"items": ["a"]}}));
+        assert!(evaluate(&Programs::default(), &policy, &small, &Value::Null, true).is_none());
+        // each evaluation may spend 10M: fifteen expressions of two checks each do not fit
+        let two_checks = "true || authorizer.path('/a').check('get').allowed() || authorizer.path('/b').check('get').allowed()";
+        let validations: Vec<Value> = (0..15).map(|_| json!({"expression": two_checks})).collect();
+        let policy = json!({"metadata": {"name": "p"}, "spec": {"validations": validations}});
+        let v = evaluate(&Programs::default(), &policy, &small, &Value::Null, true)
+            .expect("out of budget");
+        assert_eq!(
+            v.message,
+            "validation failed due to running out of cost budget, no further validation rules will be run"
+        );
+        assert_eq!(v.index, 14);
+        // a variable read is charged what computing it costs
+        let policy = json!({"metadata": {"name": "p"}, "spec": {
+            "variables": [{"name": "pairs", "expression": "object.spec.items.map(a, object.spec.items.filter(b, b == a))"}],
+            "validations": [{"expression": "size(variables.pairs) > 0"}]}});
+        let v = evaluate(&Programs::default(), &policy, &big, &Value::Null, true)
+            .expect("the variable is too costly");
+        assert!(
+            v.message
+                .ends_with("operation cancelled: actual cost limit exceeded"),
+            "{}",
+            v.message
+        );
     }
 }

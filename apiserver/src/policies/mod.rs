@@ -14,10 +14,15 @@
 //!
 //! The CEL environment is the one of CRD rules (`apiextensions::cel`), over JSON. Every
 //! expression is compiled once, when the policies are loaded; a request's values are turned
-//! into CEL values only when an expression reads them. The authorizer library and
-//! `status.typeChecking` are not there yet.
+//! into CEL values only when an expression reads them, and `variables` are computed when
+//! first read and keep their CEL values (a quantity stays a quantity). `authorizer` asks the
+//! server's authorizer as the requesting user (upstream's authorizer library). Each new
+//! generation of a policy is type-checked against the kinds it matches (`typecheck`).
 
 mod evaluate;
+mod typecheck;
+
+pub use evaluate::authorizer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -48,6 +53,9 @@ struct State {
 pub struct Policies {
     registry: Weak<Registry>,
     state: RwLock<Arc<State>>,
+    /// The policies (name, generation) being type-checked: reloads while one is under way do
+    /// not start it again.
+    checking: std::sync::Mutex<std::collections::HashSet<(String, i64)>>,
 }
 
 impl Policies {
@@ -56,6 +64,7 @@ impl Policies {
         let plugin = Arc::new(Self {
             registry: Arc::downgrade(registry),
             state: RwLock::default(),
+            checking: Default::default(),
         });
         registry.provide_admission_plugin("ValidatingAdmissionPolicy", plugin.clone());
         plugin
@@ -92,6 +101,7 @@ impl Policies {
                     .into_iter()
                     .map(|x| (registry::object::name(&x).to_string(), x))
                     .collect();
+                this.type_check(policies.values());
                 let state = State {
                     programs: evaluate::Programs::of(policies.values().map(|p| p.as_ref())),
                     policies,
@@ -110,6 +120,40 @@ impl Policies {
                 }
                 let again = reload.clone();
                 let _ = ::client::informer::dispatch(notifications, stop, move |_| again()).await;
+            });
+        }
+    }
+}
+
+impl Policies {
+    /// Type-checks the policies whose status is behind their generation, each once, off the
+    /// async threads (schemas are large), and writes their status.
+    fn type_check<'a>(self: &Arc<Self>, policies: impl Iterator<Item = &'a Arc<Value>>) {
+        for policy in policies.filter(|p| typecheck::stale(p)) {
+            let key = (
+                registry::object::name(policy).to_string(),
+                policy["metadata"]["generation"].as_i64().unwrap_or(0),
+            );
+            let mut checking = self.checking.lock().unwrap_or_else(|e| e.into_inner());
+            if !checking.insert(key.clone()) {
+                continue;
+            }
+            drop(checking);
+            let (this, policy) = (self.clone(), policy.clone());
+            tokio::spawn(async move {
+                if let Some(registry) = this.registry.upgrade() {
+                    let check = registry.clone();
+                    let checked = policy.clone();
+                    let warnings =
+                        tokio::task::spawn_blocking(move || typecheck::warnings(&check, &checked))
+                            .await
+                            .unwrap_or_default();
+                    typecheck::sync(&registry, &policy, warnings).await;
+                }
+                this.checking
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&key);
             });
         }
     }
@@ -289,8 +333,12 @@ impl Plugin for Policies {
                     old: old.as_ref(),
                     ..*attrs
                 };
-                let context =
-                    evaluate::Context::new(&seen_attrs, seen.as_ref(), namespace_object.clone());
+                let context = evaluate::Context::new(
+                    &registry,
+                    &seen_attrs,
+                    seen.as_ref(),
+                    namespace_object.clone(),
+                );
                 evaluate::apply(
                     &registry,
                     &state.programs,
@@ -304,7 +352,7 @@ impl Plugin for Policies {
                 continue;
             }
             let context = context.get_or_insert_with(|| {
-                evaluate::Context::new(attrs, obj, namespace_object.clone())
+                evaluate::Context::new(&registry, attrs, obj, namespace_object.clone())
             });
             evaluate::apply(
                 &registry,

@@ -311,7 +311,15 @@ impl Webhooks {
                 review::request_as(hook, &seen, c.obj.as_ref(), attrs.info)
             }
         };
-        match review::match_conditions(hook, &review) {
+        let authorizer = self.registry.upgrade().and_then(|registry| {
+            let name = if attrs.name.is_empty() {
+                obj.map(registry::object::name).unwrap_or_default()
+            } else {
+                attrs.name
+            };
+            crate::policies::authorizer(&registry, attrs, name)
+        });
+        match review::match_conditions(hook, &review, authorizer) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(e) if hook.ignores_failure() => {

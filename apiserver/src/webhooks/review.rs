@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use apiextensions::cel::Expression;
+use apiextensions::cel::{Authorizer, Bindings, Expression, RequestResource};
 use base64::Engine;
 use registry::admission::{Attributes, Operation};
 use registry::object::Object;
@@ -146,17 +146,26 @@ impl Condition {
 }
 
 /// Whether every matchCondition holds; Err is an expression that could not be evaluated.
-pub fn match_conditions(hook: &Hook, review: &Review) -> Result<bool, String> {
+/// `authorizer` is the authorizer library's binding for the request, if the server has one.
+pub fn match_conditions(
+    hook: &Hook,
+    review: &Review,
+    authorizer: Option<(Authorizer, RequestResource)>,
+) -> Result<bool, String> {
     let request = &review.document["request"];
+    let mut bindings = Bindings::new(&[
+        ("object", &request["object"]),
+        ("oldObject", &request["oldObject"]),
+        ("request", request),
+    ]);
+    if let Some((authorizer, resource)) = authorizer {
+        bindings.authorizer(authorizer, Some(resource));
+    }
     for condition in hook.conditions.iter() {
         let name = &condition.name;
         let expression = condition.compiled.as_ref().map_err(Clone::clone)?;
         let holds = expression
-            .evaluate_bool(&[
-                ("object", &request["object"]),
-                ("oldObject", &request["oldObject"]),
-                ("request", request),
-            ])
+            .evaluate_bool_in(&bindings)
             .map_err(|e| format!("matchCondition {name:?}: {e}"))?;
         if !holds {
             return Ok(false);
@@ -294,11 +303,11 @@ mod tests {
         };
         let skip = hook(json!({"matchConditions": [
             {"name": "not-skipped", "expression": "!has(object.metadata.labels.skip)"}]}));
-        assert_eq!(match_conditions(&skip, &review), Ok(false));
+        assert_eq!(match_conditions(&skip, &review, None), Ok(false));
         let create = hook(json!({"matchConditions": [
             {"name": "create", "expression": "request.operation == 'CREATE'"}]}));
-        assert_eq!(match_conditions(&create, &review), Ok(true));
+        assert_eq!(match_conditions(&create, &review, None), Ok(true));
         let bad = hook(json!({"matchConditions": [{"name": "bad", "expression": "object.("}]}));
-        assert!(match_conditions(&bad, &review).is_err());
+        assert!(match_conditions(&bad, &review, None).is_err());
     }
 }

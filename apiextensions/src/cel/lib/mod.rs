@@ -9,6 +9,7 @@
 //! 1.35 environment for every write, where all of these are available, so there is one
 //! environment and no per-version gating.
 
+pub(super) mod authz;
 pub(super) mod format;
 pub(super) mod lists;
 pub(super) mod net;
@@ -35,6 +36,11 @@ pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         &url::URL_TYPE,
         &semver::SEMVER_TYPE,
         &format::FORMAT_TYPE,
+        &authz::AUTHORIZER_TYPE,
+        &authz::PATH_CHECK_TYPE,
+        &authz::GROUP_CHECK_TYPE,
+        &authz::RESOURCE_CHECK_TYPE,
+        &authz::DECISION_TYPE,
     ] {
         env.add_type(t.to_owned())?;
     }
@@ -45,7 +51,27 @@ pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     lists::register(env)?;
     format::register(env)?;
     semver::register(env)?;
+    authz::register(env)?;
     Ok(())
+}
+
+/// A copy of a value of one of the libraries' types that borrows nothing; `None` for any
+/// other value.
+pub(super) fn clone_static(value: &dyn Val) -> Option<Box<dyn Val + 'static>> {
+    let any = value.as_any()?;
+    copy::<quantity::Quantity>(any)
+        .or_else(|| copy::<net::Ip>(any))
+        .or_else(|| copy::<net::Cidr>(any))
+        .or_else(|| copy::<url::Url>(any))
+        .or_else(|| copy::<semver::Semver>(any))
+        .or_else(|| copy::<format::Format>(any))
+        .or_else(|| authz::clone_static(any))
+}
+
+/// `any` as a boxed `T`, if it is one.
+fn copy<T: Val + Clone + 'static>(any: &dyn std::any::Any) -> Option<Box<dyn Val>> {
+    any.downcast_ref::<T>()
+        .map(|v| Box::new(v.clone()) as Box<dyn Val>)
 }
 
 /// The result of an overload.
