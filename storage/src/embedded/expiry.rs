@@ -7,9 +7,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redb::{Database, ReadableDatabase, ReadableTable, Table};
+use redb::{ReadableDatabase, ReadableTable, Table};
 use tracing::debug;
 
+use super::handle::DbHandle;
 use super::record::{storage_err, EXPIRY};
 use super::writer::WriteOp;
 use crate::Result;
@@ -56,7 +57,8 @@ pub fn due(expiry: &Table<'_, &'static [u8], ()>, now: u64) -> Result<Vec<Vec<u8
 }
 
 /// Whether some key is due, from a read snapshot (cheap enough to ask every tick).
-fn any_due(db: &Database, now: u64) -> Result<bool> {
+fn any_due(store: &DbHandle, now: u64) -> Result<bool> {
+    let db = store.get()?;
     let txn = db.begin_read().map_err(storage_err)?;
     let expiry = txn.open_table(EXPIRY).map_err(storage_err)?;
     let first = expiry.first().map_err(storage_err)?;
@@ -67,9 +69,9 @@ fn any_due(db: &Database, now: u64) -> Result<bool> {
 
 /// Runs until `stop` is dropped (the backend closing), then lets go of its sender so the
 /// writer can stop too.
-pub fn run_sweeper(db: Arc<Database>, writes: Sender<WriteOp>, stop: Receiver<()>) {
+pub fn run_sweeper(store: Arc<DbHandle>, writes: Sender<WriteOp>, stop: Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(SWEEP_INTERVAL) {
-        match any_due(&db, now_millis()) {
+        match any_due(&store, now_millis()) {
             Ok(false) => {}
             Ok(true) => {
                 if writes.send(WriteOp::Expire).is_err() {

@@ -6,6 +6,7 @@
 //! every durable commit; we add only the MVCC layout (`record`) and the batching.
 
 mod expiry;
+mod handle;
 mod read;
 mod record;
 mod watch;
@@ -18,10 +19,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{ReadableDatabase, ReadableTable};
 use tokio::sync::oneshot;
 use tracing::info;
 
+use self::handle::{open_database, DbHandle};
 use self::record::{storage_err, META, META_COMPACTED, META_REVISION};
 use self::watch::Hub;
 use self::writer::WriteOp;
@@ -30,15 +32,6 @@ use crate::{Result, StorageError};
 
 const FILE_NAME: &str = "store.redb";
 
-/// redb's page cache (reads and the write buffer together). Its default, 1 GiB, held a
-/// second copy of the whole store in memory beside the watch cache, which serves reads
-/// (reads at the latest revision too, once it has caught up: see `current_revision_is_local`);
-/// the pages writes and deletes walk (the trees' upper levels) fit in far less, and a miss is
-/// a read from the kernel's page cache. In the store benchmark (64 clients) 2 MiB deletes
-/// about 20% slower than 1 GiB and 1 MiB 30% slower; each MiB is a MiB of every server's
-/// resident memory.
-const CACHE_SIZE: usize = 2 << 20;
-
 /// State the writer thread shares with readers and watches.
 pub(crate) struct Shared {
     revision: AtomicU64,
@@ -46,7 +39,7 @@ pub(crate) struct Shared {
 }
 
 pub struct EmbeddedBackend {
-    db: Arc<Database>,
+    store: Arc<DbHandle>,
     writes: mpsc::Sender<WriteOp>,
     writer: std::thread::JoinHandle<()>,
     /// Dropped with the backend, which stops the expiry sweeper.
@@ -62,10 +55,7 @@ impl EmbeddedBackend {
         std::fs::create_dir_all(dir)
             .map_err(|e| StorageError::Internal(format!("creating {}: {e}", dir.display())))?;
         let path = dir.join(FILE_NAME);
-        let db = Database::builder()
-            .set_cache_size(CACHE_SIZE)
-            .create(&path)
-            .map_err(|e| StorageError::Internal(format!("opening {}: {e}", path.display())))?;
+        let db = open_database(&path)?;
         // Create the tables so readers never meet a missing one, and delete what expired
         // while the store was closed before anyone can read it.
         let txn = db.begin_write().map_err(storage_err)?;
@@ -85,25 +75,25 @@ impl EmbeddedBackend {
         txn.commit().map_err(storage_err)?;
         info!(path = %path.display(), revision, compacted, expired, "opened embedded store");
 
-        let db = Arc::new(db);
+        let store = Arc::new(DbHandle::new(path.clone(), db));
         let shared = Arc::new(Shared {
             revision: AtomicU64::new(revision),
             hub: Arc::new(Hub::new(revision)),
         });
         let (writes, rx) = mpsc::channel();
-        let (writer_db, writer_shared) = (db.clone(), shared.clone());
+        let (writer_store, writer_shared) = (store.clone(), shared.clone());
         let writer = std::thread::Builder::new()
             .name("embedded-writer".into())
-            .spawn(move || writer::run(writer_db, rx, writer_shared))
+            .spawn(move || writer::run(writer_store, rx, writer_shared))
             .map_err(|e| StorageError::Internal(format!("starting writer thread: {e}")))?;
         let (sweeper_stop, stop) = mpsc::channel();
-        let (sweeper_db, sweeper_writes) = (db.clone(), writes.clone());
+        let (sweeper_store, sweeper_writes) = (store.clone(), writes.clone());
         std::thread::Builder::new()
             .name("embedded-expiry".into())
-            .spawn(move || expiry::run_sweeper(sweeper_db, sweeper_writes, stop))
+            .spawn(move || expiry::run_sweeper(sweeper_store, sweeper_writes, stop))
             .map_err(|e| StorageError::Internal(format!("starting expiry thread: {e}")))?;
         Ok(Self {
-            db,
+            store,
             writer,
             writes,
             _sweeper_stop: sweeper_stop,
@@ -132,10 +122,10 @@ impl Backend for EmbeddedBackend {
         // One key comes from redb's cache in microseconds; scans (which also count what lies
         // past a page) go to the blocking pool so they never stall the runtime's workers.
         if req.range.as_ref().is_some_and(|r| r.end.is_none()) {
-            return read::range(&self.db, req);
+            return read::range(&*self.store.get()?, req);
         }
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || read::range(&db, req))
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || read::range(&*store.get()?, req))
             .await
             .map_err(|e| StorageError::Internal(format!("embedded read task: {e}")))?
     }
@@ -170,7 +160,7 @@ impl Backend for EmbeddedBackend {
 
     async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch> {
         watch::watch(
-            self.db.clone(),
+            self.store.clone(),
             self.shared.hub.clone(),
             range,
             u64::try_from(start_revision).unwrap_or(0),
@@ -191,7 +181,7 @@ impl Backend for EmbeddedBackend {
         if self.writer.is_finished() {
             return Err(StorageError::Unavailable("embedded writer stopped".into()));
         }
-        self.db.begin_read().map_err(storage_err)?;
+        self.store.get()?.begin_read().map_err(storage_err)?;
         Ok(())
     }
 

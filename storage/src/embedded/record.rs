@@ -116,8 +116,26 @@ impl Record {
     }
 }
 
-pub fn storage_err(err: impl std::fmt::Display) -> StorageError {
-    StorageError::Internal(format!("embedded store: {err}"))
+/// A redb failure as a storage error. A full disk gets etcd's wording for its space alarm
+/// ("mvcc: database space exceeded"), which kube-apiserver passes on as a 500 InternalError,
+/// so clients and operators see the same cause whichever store is behind the server.
+pub fn storage_err(err: impl Into<redb::Error>) -> StorageError {
+    let err = err.into();
+    match &err {
+        redb::Error::Io(io) if is_no_space(io) => {
+            StorageError::Internal(format!("embedded store: {NO_SPACE}: {io}"))
+        }
+        _ => StorageError::Internal(format!("embedded store: {err}")),
+    }
+}
+
+pub const NO_SPACE: &str = "mvcc: database space exceeded";
+
+fn is_no_space(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 pub fn read_record(

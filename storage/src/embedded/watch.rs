@@ -3,7 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use redb::{Database, ReadableDatabase};
+use redb::ReadableDatabase;
+
+use super::handle::DbHandle;
 use tokio::sync::{broadcast, mpsc};
 
 use super::record::{raw_event, storage_err, Record, EVENTS, META, META_COMPACTED};
@@ -46,7 +48,14 @@ impl Hub {
 
 /// Reads committed events with revision in `[from, until]` in `range`, at most `REPLAY_CHUNK`
 /// scanned; returns them and the next revision to read.
-fn replay(db: &Database, range: &KeyRange, from: u64, until: u64) -> Result<(Vec<RawEvent>, u64)> {
+fn replay(
+    store: &DbHandle,
+    range: &KeyRange,
+    from: u64,
+    until: u64,
+) -> Result<(Vec<RawEvent>, u64)> {
+    // Held past the transaction, which must end before a reopen can take the file.
+    let db = store.get()?;
     let txn = db.begin_read().map_err(storage_err)?;
     let compacted = txn
         .open_table(META)
@@ -84,7 +93,7 @@ fn replay(db: &Database, range: &KeyRange, from: u64, until: u64) -> Result<(Vec
 }
 
 pub fn watch(
-    db: Arc<Database>,
+    store: Arc<DbHandle>,
     hub: Arc<Hub>,
     range: KeyRange,
     start_revision: u64,
@@ -98,7 +107,7 @@ pub fn watch(
         start_revision
     };
     if start <= published {
-        replay(&db, &range, start, start)?;
+        replay(&store, &range, start, start)?;
     }
     let messages = async_stream::try_stream! {
         let mut rx = rx;
@@ -108,7 +117,7 @@ pub fn watch(
         let mut progress_closed = false;
         loop {
             while next <= published {
-                let (events, after) = replay(&db, &range, next, published)?;
+                let (events, after) = replay(&store, &range, next, published)?;
                 next = after;
                 if !events.is_empty() {
                     yield WatchMessage::Events(events);

@@ -6,16 +6,17 @@
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redb::{Database, ReadableTable, Table};
+use redb::{Database, ReadableDatabase, ReadableTable, Table};
 use tokio::sync::oneshot;
 use tracing::{debug, error, info};
 
 use super::expiry::{deadline_after, due, now_millis, schedule_key};
+use super::handle::DbHandle;
 use super::record::{
-    read_record, storage_err, KeyEntry, Record, DEADLINES, EVENTS, EXPIRY, KEYS, META,
+    raw_event, read_record, storage_err, KeyEntry, Record, DEADLINES, EVENTS, EXPIRY, KEYS, META,
     META_COMPACTED, META_REVISION,
 };
 use super::Shared;
@@ -83,7 +84,16 @@ impl<'t> Tables<'t> {
     }
 }
 
-pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
+/// How long after a failed write to the file the writer answers writes with that failure
+/// without trying: each try on a still-full disk costs a reopen of the store.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+pub fn run(store: Arc<DbHandle>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
+    let mut writer = Writer {
+        store,
+        shared,
+        failed: None,
+    };
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -96,11 +106,13 @@ pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
             .into_iter()
             .partition(|op| matches!(op, WriteOp::Compact { .. }));
         if !writes.is_empty() {
-            commit_writes(&db, writes, &shared);
+            writer.commit_writes(writes);
         }
         for op in compactions {
             if let WriteOp::Compact { revision, reply } = op {
-                let result = compact(&db, revision);
+                let result = writer.db().and_then(|db| {
+                    compact(&db, revision).inspect_err(|e| writer.after_failure(db, e))
+                });
                 if let Err(e) = &result {
                     error!(revision, error = %e, "embedded compaction failed");
                 }
@@ -111,67 +123,191 @@ pub fn run(db: Arc<Database>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
     debug!("embedded writer stopped");
 }
 
-fn commit_writes(db: &Database, ops: Vec<WriteOp>, shared: &Shared) {
-    let count = ops.len();
-    let mut events = Vec::new();
-    let mut pending = Vec::with_capacity(count);
-    let result = (|| -> Result<u64> {
-        let txn = db.begin_write().map_err(storage_err)?;
-        let revision;
-        {
-            let mut meta = txn.open_table(META).map_err(storage_err)?;
-            let mut tables = Tables::open(&txn)?;
-            let mut next = current_revision(&meta)? + 1;
-            for op in ops {
-                let (outcome, reply) = match op {
-                    WriteOp::Put {
-                        key,
-                        value,
-                        expected,
-                        ttl,
-                        reply,
-                    } => (
-                        apply_put(&mut tables, &mut next, &key, value, expected, ttl)?,
-                        reply,
-                    ),
-                    WriteOp::Expire => {
-                        apply_expire(&mut tables, &mut next, &mut events)?;
-                        continue;
+struct Writer {
+    store: Arc<DbHandle>,
+    shared: Arc<Shared>,
+    /// When a write to the file last failed, and why; cleared by the next commit.
+    failed: Option<(Instant, String)>,
+}
+
+impl Writer {
+    /// The database to write to: the last failure again while it is fresh, else the open
+    /// database, reopened if an earlier reopen failed.
+    fn db(&mut self) -> Result<Arc<Database>> {
+        if let Some((at, message)) = &self.failed {
+            if at.elapsed() < RETRY_AFTER {
+                return Err(StorageError::Internal(message.clone()));
+            }
+        }
+        match self.store.get() {
+            Ok(db) => Ok(db),
+            Err(_) => self.recover(),
+        }
+    }
+
+    /// After a failed transaction: redb refuses every write once a write to the file has
+    /// failed, and then the store is closed and opened again, which takes it back to its last
+    /// durable commit.
+    fn after_failure(&mut self, db: Arc<Database>, error: &StorageError) {
+        let latched = db.begin_write().is_err();
+        drop(db);
+        if !latched {
+            return;
+        }
+        self.failed = Some((Instant::now(), message_of(error)));
+        if let Err(e) = self.recover() {
+            error!(error = %e, "reopening the embedded store failed; retrying with the next write");
+        }
+    }
+
+    fn recover(&mut self) -> Result<Arc<Database>> {
+        let result = self.store.reopen().and_then(|db| {
+            self.catch_up(&db)?;
+            Ok(db)
+        });
+        match &result {
+            Ok(_) => info!("reopened the embedded store after an I/O error"),
+            Err(e) => self.failed = Some((Instant::now(), message_of(e))),
+        }
+        result
+    }
+
+    /// Publishes what the reopened store holds beyond the last published revision: a commit
+    /// that reported an error may still have become durable, and watchers must see it.
+    fn catch_up(&self, db: &Database) -> Result<()> {
+        let known = self.shared.revision.load(Ordering::Acquire);
+        let txn = db.begin_read().map_err(storage_err)?;
+        let stored = current_revision(&txn.open_table(META).map_err(storage_err)?)?;
+        if stored <= known {
+            return Ok(());
+        }
+        let events_table = txn.open_table(EVENTS).map_err(storage_err)?;
+        let mut events = Vec::new();
+        for revision in known + 1..=stored {
+            if let Some(record) = read_record(&events_table, revision)? {
+                events.push(raw_event(&events_table, revision, record)?);
+            }
+        }
+        info!(
+            from = known + 1,
+            to = stored,
+            "a commit reported as failed was durable"
+        );
+        self.shared.revision.store(stored, Ordering::Release);
+        self.shared.hub.publish(events, stored);
+        Ok(())
+    }
+
+    fn commit_writes(&mut self, ops: Vec<WriteOp>) {
+        let count = ops.len();
+        let mut ops = ops.into_iter();
+        let mut events = Vec::new();
+        let mut pending = Vec::with_capacity(count);
+        let mut batch_revision = 0;
+        let mut used = None;
+        let result = (|| -> Result<u64> {
+            let db = self.db()?;
+            let txn = db.begin_write().map_err(storage_err);
+            used = Some(db.clone());
+            let txn = txn?;
+            {
+                let mut meta = txn.open_table(META).map_err(storage_err)?;
+                let mut tables = Tables::open(&txn)?;
+                let mut next = current_revision(&meta)? + 1;
+                for op in ops.by_ref() {
+                    let (outcome, reply) = match op {
+                        WriteOp::Put {
+                            key,
+                            value,
+                            expected,
+                            ttl,
+                            reply,
+                        } => (
+                            apply_put(&mut tables, &mut next, &key, value, expected, ttl),
+                            reply,
+                        ),
+                        WriteOp::Expire => {
+                            apply_expire(&mut tables, &mut next, &mut events)?;
+                            continue;
+                        }
+                        WriteOp::Delete {
+                            key,
+                            expected,
+                            reply,
+                        } => (apply_delete(&mut tables, &mut next, &key, expected), reply),
+                        WriteOp::Compact { .. } => continue,
+                    };
+                    // Kept before `?` so this write is answered too if it failed.
+                    let outcome = match outcome {
+                        Ok(outcome) => outcome,
+                        Err(e) => {
+                            pending.push((reply, None));
+                            return Err(e);
+                        }
+                    };
+                    if let Some(event) = outcome.1 {
+                        events.push(event);
                     }
-                    WriteOp::Delete {
-                        key,
-                        expected,
-                        reply,
-                    } => (apply_delete(&mut tables, &mut next, &key, expected)?, reply),
-                    WriteOp::Compact { .. } => continue,
-                };
-                if let Some(event) = outcome.1 {
-                    events.push(event);
+                    pending.push((reply, Some(outcome.0)));
                 }
-                pending.push((reply, outcome.0));
+                batch_revision = next - 1;
+                meta.insert(META_REVISION, batch_revision)
+                    .map_err(storage_err)?;
             }
-            revision = next - 1;
-            meta.insert(META_REVISION, revision).map_err(storage_err)?;
+            txn.commit().map_err(storage_err)?;
+            Ok(batch_revision)
+        })();
+        let result = match result {
+            Ok(revision) => {
+                self.failed = None;
+                self.shared.revision.store(revision, Ordering::Release);
+                if !events.is_empty() {
+                    self.shared.hub.publish(events, revision);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(db) = used {
+                    self.after_failure(db, &e);
+                }
+                let landed = batch_revision > 0
+                    && self.shared.revision.load(Ordering::Acquire) >= batch_revision;
+                if landed {
+                    // `catch_up` published it; the writers get their outcomes.
+                    Ok(())
+                } else {
+                    error!(error = %e, writes = count, "embedded commit failed; nothing of the batch was written");
+                    Err(message_of(&e))
+                }
+            }
+        };
+        let answer = |outcome: Option<TxnOutcome>| match (&result, outcome) {
+            (Ok(()), Some(outcome)) => Ok(outcome),
+            (Ok(()), None) => Err(StorageError::Internal(
+                "embedded store: write was not applied".into(),
+            )),
+            (Err(message), _) => Err(StorageError::Internal(message.clone())),
+        };
+        for (reply, outcome) in pending {
+            let _ = reply.send(answer(outcome));
         }
-        txn.commit().map_err(storage_err)?;
-        Ok(revision)
-    })();
-    match result {
-        Ok(revision) => {
-            shared.revision.store(revision, Ordering::Release);
-            if !events.is_empty() {
-                shared.hub.publish(events, revision);
-            }
-            for (reply, outcome) in pending {
-                let _ = reply.send(Ok(outcome));
+        // Writes the batch never reached: answered with the failure, never dropped.
+        for op in ops {
+            match op {
+                WriteOp::Put { reply, .. } | WriteOp::Delete { reply, .. } => {
+                    let _ = reply.send(answer(None));
+                }
+                WriteOp::Compact { .. } | WriteOp::Expire => {}
             }
         }
-        Err(e) => {
-            error!(error = %e, writes = count, "embedded commit failed; nothing of the batch was written");
-            for (reply, _) in pending {
-                let _ = reply.send(Err(StorageError::Internal(e.to_string())));
-            }
-        }
+    }
+}
+
+/// The message of a storage error, to repeat to every writer the failure concerns.
+fn message_of(e: &StorageError) -> String {
+    match e {
+        StorageError::Internal(message) | StorageError::Unavailable(message) => message.clone(),
+        other => other.to_string(),
     }
 }
 
