@@ -113,8 +113,24 @@ pub fn start_wrapped(
     etcd_endpoint: Option<String>,
     args: &[&str],
 ) -> Server {
-    let wrapper: Vec<String> = wrapper.iter().map(|w| w.to_string()).collect();
     let dir = tempfile::tempdir().expect("temp dir");
+    start_in(dir, wrapper, etcd, etcd_endpoint, args)
+}
+
+/// The server on the embedded store in `dir`, whose `data` the caller may have prepared (a
+/// small filesystem mounted there, say).
+pub fn start_embedded_in(dir: tempfile::TempDir, args: &[&str]) -> Server {
+    start_in(dir, &[], None, None, args)
+}
+
+fn start_in(
+    dir: tempfile::TempDir,
+    wrapper: &[&str],
+    etcd: Option<EtcdServer>,
+    etcd_endpoint: Option<String>,
+    args: &[&str],
+) -> Server {
+    let wrapper: Vec<String> = wrapper.iter().map(|w| w.to_string()).collect();
     let kubeconfig = dir.path().join("kubeconfig");
     // Free ports of our own unless the caller names them (a port given twice is refused).
     let given = |flag: &str| {

@@ -6,10 +6,7 @@
 
 mod support;
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Write};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,90 +15,7 @@ use storage::backend::DynBackend;
 use storage::embedded::EmbeddedBackend;
 use storage::{Interface, KvStore, ReadRevision, StorageError, WatchOptions};
 use support::take_changes;
-
-/// A tmpfs mounted for the test; unmounted when dropped, also when the test fails.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-impl Tmpfs {
-    /// None, with the reason printed, when this process may not mount.
-    fn mount(size: &str) -> Option<Self> {
-        let root = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Uid:"))
-                    .map(|uids| uids.split_whitespace().next() == Some("0"))
-            })
-            .unwrap_or(false);
-        if !root {
-            eprintln!("SKIPPED disk_full: mounting a small tmpfs needs root");
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("temp dir");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status();
-        match status {
-            Ok(s) if s.success() => Some(Self { dir }),
-            other => {
-                eprintln!("SKIPPED disk_full: mount -t tmpfs failed: {other:?}");
-                None
-            }
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        // The store's threads let go of its file shortly after it is dropped.
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut ok = false;
-        while !ok && Instant::now() < deadline {
-            ok = Command::new("umount")
-                .arg(self.dir.path())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        if !ok {
-            // Something still holds a file there: detach it so the temp dir can go.
-            let _ = Command::new("umount")
-                .arg("-l")
-                .arg(self.dir.path())
-                .status();
-        }
-    }
-}
-
-/// Fills the filesystem with one file, then frees `leave` bytes of it.
-fn fill(path: &PathBuf, leave: u64) {
-    let mut file = File::create(path).expect("ballast");
-    let chunk = vec![0xa5u8; 256 << 10];
-    loop {
-        match file.write_all(&chunk) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::StorageFull => break,
-            Err(e) => panic!("writing the ballast: {e}"),
-        }
-    }
-    let len = file.metadata().expect("ballast size").len();
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("ballast")
-        .set_len(len.saturating_sub(leave))
-        .expect("shrink the ballast");
-}
+use test_support::tmpfs::{fill, Tmpfs};
 
 /// Opens the store again once the dropped one's writer thread has let go of the file.
 fn reopen(data: &Path) -> EmbeddedBackend {

@@ -11,6 +11,7 @@ mod backend;
 mod etcd;
 mod macros;
 pub mod stats;
+pub mod tmpfs;
 mod wait;
 
 use std::future::Future;
