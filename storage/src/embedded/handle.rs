@@ -56,6 +56,14 @@ impl DbHandle {
             })
     }
 
+    /// Whether a database is open (false after a reopen failed).
+    pub fn is_open(&self) -> bool {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
     /// Closes the current database and opens the file again, which makes redb recover it to
     /// its last durable commit. Only the writer thread calls this. On failure the store stays
     /// closed and the next call tries again.

@@ -4,7 +4,7 @@
 //! commit is durable.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -94,7 +94,24 @@ pub fn run(store: Arc<DbHandle>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
         shared,
         failed: None,
     };
-    while let Ok(first) = rx.recv() {
+    loop {
+        // While a failed reopen left the store closed, reads fail too: try again on a timer
+        // rather than waiting for the next write.
+        let first = if writer.store.is_open() {
+            match rx.recv() {
+                Ok(op) => op,
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(RETRY_AFTER) {
+                Ok(op) => op,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = writer.recover();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -155,9 +172,8 @@ impl Writer {
             return;
         }
         self.failed = Some((Instant::now(), message_of(error)));
-        if let Err(e) = self.recover() {
-            error!(error = %e, "reopening the embedded store failed; retrying with the next write");
-        }
+        // A failure is logged there and retried by the writer's loop.
+        let _ = self.recover();
     }
 
     fn recover(&mut self) -> Result<Arc<Database>> {
@@ -167,7 +183,15 @@ impl Writer {
         });
         match &result {
             Ok(_) => info!("reopened the embedded store after an I/O error"),
-            Err(e) => self.failed = Some((Instant::now(), message_of(e))),
+            Err(e) => {
+                error!(error = %e, "reopening the embedded store failed; retrying");
+                // Writers keep hearing the cause (a full disk), not the reopen's own error.
+                let message = self
+                    .failed
+                    .take()
+                    .map_or_else(|| message_of(e), |(_, message)| message);
+                self.failed = Some((Instant::now(), message));
+            }
         }
         result
     }
