@@ -68,13 +68,12 @@ fn writer(port: u16, id: usize, stop: Arc<AtomicBool>) -> Written {
 
 /// Follows the ConfigMaps' watch on one server from a list's resourceVersion, resuming from
 /// the last one seen, counting ADDED events per name.
-fn watcher(port: u16, stop: Arc<AtomicBool>, seen: Arc<Mutex<BTreeMap<String, usize>>>) {
-    let list = Server::send(port, "GET", CONFIGMAPS, &[], b"");
-    assert_eq!(list.status, 200, "list: {}", list.body);
-    let mut rv = list.json()["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("list resourceVersion")
-        .to_string();
+fn watcher(
+    port: u16,
+    mut rv: String,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<BTreeMap<String, usize>>>,
+) {
     while !stop.load(Ordering::Relaxed) {
         let path = format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}&timeoutSeconds=1");
         let r = Server::send(port, "GET", &path, &[], b"");
@@ -143,11 +142,19 @@ fn killing_the_etcd_leader_loses_no_acknowledged_write() {
     });
     assert!(wait_ready(&a, Duration::from_secs(20)) && wait_ready(&b, Duration::from_secs(20)));
 
+    // What exists before the writers start; the watcher follows every change after it.
+    let list = a.get(CONFIGMAPS);
+    assert_eq!(list.status, 200, "list: {}", list.body);
+    let rv = list.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list resourceVersion")
+        .to_string();
+    let before = names_in(&a);
     let stop_watch = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(BTreeMap::new()));
     let watch = {
         let (stop, seen, port) = (stop_watch.clone(), seen.clone(), a.port);
-        std::thread::spawn(move || watcher(port, stop, seen))
+        std::thread::spawn(move || watcher(port, rv, stop, seen))
     };
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -224,7 +231,7 @@ fn killing_the_etcd_leader_loses_no_acknowledged_write() {
     }
 
     // The watcher catches up with everything stored, each exactly once.
-    let stored = names_in(&b);
+    let stored: BTreeSet<String> = names_in(&b).difference(&before).cloned().collect();
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         let caught_up = {
