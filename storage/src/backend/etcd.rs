@@ -7,14 +7,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, PutOptions, Txn, TxnOp,
-    TxnOpResponse, WatchClient, WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchOptions,
 };
 use futures::StreamExt;
 use tokio::sync::Mutex;
 use tonic::Code;
 
 use super::etcd_leases::LeaseManager;
+use super::etcd_members::Members;
 use super::{
     Backend, BackendWatch, KeyRange, RangeRequest, RangeResponse, RawEvent, RawEventKind,
     TxnOutcome, WatchMessage,
@@ -40,16 +41,9 @@ impl EtcdConfig {
     }
 }
 
-/// The largest response read from etcd. gRPC's default of 4 MiB would fail any full list of
-/// a large collection; upstream's etcd client accepts up to 2 GiB (clientv3's default
-/// MaxCallRecvMsgSize), and so do we.
-const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
-
 pub struct EtcdBackend {
-    client: Client,
-    /// The client's KV and watch services, reading responses up to [`MAX_RESPONSE_BYTES`].
-    kv: KvClient,
-    watch: WatchClient,
+    /// Every member, each request going to a healthy one.
+    members: Arc<Members>,
     leases: LeaseManager,
 }
 
@@ -62,18 +56,12 @@ impl EtcdBackend {
             .with_timeout(config.request_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
             .with_keep_alive_while_idle(true);
-        let client = Client::connect(&config.endpoints, Some(options))
+        let members = Members::connect(&config.endpoints, options)
             .await
             .map_err(map_error)?;
         Ok(Self {
-            leases: LeaseManager::new(client.clone()),
-            kv: client
-                .kv_client()
-                .max_decoding_message_size(MAX_RESPONSE_BYTES),
-            watch: client
-                .watch_client()
-                .max_decoding_message_size(MAX_RESPONSE_BYTES),
-            client,
+            leases: LeaseManager::new(members.clone()),
+            members,
         })
     }
 
@@ -89,7 +77,14 @@ impl EtcdBackend {
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
             .and_then([op])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.kv.clone().txn(txn).await.map_err(map_error)?;
+        let resp = self
+            .members
+            .write(|mut c| {
+                let txn = txn.clone();
+                async move { c.kv.txn(txn).await }
+            })
+            .await
+            .map_err(map_error)?;
         if !resp.succeeded() {
             return Ok(Err(TxnOutcome::Failed {
                 current: current_from(resp.op_responses()),
@@ -98,9 +93,14 @@ impl EtcdBackend {
         Ok(Ok((header_revision(resp.header()), resp.op_responses())))
     }
 
-    /// The underlying client, for callers that measure against raw etcd.
+    /// A client of the first member, for callers that measure against raw etcd.
     pub fn client(&self) -> Client {
-        self.client.clone()
+        self.members.first_client()
+    }
+
+    /// Each endpoint and whether it is currently believed healthy.
+    pub fn endpoint_health(&self) -> Vec<(String, bool)> {
+        self.members.endpoints()
     }
 }
 
@@ -205,9 +205,11 @@ impl Backend for EtcdBackend {
             opts = opts.with_count_only();
         }
         let resp = self
-            .kv
-            .clone()
-            .get(key, Some(opts))
+            .members
+            .read(|mut c| {
+                let (key, opts) = (key.clone(), opts.clone());
+                async move { c.kv.get(key, Some(opts)).await }
+            })
             .await
             .map_err(|e| with_requested(map_error(e), req.revision))?;
         Ok(RangeResponse {
@@ -277,10 +279,15 @@ impl Backend for EtcdBackend {
         if start_revision > 0 {
             opts = opts.with_start_revision(start_revision);
         }
+        // Opening the watch is a read: a dead member's refusal moves it to a live one. A stream
+        // that breaks later ends with an error, and the watch cache resumes from the revision
+        // after the last one it saw, on whichever member is healthy then.
         let stream = self
-            .watch
-            .clone()
-            .watch(range.start.clone(), Some(opts))
+            .members
+            .read(|mut c| {
+                let (key, opts) = (range.start.clone(), opts.clone());
+                async move { c.watch.watch(key, Some(opts)).await }
+            })
             .await
             .map_err(map_error)?;
         let (sender, responses) = stream.split();
@@ -304,7 +311,10 @@ impl Backend for EtcdBackend {
     }
 
     async fn compact(&self, revision: i64) -> Result<()> {
-        match self.kv.clone().compact(revision, None).await {
+        let compact = self
+            .members
+            .write(|mut c| async move { c.kv.compact(revision, None).await });
+        match compact.await {
             Ok(_) => Ok(()),
             Err(e) => Err(with_requested(map_error(e), revision)),
         }
@@ -314,9 +324,11 @@ impl Backend for EtcdBackend {
         // A count-only read of one key is the cheapest request whose header carries the
         // store's revision.
         let resp = self
-            .kv
-            .clone()
-            .get("/", Some(GetOptions::new().with_count_only()))
+            .members
+            .read(|mut c| async move {
+                c.kv.get("/", Some(GetOptions::new().with_count_only()))
+                    .await
+            })
             .await
             .map_err(map_error)?;
         Ok(header_revision(resp.header()))

@@ -3,12 +3,13 @@
 //! one per event. The lease is granted a little longer than asked (a fraction of the ttl, at
 //! most a minute), so a key lives at least its ttl and at most that much longer.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::Client;
 use tokio::sync::Mutex;
 
 use super::etcd::map_error;
+use super::etcd_members::Members;
 use crate::Result;
 
 /// Upstream's defaults: reuse for 5% of the ttl, at most 60s, at most 1000 keys per lease.
@@ -23,14 +24,14 @@ struct Current {
 }
 
 pub struct LeaseManager {
-    client: Client,
+    members: Arc<Members>,
     current: Mutex<Option<Current>>,
 }
 
 impl LeaseManager {
-    pub fn new(client: Client) -> Self {
+    pub fn new(members: Arc<Members>) -> Self {
         Self {
-            client,
+            members,
             current: Mutex::new(None),
         }
     }
@@ -56,9 +57,8 @@ impl LeaseManager {
         let granted = ttl + reuse;
         let seconds = i64::try_from(granted.as_secs()).unwrap_or(i64::MAX);
         let resp = self
-            .client
-            .lease_client()
-            .grant(seconds, None)
+            .members
+            .write(|mut c| async move { c.lease.grant(seconds, None).await })
             .await
             .map_err(map_error)?;
         tracing::debug!(lease = resp.id(), seconds, "granted an etcd lease");

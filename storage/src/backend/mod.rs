@@ -3,6 +3,7 @@
 
 pub mod etcd;
 mod etcd_leases;
+pub mod etcd_members;
 
 use std::path::Path;
 use std::sync::Arc;

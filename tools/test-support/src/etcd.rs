@@ -18,7 +18,7 @@ pub struct EtcdServer {
 }
 
 /// The etcd binary: `$ETCD_BIN`, else `etcd` on the PATH.
-fn etcd_binary() -> PathBuf {
+pub(crate) fn etcd_binary() -> PathBuf {
     std::env::var_os("ETCD_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("etcd"))

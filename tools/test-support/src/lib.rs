@@ -9,6 +9,7 @@
 
 mod backend;
 mod etcd;
+mod etcd_cluster;
 mod macros;
 pub mod stats;
 pub mod tmpfs;
@@ -19,6 +20,7 @@ use std::net::TcpListener;
 
 pub use backend::{BackendKind, TestBackend};
 pub use etcd::EtcdServer;
+pub use etcd_cluster::EtcdCluster;
 pub use wait::{eventually, wait_until};
 
 /// A crate's test harness, built over a backend it then owns. The tests [`both_backends!`]

@@ -1,0 +1,378 @@
+//! The etcd cluster's members as seen by one API server: one client per endpoint, each member's
+//! health from request outcomes and a periodic status probe, and the order in which a request
+//! tries them. Upstream's clientv3 balances over healthy endpoints and retries reads that found a
+//! member unavailable on another one; a single balanced channel over every endpoint kept sending
+//! to a dead member, so this picks members itself.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, ConnectOptions, KvClient, LeaseClient, WatchClient};
+use tonic::Code;
+
+/// The largest response read from etcd. gRPC's default of 4 MiB would fail any full list of
+/// a large collection; upstream's etcd client accepts up to 2 GiB (clientv3's default
+/// MaxCallRecvMsgSize), and so do we.
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
+/// How often healthy members are probed, and how long a probe may take.
+const PROBE_INTERVAL: Duration = Duration::from_millis(500);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Retry delays for a failed member: doubling from the first to the last.
+const BACKOFF_FIRST: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// One member's clients; cheap to clone (they share the member's channel).
+#[derive(Clone)]
+pub struct Conn {
+    pub client: Client,
+    pub kv: KvClient,
+    pub watch: WatchClient,
+    pub lease: LeaseClient,
+}
+
+/// A member's health: failures in a row (0 is healthy) and when it may be tried again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberHealth {
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+impl MemberHealth {
+    pub fn healthy(&self) -> bool {
+        self.failures == 0
+    }
+
+    fn failed(&mut self, now: Instant) {
+        self.failures = self.failures.saturating_add(1);
+        self.retry_at = Some(now + backoff(self.failures));
+    }
+
+    fn succeeded(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Whether the prober should ask this member now: healthy ones every round, failed ones
+    /// once their back-off has passed.
+    fn due(&self, now: Instant) -> bool {
+        self.retry_at.is_none_or(|at| at <= now)
+    }
+}
+
+/// The wait after `failures` failures in a row.
+pub fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    BACKOFF_FIRST
+        .saturating_mul(1 << doublings)
+        .min(BACKOFF_MAX)
+}
+
+/// The order in which a request tries members: the healthy ones round-robin from `start`, then
+/// the failed ones, soonest retry first, as a last resort (all may have failed only briefly).
+pub fn pick_order(health: &[MemberHealth], start: usize) -> Vec<usize> {
+    let n = health.len();
+    let mut order: Vec<usize> = (0..n)
+        .map(|i| (start + i) % n.max(1))
+        .filter(|&i| health[i].healthy())
+        .collect();
+    let mut failed: Vec<usize> = (0..n).filter(|&i| !health[i].healthy()).collect();
+    failed.sort_by_key(|&i| health[i].retry_at);
+    order.extend(failed);
+    order
+}
+
+struct Member {
+    endpoint: String,
+    conn: Conn,
+    health: Mutex<MemberHealth>,
+}
+
+pub struct Members {
+    members: Vec<Member>,
+    next: AtomicUsize,
+}
+
+impl Members {
+    /// One lazily connecting client per endpoint (etcd need not be up yet), and a prober that
+    /// runs for as long as the members are in use.
+    pub async fn connect(
+        endpoints: &[String],
+        options: ConnectOptions,
+    ) -> Result<Arc<Self>, etcd_client::Error> {
+        let mut members = Vec::with_capacity(endpoints.len());
+        for endpoint in endpoints {
+            let client = Client::connect([endpoint.as_str()], Some(options.clone())).await?;
+            let conn = Conn {
+                kv: client
+                    .kv_client()
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES),
+                watch: client
+                    .watch_client()
+                    .max_decoding_message_size(MAX_RESPONSE_BYTES),
+                lease: client.lease_client(),
+                client,
+            };
+            members.push(Member {
+                endpoint: endpoint.clone(),
+                conn,
+                health: Mutex::new(MemberHealth::default()),
+            });
+        }
+        if members.is_empty() {
+            return Err(etcd_client::Error::InvalidArgs(
+                "no etcd endpoints given".into(),
+            ));
+        }
+        let members = Arc::new(Self {
+            members,
+            next: AtomicUsize::new(0),
+        });
+        tokio::spawn(probe_loop(Arc::downgrade(&members)));
+        Ok(members)
+    }
+
+    /// The first member's client, for callers that measure against raw etcd.
+    pub fn first_client(&self) -> Client {
+        self.members[0].conn.client.clone()
+    }
+
+    fn health(&self, i: usize) -> MemberHealth {
+        *self.members[i]
+            .health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn update(&self, i: usize, f: impl FnOnce(&mut MemberHealth)) {
+        let member = &self.members[i];
+        let mut health = member.health.lock().unwrap_or_else(|e| e.into_inner());
+        let was = health.healthy();
+        f(&mut health);
+        if was != health.healthy() {
+            if health.healthy() {
+                tracing::info!(endpoint = %member.endpoint, "etcd member is healthy again");
+            } else {
+                tracing::warn!(endpoint = %member.endpoint, "etcd member failed; avoiding it");
+            }
+        }
+    }
+
+    fn order(&self) -> Vec<usize> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let health: Vec<_> = (0..self.members.len()).map(|i| self.health(i)).collect();
+        pick_order(&health, start % self.members.len())
+    }
+
+    /// Each endpoint and whether it is currently believed healthy.
+    pub fn endpoints(&self) -> Vec<(String, bool)> {
+        (0..self.members.len())
+            .map(|i| (self.members[i].endpoint.clone(), self.health(i).healthy()))
+            .collect()
+    }
+
+    /// Runs a read on a healthy member; one that fails as unavailable is tried on the next
+    /// member, as clientv3 retries Unavailable reads.
+    pub async fn read<T, F, Fut>(&self, mut op: F) -> Result<T, etcd_client::Error>
+    where
+        F: FnMut(Conn) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.attempt(&mut op, is_unavailable).await
+    }
+
+    /// Runs a write on a healthy member; it moves to the next member only when it provably
+    /// never reached the first (the connection was refused), as a write that may have been
+    /// applied must not be applied twice.
+    pub async fn write<T, F, Fut>(&self, mut op: F) -> Result<T, etcd_client::Error>
+    where
+        F: FnMut(Conn) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        self.attempt(&mut op, never_sent).await
+    }
+
+    async fn attempt<T, F, Fut>(
+        &self,
+        op: &mut F,
+        retryable: fn(&etcd_client::Error) -> bool,
+    ) -> Result<T, etcd_client::Error>
+    where
+        F: FnMut(Conn) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let order = self.order();
+        let mut last = None;
+        for i in order {
+            match op(self.members[i].conn.clone()).await {
+                Ok(value) => {
+                    self.update(i, MemberHealth::succeeded);
+                    return Ok(value);
+                }
+                Err(err) => {
+                    if is_transport_failure(&err) {
+                        self.update(i, |h| h.failed(Instant::now()));
+                    }
+                    if !retryable(&err) {
+                        return Err(err);
+                    }
+                    tracing::debug!(endpoint = %self.members[i].endpoint, error = %err, "etcd request failed; trying another member");
+                    last = Some(err);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into())))
+    }
+}
+
+/// Asks every due member for its status (alive, and knowing a leader); stops when the members are dropped.
+async fn probe_loop(members: Weak<Members>) {
+    let mut ticker = tokio::time::interval(PROBE_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(members) = members.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let due: Vec<usize> = (0..members.members.len())
+            .filter(|&i| members.health(i).due(now))
+            .collect();
+        let probes = due.iter().map(|&i| {
+            let mut maintenance = members.members[i].conn.client.maintenance_client();
+            async move {
+                let answer = tokio::time::timeout(PROBE_TIMEOUT, maintenance.status()).await;
+                // A member that knows no leader (restarting, or cut off) would hold a write
+                // until etcd's own request timeout: as etcd's /health, count it unhealthy.
+                (i, matches!(answer, Ok(Ok(status)) if status.leader() != 0))
+            }
+        });
+        for (i, ok) in futures::future::join_all(probes).await {
+            if ok {
+                members.update(i, MemberHealth::succeeded);
+            } else {
+                members.update(i, |h| h.failed(Instant::now()));
+            }
+        }
+    }
+}
+
+/// The member itself could not be reached or dropped the connection (as opposed to an answer
+/// from a live member, such as "leader changed" during an election).
+pub fn is_transport_failure(err: &etcd_client::Error) -> bool {
+    use etcd_client::Error as E;
+    match err {
+        E::TransportError(_) | E::IoError(_) => true,
+        E::GRpcStatus(status) => {
+            let mut source = std::error::Error::source(status);
+            while let Some(e) = source {
+                if e.is::<tonic::transport::Error>() || e.is::<std::io::Error>() {
+                    return true;
+                }
+                source = e.source();
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+fn is_unavailable(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            matches!(status.code(), Code::Unavailable) || is_transport_failure(err)
+        }
+        other => is_transport_failure(other),
+    }
+}
+
+/// The request never left: the member refused the connection (or none could be made).
+fn never_sent(err: &etcd_client::Error) -> bool {
+    let refused = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            || e.to_string().contains("tcp connect error")
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
+        etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
+        etcd_client::Error::IoError(io) => Some(io),
+        etcd_client::Error::TransportError(e) => Some(e),
+        _ => None,
+    };
+    while let Some(e) = source {
+        if refused(e) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(times: u32, now: Instant) -> MemberHealth {
+        let mut h = MemberHealth::default();
+        for _ in 0..times {
+            h.failed(now);
+        }
+        h
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        assert_eq!(backoff(1), Duration::from_millis(200));
+        assert_eq!(backoff(2), Duration::from_millis(400));
+        assert_eq!(backoff(3), Duration::from_millis(800));
+        assert_eq!(backoff(6), Duration::from_secs(5));
+        assert_eq!(backoff(u32::MAX), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn failed_member_is_due_only_after_its_backoff() {
+        let now = Instant::now();
+        let h = failed(2, now);
+        assert!(!h.healthy());
+        assert!(!h.due(now));
+        assert!(!h.due(now + Duration::from_millis(399)));
+        assert!(h.due(now + Duration::from_millis(400)));
+        let mut h = h;
+        h.succeeded();
+        assert!(h.healthy() && h.due(now));
+    }
+
+    #[test]
+    fn healthy_members_round_robin_before_failed_ones() {
+        let now = Instant::now();
+        let ok = MemberHealth::default();
+        let health = [ok, failed(1, now), ok];
+        assert_eq!(pick_order(&health, 0), vec![0, 2, 1]);
+        assert_eq!(pick_order(&health, 1), vec![2, 0, 1]);
+        assert_eq!(pick_order(&health, 2), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn failed_members_are_tried_soonest_retry_first() {
+        let now = Instant::now();
+        let health = [failed(3, now), failed(1, now), failed(2, now)];
+        assert_eq!(pick_order(&health, 0), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn errors_from_a_live_member_do_not_count_against_it() {
+        let leader_changed = etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+            "etcdserver: leader changed",
+        ));
+        assert!(!is_transport_failure(&leader_changed));
+        assert!(is_unavailable(&leader_changed));
+        assert!(!never_sent(&leader_changed));
+        let refused = etcd_client::Error::IoError(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        ));
+        assert!(is_transport_failure(&refused));
+        assert!(never_sent(&refused));
+    }
+}
