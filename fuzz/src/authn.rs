@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use apiserver::authn::{bearer, Bearer};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
-use registry::serviceaccount::{Claims, SigningKey, Verifier, VerifyingKey};
+use registry::serviceaccount::{Claims, Private, Ref, SigningKey, Verifier, VerifyingKey};
 
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 const NOW: i64 = 1_800_000_000;
@@ -42,6 +42,15 @@ pub fn run(data: &[u8]) {
             iat: Some(NOW - 10),
             nbf: Some(NOW - 10),
             exp: Some(NOW + 3600),
+            // A service account token names its service account.
+            kubernetes: Some(Private {
+                namespace: "default".into(),
+                serviceaccount: Ref {
+                    name: "default".into(),
+                    uid: "5c7d3a5e-1f0e-4b8e-9d3c-2a6b1e0f4c11".into(),
+                },
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let token = signing.sign(&claims).expect("a token signs");
