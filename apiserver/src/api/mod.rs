@@ -6,6 +6,8 @@ pub mod attributes;
 pub(crate) mod body;
 pub mod component_status;
 pub mod create_only;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 mod json_syntax;
 mod list_body;

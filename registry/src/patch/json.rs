@@ -21,8 +21,11 @@ pub(super) fn apply_json_patch(original: &Value, body: &[u8]) -> Result<Value> {
     // and the like when applying them, so those are 422, not 400.
     let patch: json_patch::Patch =
         serde_json::from_value(Value::Array(ops)).map_err(|_| RegistryError::Unprocessable)?;
+    // On our own copy, dropped when an operation fails: json_patch::patch's undo of the
+    // operations already applied can panic (a failed `move` after a `copy` to its source
+    // leaves nothing to undo), and a request must not reach a panic.
     let mut doc = original.clone();
-    json_patch::patch(&mut doc, &patch).map_err(|_| RegistryError::Unprocessable)?;
+    json_patch::patch_unsafe(&mut doc, &patch).map_err(|_| RegistryError::Unprocessable)?;
     Ok(doc)
 }
 

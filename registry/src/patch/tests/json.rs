@@ -27,6 +27,16 @@ fn json_patch_add_remove_replace_test() {
     assert_eq!(out["data"]["k"], "v");
 }
 
+/// Found by the `patch` fuzz target: a `move` that fails after a `copy` onto its source made
+/// json_patch's undo panic; it is a 422 like any operation that does not apply.
+#[test]
+fn json_patch_failing_move_after_copy_is_a_422_not_a_panic() {
+    let body = r#"[{"op": "copy", "from": "/metadata/labels", "path": "/metadata/annotations"},
+                   {"op": "move", "from": "/metadata/annotations", "path": "/nope/x/y"}]"#;
+    let err = raw(PatchType::Json, &cm(), body).unwrap_err();
+    assert!(matches!(err, RegistryError::Unprocessable), "{err:?}");
+}
+
 #[test]
 fn json_patch_failing_test_is_a_bare_422() {
     let body = r#"[{"op": "test", "path": "/data/k", "value": "other"},
