@@ -230,7 +230,7 @@ fn policies(s: &Server, log: &Path) {
                     "apiVersions": ["v1"], "operations": ["CREATE"],
                     "resources": ["horizontalpodautoscalers"]}]},
                 "validations": [{"expression": "object.spec.targetCPUUtilizationPercentage <= 80",
-                    "messageExpression": "'target too high in ' + object.apiVersion"}]}),
+                    "messageExpression": "'target too high in ' + object.apiVersion + ', asked as ' + request.requestKind.version"}]}),
         ),
     );
     s.with_manifest(
@@ -257,7 +257,7 @@ fn policies(s: &Server, log: &Path) {
         !out.status.success()
     });
     assert!(
-        said.contains("ValidatingAdmissionPolicy 'cpu-target' with binding 'cpu-target' denied request: target too high in autoscaling/v1"),
+        said.contains("ValidatingAdmissionPolicy 'cpu-target' with binding 'cpu-target' denied request: target too high in autoscaling/v1, asked as v2"),
         "{said}"
     );
     s.with_manifest("create", &hpa("calm", 50));

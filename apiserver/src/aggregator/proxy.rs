@@ -195,7 +195,7 @@ async fn send(
         .await
         .map_err(|e| e.to_string())?;
     if answer.status() == StatusCode::SWITCHING_PROTOCOLS {
-        splice(request.upgrade, &mut answer);
+        crate::api::subresources::reverse_proxy::splice(request.upgrade, &mut answer);
     }
     let (mut parts, body) = answer.into_parts();
     // The backend's hop headers are its connection's, not the client's (HTTP/2 forbids them).
@@ -213,25 +213,6 @@ async fn send(
         }
     }
     Ok(Response::from_parts(parts, Body::new(body)))
-}
-
-/// Joins the client's upgraded connection to the backend's once both are handed over.
-fn splice(client: Option<OnUpgrade>, answer: &mut hyper::Response<hyper::body::Incoming>) {
-    let backend = hyper::upgrade::on(answer);
-    let Some(client) = client else {
-        return;
-    };
-    tokio::spawn(async move {
-        match (client.await, backend.await) {
-            (Ok(client), Ok(backend)) => {
-                let (mut client, mut backend) = (TokioIo::new(client), TokioIo::new(backend));
-                if let Err(e) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
-                    debug!(error = %e, "proxied upgrade ended");
-                }
-            }
-            (Err(e), _) | (_, Err(e)) => debug!(error = %e, "proxied upgrade failed"),
-        }
-    });
 }
 
 /// What a GET of the aggregator's own (discovery, availability) gave.

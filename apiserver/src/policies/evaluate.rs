@@ -33,11 +33,15 @@ pub struct Context {
 }
 
 impl Context {
+    /// What the expressions see of a request, its objects as `attrs` and `obj` give them (in
+    /// the version the policy's rules took it in through); `requested` is what the client
+    /// asked for (`request.requestKind`).
     pub fn new(
         registry: &Registry,
         attrs: &Attributes<'_>,
         obj: Option<&Object>,
         namespace: Option<Value>,
+        requested: &registry::catalogue::ResourceInfo,
     ) -> Self {
         let uid = uuid::Uuid::new_v4().to_string();
         let name = if attrs.name.is_empty() {
@@ -45,10 +49,12 @@ impl Context {
         } else {
             attrs.name
         };
+        let mut request = admission_request(&uid, attrs, obj);
+        crate::webhooks::review::set_requested(&mut request, requested);
         Self::of(
             obj.cloned().unwrap_or(Value::Null),
             attrs.old.cloned().unwrap_or(Value::Null),
-            admission_request(&uid, attrs, obj),
+            request,
             namespace.unwrap_or(Value::Null),
             authorizer(registry, attrs, name),
         )

@@ -338,6 +338,7 @@ impl Plugin for Policies {
                     &seen_attrs,
                     seen.as_ref(),
                     namespace_object.clone(),
+                    attrs.info,
                 );
                 evaluate::apply(
                     &registry,
@@ -352,7 +353,7 @@ impl Plugin for Policies {
                 continue;
             }
             let context = context.get_or_insert_with(|| {
-                evaluate::Context::new(&registry, attrs, obj, namespace_object.clone())
+                evaluate::Context::new(&registry, attrs, obj, namespace_object.clone(), attrs.info)
             });
             evaluate::apply(
                 &registry,

@@ -70,12 +70,17 @@ pub fn request_as(
     requested: &registry::catalogue::ResourceInfo,
 ) -> Review {
     let mut review = request(hook, attrs, obj);
-    let request = &mut review.document["request"];
+    set_requested(&mut review.document["request"], requested);
+    review
+}
+
+/// An AdmissionRequest's `requestKind` and `requestResource`: what the client asked for, when
+/// `kind` and `resource` are an equivalent version's (webhooks' and policies' alike).
+pub fn set_requested(request: &mut Value, requested: &registry::catalogue::ResourceInfo) {
     request["requestKind"] =
         json!({"group": requested.group, "version": requested.version, "kind": requested.kind});
     request["requestResource"] = json!({"group": requested.group, "version": requested.version,
         "resource": requested.plural});
-    review
 }
 
 /// The AdmissionRequest of a request (what webhooks are sent, and what admission policies'

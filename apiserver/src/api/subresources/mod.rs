@@ -17,7 +17,7 @@ mod pod_proxy;
 mod pod_target;
 mod portforward;
 mod proxy;
-mod reverse_proxy;
+pub(crate) mod reverse_proxy;
 mod scale;
 mod service_proxy;
 mod stream_options;

@@ -108,7 +108,11 @@ pub async fn serve(req: &Request, location: Location) -> Result<Response, Regist
         .await
         .map_err(unreachable_backend)?;
     if answer.status() == StatusCode::SWITCHING_PROTOCOLS {
-        splice(req, &mut answer);
+        let client = match req.upgrade.lock() {
+            Ok(mut handle) => handle.take(),
+            Err(_) => None,
+        };
+        splice(client, &mut answer);
     }
     let (mut parts, body) = answer.into_parts();
     for cors in [
@@ -156,11 +160,11 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrading: bool) {
 }
 
 /// Joins the client's upgraded connection to the backend's once both are handed over.
-fn splice(req: &Request, answer: &mut hyper::Response<hyper::body::Incoming>) {
-    let client = match req.upgrade.lock() {
-        Ok(mut handle) => handle.take(),
-        Err(_) => None,
-    };
+/// (The aggregator's proxy splices its upgrades here too.)
+pub(crate) fn splice(
+    client: Option<hyper::upgrade::OnUpgrade>,
+    answer: &mut hyper::Response<hyper::body::Incoming>,
+) {
     let backend = hyper::upgrade::on(answer);
     let Some(client) = client else {
         return;
