@@ -18,6 +18,40 @@ pub struct EtcdServer {
 }
 
 /// The etcd binary: `$ETCD_BIN`, else `etcd` on the PATH.
+/// An etcd member listening on `client` and `peer` (loopback URLs), its data in `data_dir`,
+/// one of `initial_cluster`; quiet on stdout.
+pub(crate) fn etcd_command(
+    name: &str,
+    data_dir: &std::path::Path,
+    client: &str,
+    peer: &str,
+    initial_cluster: &str,
+) -> Command {
+    let mut command = Command::new(etcd_binary());
+    command
+        .arg(format!("--name={name}"))
+        .arg(format!("--data-dir={}", data_dir.display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster={initial_cluster}"))
+        .arg("--log-level=error")
+        .arg("--logger=zap")
+        .stdout(Stdio::null());
+    command
+}
+
+/// Starts `command`, saying how to install etcd when it is missing.
+pub(crate) fn spawn_etcd(command: &mut Command) -> Child {
+    command.spawn().unwrap_or_else(|e| {
+        panic!(
+            "cannot start etcd ({}): {e}; install it with `apt-get install -y etcd-server`",
+            etcd_binary().display()
+        )
+    })
+}
+
 pub(crate) fn etcd_binary() -> PathBuf {
     std::env::var_os("ETCD_BIN")
         .map(PathBuf::from)
@@ -66,28 +100,14 @@ impl EtcdServer {
         let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
-        let child = Command::new(etcd_binary())
-            .arg("--name=test")
-            .arg(format!(
-                "--data-dir={}",
-                self.dir.path().join("data").display()
-            ))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
-            .arg("--log-level=error")
-            .arg("--logger=zap")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start etcd ({}): {e}; install it with `apt-get install -y etcd-server`",
-                    etcd_binary().display()
-                )
-            });
+        let mut command = etcd_command(
+            "test",
+            &self.dir.path().join("data"),
+            &client,
+            &peer,
+            &format!("test={peer}"),
+        );
+        let child = spawn_etcd(command.stderr(log));
         self.child = Some(child);
         self.wait_ready().await
     }

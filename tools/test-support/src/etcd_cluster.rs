@@ -4,10 +4,10 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::etcd::etcd_binary;
+use crate::etcd::{etcd_command, spawn_etcd};
 use crate::free_port;
 
 struct Member {
@@ -80,31 +80,19 @@ impl EtcdCluster {
             .append(true)
             .open(&log_path)
             .expect("etcd log");
-        let child = Command::new(etcd_binary())
-            .arg(format!("--name={}", member.name))
-            .arg(format!(
-                "--data-dir={}",
-                self.dir.path().join(&member.name).display()
-            ))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster={initial_cluster}"))
+        let mut command = etcd_command(
+            &member.name,
+            &self.dir.path().join(&member.name),
+            &client,
+            &peer,
+            &initial_cluster,
+        );
+        command
             .arg("--initial-cluster-token=failover-test")
             // A restarted member must not unseat a working leader (etcd 3.5's default).
             .arg("--pre-vote=true")
-            .arg("--log-level=error")
-            .arg("--logger=zap")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start etcd ({}): {e}; install it with `apt-get install -y etcd-server`",
-                    etcd_binary().display()
-                )
-            });
+            .stderr(log);
+        let child = spawn_etcd(&mut command);
         member.child = Some(child);
     }
 
