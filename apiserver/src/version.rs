@@ -4,9 +4,10 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-/// The Kubernetes API version whose behaviour this server follows.
+/// The Kubernetes release whose API and behaviour this server follows (its discovery and
+/// OpenAPI are 1.35's); clients compare it with their own for skew warnings.
 pub const KUBE_MAJOR: &str = "1";
-pub const KUBE_MINOR: &str = "32";
+pub const KUBE_MINOR: &str = "35";
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -63,7 +63,7 @@ impl OpenApi {
         }
     }
 
-    /// The documents' `info.version` (kube-apiserver puts its version there, "v1.32.0").
+    /// The documents' `info.version` (kube-apiserver puts its version there, "v1.35.0").
     pub fn with_info_version(mut self, version: &str) -> OpenApi {
         self.info_version = version.to_string();
         self
