@@ -360,7 +360,8 @@ impl RawPolicy {
                         "non-resource URL rules must begin with a '/' character",
                     );
                 }
-                if url.len() > 1 && url[..url.len() - 1].contains('*') {
+                // By position, not by slicing: the URL may end in a multi-byte character.
+                if url.find('*').is_some_and(|at| at + 1 < url.len()) {
                     errors.invalid(
                         &field,
                         url,

@@ -353,6 +353,17 @@ fn invalid_policies_are_refused_with_upstream_messages() {
         )),
         r#"rules[0].nonResourceURLs[0]: Invalid value: "/a*/b": non-resource URL wildcards '*' must be the final character of the rule"#
     );
+    // Found by fuzzing: a URL ending in a multi-byte character was sliced inside it.
+    assert_eq!(
+        refused(&format!(
+            "{head}rules: [{{level: None, nonResourceURLs: ['/њ', 'њ']}}]"
+        )),
+        r#"rules[0].nonResourceURLs[1]: Invalid value: "њ": non-resource URL rules must begin with a '/' character"#
+    );
+    assert!(refused(&format!(
+        "{head}rules: [{{level: None, nonResourceURLs: ['/*њ']}}]"
+    ))
+    .ends_with("non-resource URL wildcards '*' must be the final character of the rule"));
     let both = refused(&format!(
         "{head}rules: [{{level: None, nonResourceURLs: ['/x'], namespaces: [a]}}]"
     ));
