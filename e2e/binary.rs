@@ -99,12 +99,14 @@ async fn etcd_server_is_ready_only_while_etcd_answers() {
     assert_eq!(ask("/readyz").await.expect("get").0, 200);
     let (_, verbose) = ask("/readyz?verbose").await.expect("get");
     assert!(verbose.contains("[+]etcd ok"), "{verbose}");
+    assert!(verbose.contains("[+]etcd-readiness ok"), "{verbose}");
 
     server.etcd.as_mut().expect("etcd").stop();
     let started = Instant::now();
     let (status, body) = ask("/readyz").await.expect("get");
     assert_eq!(status, 500, "{body}");
     assert!(body.contains("[-]etcd failed"), "{body}");
+    assert!(body.contains("[-]etcd-readiness failed"), "{body}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "readyz took {:?}",

@@ -47,6 +47,14 @@ impl Endpoint {
 
 const CRD_SYNCED: &str = "poststarthook/crd-informer-synced";
 
+/// Upstream's readyz-only etcd check. It and `etcd` (on all three endpoints, so `/livez` too
+/// fails while etcd is unreachable, as upstream's does) pass when the cluster answers a read,
+/// whichever member answers: upstream has no per-member check or metric (its per-endpoint
+/// database size gauge is gone), so a member being down is not a failure of the server. Each
+/// member's state is named in a failing check's reason, which goes to the log, as upstream
+/// withholds reasons from the response.
+const ETCD_READINESS: &str = "etcd-readiness";
+
 impl Health {
     fn storage_check_name(&self) -> &'static str {
         // Upstream calls its storage check "etcd"; keep that name where it is true.
@@ -63,35 +71,42 @@ impl Health {
         only: Option<&str>,
     ) -> Vec<(&'static str, Option<String>)> {
         let mut names = vec!["ping", "log", self.storage_check_name()];
+        if endpoint == Endpoint::Readyz && self.backend.name() == "etcd" {
+            names.push(ETCD_READINESS);
+        }
         if self.definitions.is_some() {
             names.push(CRD_SYNCED);
         }
         if endpoint == Endpoint::Readyz {
             names.push("shutdown");
         }
-        let mut results = Vec::new();
-        for name in names {
-            if only.is_some_and(|o| o != name) {
-                continue;
+        // Run at once, not one after another as upstream's are: the two etcd checks each
+        // wait up to 2 s for an unreachable cluster, and in turn they would outlast a short
+        // `--request-timeout`.
+        let checks = names
+            .into_iter()
+            .filter(|name| only.is_none_or(|o| o == *name))
+            .map(|name| async move { (name, self.failure(name).await) });
+        futures::future::join_all(checks).await
+    }
+
+    /// Why check `name` fails now, if it does.
+    async fn failure(&self, name: &str) -> Option<String> {
+        match name {
+            "shutdown" if self.shutdown.is_cancelled() => {
+                Some("process is shutting down".to_string())
             }
-            let failure = match name {
-                "shutdown" if self.shutdown.is_cancelled() => {
-                    Some("process is shutting down".to_string())
-                }
-                CRD_SYNCED if !self.definitions.as_ref().is_some_and(|d| d.has_synced()) => {
-                    Some("not finished".to_string())
-                }
-                "etcd" | "storage" => self
-                    .backend
-                    .check_health()
-                    .await
-                    .err()
-                    .map(|e| e.to_string()),
-                _ => None,
-            };
-            results.push((name, failure));
+            CRD_SYNCED if !self.definitions.as_ref().is_some_and(|d| d.has_synced()) => {
+                Some("not finished".to_string())
+            }
+            "etcd" | ETCD_READINESS | "storage" => self
+                .backend
+                .check_health()
+                .await
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
         }
-        results
     }
 
     async fn respond(

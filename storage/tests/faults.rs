@@ -214,3 +214,54 @@ async fn scheduled_compaction_trims_history() {
         compactor.abort();
     }
 }
+
+/// A member that accepts connections and never answers (a stalled process, or a partition
+/// where the kernel still completes the handshake): reads move to the live member as soon as
+/// the status probe finds it dead, not at the client's 15 s request timeout; writes then go to
+/// the live member first; the cluster check passes with one member answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_reads_leave_a_member_that_stopped_answering() {
+    use storage::backend::etcd::{EtcdBackend, EtcdConfig};
+    use storage::backend::{Backend, KeyRange, RangeRequest};
+
+    let etcd = test_support::EtcdServer::start().await;
+    // Accepts and holds every connection, reading nothing and answering nothing.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_endpoint = format!("http://{}", silent.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in silent.incoming() {
+            held.push(conn);
+        }
+    });
+    let config = EtcdConfig::new(vec![silent_endpoint.clone(), etcd.endpoint()]);
+    let backend = EtcdBackend::connect(config).await.expect("connect");
+
+    // The first request tries the silent member first (round-robin starts at the first).
+    let started = Instant::now();
+    let read = backend
+        .range(RangeRequest {
+            range: Some(KeyRange::prefix("/")),
+            count_only: true,
+            ..Default::default()
+        })
+        .await;
+    let took = started.elapsed();
+    assert!(read.is_ok(), "{read:?}");
+    assert!(took < Duration::from_secs(4), "read took {took:?}");
+    eprintln!("read abandoned the silent member after {took:?}");
+
+    let health = backend.endpoint_health();
+    assert_eq!(
+        health,
+        vec![(silent_endpoint, false), (etcd.endpoint(), true)],
+        "{health:?}"
+    );
+    let started = Instant::now();
+    let written = backend
+        .put_if("/probe", Bytes::from_static(b"1"), 0, None)
+        .await;
+    assert!(written.is_ok(), "{written:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    backend.check_health().await.expect("one member answers");
+}

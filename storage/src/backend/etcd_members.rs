@@ -34,10 +34,15 @@ pub struct Conn {
     pub lease: LeaseClient,
 }
 
-/// A member's health: failures in a row (0 is healthy) and when it may be tried again.
+/// How often a read in flight looks whether its member has since been found dead.
+const ABANDON_CHECK: Duration = Duration::from_millis(100);
+
+/// A member's health: failures in a row (0 is healthy), when it last failed and when it may be
+/// tried again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemberHealth {
     failures: u32,
+    failed_at: Option<Instant>,
     retry_at: Option<Instant>,
 }
 
@@ -46,8 +51,19 @@ impl MemberHealth {
         self.failures == 0
     }
 
+    /// Failures in a row; 0 when healthy.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// Whether the member was found failing after `t` (by a probe or another request).
+    fn failed_after(&self, t: Instant) -> bool {
+        self.failed_at.is_some_and(|at| at > t)
+    }
+
     fn failed(&mut self, now: Instant) {
         self.failures = self.failures.saturating_add(1);
+        self.failed_at = Some(now);
         self.retry_at = Some(now + backoff(self.failures));
     }
 
@@ -166,21 +182,27 @@ impl Members {
         pick_order(&health, start % self.members.len())
     }
 
-    /// Each endpoint and whether it is currently believed healthy.
-    pub fn endpoints(&self) -> Vec<(String, bool)> {
+    /// Each endpoint and its current health.
+    pub fn endpoints(&self) -> Vec<(String, MemberHealth)> {
         (0..self.members.len())
-            .map(|i| (self.members[i].endpoint.clone(), self.health(i).healthy()))
+            .map(|i| (self.members[i].endpoint.clone(), self.health(i)))
             .collect()
     }
 
     /// Runs a read on a healthy member; one that fails as unavailable is tried on the next
-    /// member, as clientv3 retries Unavailable reads.
+    /// member, as clientv3 retries Unavailable reads. A read whose member stops answering (the
+    /// prober finds it dead while the read waits: a partition or a stalled process, where
+    /// nothing fails and TCP only retransmits) is abandoned and sent to the next member. That
+    /// is the per-attempt deadline: liveness rather than a fixed time, so a large list from a
+    /// live but busy member is never cut off and repeated elsewhere. The last member tried is
+    /// waited for (up to the client's request timeout), so a request with nowhere else to go
+    /// ends at the API server's `--request-timeout`, as upstream's does.
     pub async fn read<T, F, Fut>(&self, mut op: F) -> Result<T, etcd_client::Error>
     where
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.attempt(&mut op, is_unavailable).await
+        self.attempt(&mut op, is_unavailable, true).await
     }
 
     /// Runs a write on a healthy member; it moves to the next member only when it provably
@@ -191,22 +213,39 @@ impl Members {
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.attempt(&mut op, never_sent).await
+        // Never abandoned: a write in flight may be applied, so it is not sent again.
+        self.attempt(&mut op, never_sent, false).await
     }
 
     async fn attempt<T, F, Fut>(
         &self,
         op: &mut F,
         retryable: fn(&etcd_client::Error) -> bool,
+        abandon_dead: bool,
     ) -> Result<T, etcd_client::Error>
     where
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
         let order = self.order();
+        let count = order.len();
         let mut last = None;
-        for i in order {
-            match op(self.members[i].conn.clone()).await {
+        for (k, i) in order.into_iter().enumerate() {
+            let call = op(self.members[i].conn.clone());
+            let outcome = if abandon_dead && k + 1 < count {
+                self.unless_found_dead(i, call).await
+            } else {
+                Some(call.await)
+            };
+            let Some(outcome) = outcome else {
+                let endpoint = &self.members[i].endpoint;
+                tracing::debug!(%endpoint, "etcd member stopped answering a read; trying another member");
+                last = Some(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                    format!("etcd member {endpoint} stopped answering"),
+                )));
+                continue;
+            };
+            match outcome {
                 Ok(value) => {
                     self.update(i, MemberHealth::succeeded);
                     return Ok(value);
@@ -224,6 +263,26 @@ impl Members {
             }
         }
         Err(last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into())))
+    }
+}
+
+impl Members {
+    /// `call`'s outcome, or None once member `i` is found failing after the call began.
+    async fn unless_found_dead<T>(&self, i: usize, call: impl Future<Output = T>) -> Option<T> {
+        let started = Instant::now();
+        tokio::pin!(call);
+        let mut check = tokio::time::interval(ABANDON_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                out = &mut call => return Some(out),
+                _ = check.tick() => {
+                    if self.health(i).failed_after(started) {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -173,8 +173,12 @@ impl Drop for EtcdCluster {
 /// One plain HTTP GET on the client port, which etcd serves beside gRPC; None if it did not
 /// answer within two seconds.
 fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut conn =
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).ok()?;
+    http_get_at(([127, 0, 0, 1], port).into(), path)
+}
+
+/// [`http_get`] at any address.
+pub(crate) fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Option<String> {
+    let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     conn.write_all(request.as_bytes()).ok()?;
