@@ -265,3 +265,74 @@ async fn etcd_reads_leave_a_member_that_stopped_answering() {
     assert!(started.elapsed() < Duration::from_secs(2));
     backend.check_health().await.expect("one member answers");
 }
+
+/// Creates `key`, retrying while the cluster elects a leader; a retry that finds the key
+/// means an earlier attempt was applied though its answer was lost.
+async fn create_retrying(store: &KvStore, key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.create(key, Bytes::from_static(b"v")).await {
+            Ok(_) | Err(StorageError::AlreadyExists { .. }) => return,
+            Err(e) if e.is_unavailable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => panic!("create {key}: {e}"),
+        }
+    }
+}
+
+/// Three members, each in turn stopped (SIGSTOP: connections stay open and nothing answers,
+/// as a partition looks to a client) while a key is written: the watch cache's stream, on
+/// whichever member it is, moves to a live one and resumes from its revision, so the watcher
+/// sees every write once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_watch_cache_moves_off_a_member_that_stops_answering() {
+    let cluster = tokio::task::spawn_blocking(test_support::EtcdCluster::start);
+    let mut cluster = cluster.await.expect("cluster");
+    let endpoints: Vec<String> = (0..3).map(|i| cluster.endpoint(i)).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = storage::backend::open(&endpoints, dir.path())
+        .await
+        .expect("open");
+    let store = KvStore::new(backend, "/registry");
+    let cache = Cacher::new(store.clone(), "/things/", CacherConfig::default());
+    let start = store.current_revision().await.expect("revision");
+    let mut w = cache
+        .watch(
+            "/things/",
+            WatchOptions {
+                revision: start,
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("watch");
+    let mut last = start;
+    for i in 0..3 {
+        cluster.pause(i);
+        // The status probe finds it dead within ~1.5 s; writes then go elsewhere.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let key = format!("/things/k/{i}");
+        let started = Instant::now();
+        create_retrying(&store, &key).await;
+        let event = support::take_changes(&mut w, 1).await.remove(0);
+        eprintln!(
+            "member {i} stopped: {key} written and watched in {:?}",
+            started.elapsed()
+        );
+        assert_eq!(event.key, key, "a write missed or delivered twice");
+        assert!(event.revision > last);
+        last = event.revision;
+        cluster.resume(i);
+        let healthy = tokio::task::spawn_blocking(move || {
+            let ok = cluster.wait_all_healthy(Duration::from_secs(30));
+            (cluster, ok)
+        });
+        let (back, ok) = healthy.await.expect("wait");
+        assert!(ok, "member {i} did not come back");
+        cluster = back;
+    }
+    let more = tokio::time::timeout(Duration::from_secs(2), support::take_changes(&mut w, 1));
+    assert!(more.await.is_err(), "an event after the last write");
+}

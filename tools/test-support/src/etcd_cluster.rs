@@ -144,6 +144,30 @@ impl EtcdCluster {
         }
     }
 
+    /// Stops member `i` with SIGSTOP: its sockets stay open and the kernel still accepts
+    /// connections and data for it, but nothing answers (a stalled process, or a partition
+    /// as its clients see it).
+    pub fn pause(&mut self, i: usize) {
+        self.signal(i, "-STOP");
+    }
+
+    /// Lets a paused member run again.
+    pub fn resume(&mut self, i: usize) {
+        self.signal(i, "-CONT");
+    }
+
+    fn signal(&self, i: usize, signal: &str) {
+        if let Some(child) = &self.members[i].child {
+            let status = std::process::Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()),
+                "kill {signal} etcd member {i}"
+            );
+        }
+    }
+
     /// Starts member `i` again on its ports and data.
     pub fn restart(&mut self, i: usize) {
         self.kill(i);
