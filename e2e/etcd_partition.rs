@@ -8,7 +8,8 @@
 //!    requests succeed again by themselves.
 //! 2. Partition: the link drops every packet (netem loss 100%, or the blackhole qdisc). A GET
 //!    and a POST end with 504; `/readyz` fails on `etcd` and `etcd-readiness`, `/livez` on
-//!    `etcd` (upstream's etcd check is on both). Once the link is back, `/readyz` turns green
+//!    `etcd` (upstream's etcd check is on both); GETs still end with 504 after the client has
+//!    dropped the dead connection. Once the link is back, `/readyz` turns green
 //!    by itself, writes succeed, and a watch opened before the slowdown delivers every
 //!    ConfigMap created since, each once, in resourceVersion order.
 //!
@@ -34,6 +35,8 @@ const SLACK: Duration = Duration::from_millis(1500);
 /// back-off and the connection's keep-alive decide when the old connection recovers or is
 /// replaced.
 const RECOVERY: Duration = Duration::from_secs(30);
+/// Longer than the client connection's keep-alive takes to drop a silent connection.
+const PARTITION: Duration = Duration::from_secs(21);
 
 fn create(server: &Server, name: &str) -> support::Response {
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
@@ -175,6 +178,16 @@ fn slow_and_partitioned_etcd_end_in_504_and_recover_by_themselves() {
         server.logged(&format!("{} unhealthy", etcd.endpoint())) > 0,
         "no per-endpoint state logged"
     );
+    // Past the connection's keep-alive (a ping every 10 s, 5 s to answer) the dead connection
+    // is dropped and new ones time out: requests still wait for a member, as upstream's client
+    // waits for a connection, and end at the timeout.
+    let mut late = 0;
+    while cut_at.elapsed() < PARTITION {
+        times_out("GET late in the partition", || {
+            server.get(&format!("{CONFIGMAPS}/before"))
+        });
+        late += 1;
+    }
     let cut_for = cut_at.elapsed();
     etcd.restore();
     let ready_again = until(RECOVERY, "/readyz after the partition", || ready(&server));
@@ -185,7 +198,7 @@ fn slow_and_partitioned_etcd_end_in_504_and_recover_by_themselves() {
     }
     eprintln!(
         "partition ({cut_by:?}, {cut_for:?}): GET 504 after {get_504:?}, POST 504 after \
-         {post_504:?}; /readyz green {ready_again:?} after the link is back"
+         {post_504:?}, {late} more GETs 504; /readyz green {ready_again:?} after the link is back"
     );
 
     // The watch opened before both faults saw every ConfigMap created since (the writes that

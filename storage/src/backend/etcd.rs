@@ -56,7 +56,7 @@ impl EtcdBackend {
             .with_timeout(config.request_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
             .with_keep_alive_while_idle(true);
-        let members = Members::connect(&config.endpoints, options)
+        let members = Members::connect(&config.endpoints, options, config.request_timeout)
             .await
             .map_err(map_error)?;
         Ok(Self {

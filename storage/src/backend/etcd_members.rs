@@ -109,14 +109,19 @@ struct Member {
 pub struct Members {
     members: Vec<Member>,
     next: AtomicUsize,
+    /// How long a request waits for a member when none can be reached.
+    wait_for_member: Duration,
 }
 
 impl Members {
     /// One lazily connecting client per endpoint (etcd need not be up yet), and a prober that
     /// runs for as long as the members are in use.
+    /// `wait_for_member` bounds how long a request waits for a member to come back when all
+    /// are silent (see [`attempt`](Self::attempt)).
     pub async fn connect(
         endpoints: &[String],
         options: ConnectOptions,
+        wait_for_member: Duration,
     ) -> Result<Arc<Self>, etcd_client::Error> {
         let mut members = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
@@ -145,6 +150,7 @@ impl Members {
         let members = Arc::new(Self {
             members,
             next: AtomicUsize::new(0),
+            wait_for_member,
         });
         tokio::spawn(probe_loop(Arc::downgrade(&members)));
         Ok(members)
@@ -217,6 +223,13 @@ impl Members {
         self.attempt(&mut op, never_sent, false).await
     }
 
+    /// Rounds over the members until one answers. A round in which every member was
+    /// unreachable in silence (connections timing out or dropped, nothing refused) is followed
+    /// by a wait for one to come back, as clientv3 waits for a connection (gRPC's
+    /// waitForReady): a request across a partition ends at the API server's
+    /// `--request-timeout` with upstream's 504, not with a quick 503 once the dead connection
+    /// is dropped. The wait is bounded by the client's request timeout, for callers that have
+    /// no deadline of their own; a refused connection (nothing listens) fails at once.
     async fn attempt<T, F, Fut>(
         &self,
         op: &mut F,
@@ -227,9 +240,35 @@ impl Members {
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
+        let deadline = Instant::now() + self.wait_for_member;
+        loop {
+            let (err, silent) = match self.round(op, retryable, abandon_dead).await {
+                Ok(value) => return Ok(value),
+                Err(failed) => failed,
+            };
+            if !silent || Instant::now() >= deadline {
+                return Err(err);
+            }
+            self.until_one_may_answer(deadline).await;
+        }
+    }
+
+    /// Each member once, in [`order`](Self::order). Err: the last error, and whether every
+    /// member failed in silence.
+    async fn round<T, F, Fut>(
+        &self,
+        op: &mut F,
+        retryable: fn(&etcd_client::Error) -> bool,
+        abandon_dead: bool,
+    ) -> Result<T, (etcd_client::Error, bool)>
+    where
+        F: FnMut(Conn) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
         let order = self.order();
         let count = order.len();
         let mut last = None;
+        let mut silent = true;
         for (k, i) in order.into_iter().enumerate() {
             let call = op(self.members[i].conn.clone());
             let outcome = if abandon_dead && k + 1 < count {
@@ -251,18 +290,38 @@ impl Members {
                     return Ok(value);
                 }
                 Err(err) => {
-                    if is_transport_failure(&err) {
+                    let transport = is_transport_failure(&err);
+                    if transport {
                         self.update(i, |h| h.failed(Instant::now()));
                     }
                     if !retryable(&err) {
-                        return Err(err);
+                        return Err((err, false));
                     }
+                    silent &= transport && !refused(&err);
                     tracing::debug!(endpoint = %self.members[i].endpoint, error = %err, "etcd request failed; trying another member");
                     last = Some(err);
                 }
             }
         }
-        Err(last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into())))
+        let err =
+            last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into()));
+        Err((err, silent))
+    }
+
+    /// Waits until a member is healthy again or due to be tried (its back-off passed), or
+    /// `deadline`.
+    async fn until_one_may_answer(&self, deadline: Instant) {
+        loop {
+            let now = Instant::now();
+            let any = (0..self.members.len()).any(|i| {
+                let h = self.health(i);
+                h.healthy() || h.due(now)
+            });
+            if any || now >= deadline {
+                return;
+            }
+            tokio::time::sleep(ABANDON_CHECK).await;
+        }
     }
 }
 
@@ -345,6 +404,27 @@ fn is_unavailable(err: &etcd_client::Error) -> bool {
         }
         other => is_transport_failure(other),
     }
+}
+
+/// Nothing listens at the member's address: the connection was refused, an answer rather
+/// than silence.
+fn refused(err: &etcd_client::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
+        etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
+        etcd_client::Error::IoError(io) => Some(io),
+        etcd_client::Error::TransportError(e) => Some(e),
+        _ => None,
+    };
+    while let Some(e) = source {
+        let io_refused = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        if io_refused || e.to_string().contains("Connection refused") {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// The request never left: the member refused the connection (or none could be made).
@@ -433,5 +513,10 @@ mod tests {
         ));
         assert!(is_transport_failure(&refused));
         assert!(never_sent(&refused));
+        assert!(super::refused(&refused));
+        let timed_out =
+            etcd_client::Error::IoError(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert!(is_transport_failure(&timed_out));
+        assert!(!super::refused(&timed_out));
     }
 }
