@@ -1,8 +1,10 @@
 //! `/healthz`, `/livez`, `/readyz` and their per-check paths, answering as kube-apiserver does:
 //! `ok`, or the list of checks with `[+]`/`[-]` and a closing line, 500 on failure.
 
+use std::collections::HashMap;
 use std::fmt::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -20,6 +22,53 @@ pub struct Health {
     /// `poststarthook/crd-informer-synced`): a client must not see a 404 for a custom
     /// resource that exists.
     pub definitions: Option<Arc<controllers::apiextensions::DefinitionController>>,
+    /// The etcd checks' last probes.
+    pub probes: Arc<StorageProbes>,
+}
+
+/// Upstream's rate limit on each etcd check: one probe per half of the check's 2 s
+/// timeout; a check asked sooner answers with the last finished probe's result, so a burst of
+/// health requests against an unreachable etcd does not pile up probes.
+#[derive(Default)]
+pub struct StorageProbes {
+    checks: Mutex<HashMap<&'static str, Probe>>,
+}
+
+#[derive(Default)]
+struct Probe {
+    /// When the last probe began.
+    started: Option<Instant>,
+    /// The result of the latest-started probe that finished, and when it began.
+    result: Option<(Instant, Option<String>)>,
+}
+
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+impl StorageProbes {
+    /// Check `name`'s failure now: a new probe of `backend`, or within [`PROBE_EVERY`] of the
+    /// last one, that one's result.
+    async fn check(&self, name: &'static str, backend: &DynBackend) -> Option<String> {
+        let now = Instant::now();
+        {
+            let mut checks = self.checks.lock().unwrap_or_else(|e| e.into_inner());
+            let probe = checks.entry(name).or_default();
+            if probe.started.is_some_and(|at| now < at + PROBE_EVERY) {
+                return match &probe.result {
+                    Some((_, result)) => result.clone(),
+                    None => Some("storage check not yet finished".to_string()),
+                };
+            }
+            probe.started = Some(now);
+        }
+        let result = backend.check_health().await.err().map(|e| e.to_string());
+        let mut checks = self.checks.lock().unwrap_or_else(|e| e.into_inner());
+        let probe = checks.entry(name).or_default();
+        // A slower probe that began earlier does not overwrite a newer one's result.
+        if probe.result.as_ref().is_none_or(|(at, _)| *at < now) {
+            probe.result = Some((now, result.clone()));
+        }
+        result
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -91,7 +140,7 @@ impl Health {
     }
 
     /// Why check `name` fails now, if it does.
-    async fn failure(&self, name: &str) -> Option<String> {
+    async fn failure(&self, name: &'static str) -> Option<String> {
         match name {
             "shutdown" if self.shutdown.is_cancelled() => {
                 Some("process is shutting down".to_string())
@@ -99,7 +148,8 @@ impl Health {
             CRD_SYNCED if !self.definitions.as_ref().is_some_and(|d| d.has_synced()) => {
                 Some("not finished".to_string())
             }
-            "etcd" | ETCD_READINESS | "storage" => self
+            "etcd" | ETCD_READINESS => self.probes.check(name, &self.backend).await,
+            "storage" => self
                 .backend
                 .check_health()
                 .await
