@@ -257,27 +257,27 @@ impl Feed {
                         }
                     }
                     match msg {
-                    None => return Err(StorageError::Unavailable("watch stream ended".into())),
-                    Some(Err(e)) => return Err(e),
-                    Some(Ok(WatchMessage::Events(events))) => {
-                        // Decrypted before the cache is locked, so readers never wait on it.
-                        let events: Vec<(RawEvent, bool)> =
-                            events.into_iter().map(|e| self.decoded(e)).collect();
-                        self.write_state(|s| {
-                            for (mut event, readable) in events {
-                                event.kv = self.relative(event.kv);
-                                event.prev = event.prev.map(|p| self.relative(p));
-                                s.mark_readable(&event.kv.key, readable);
-                                s.apply(event);
-                            }
-                        });
-                    }
-                    Some(Ok(WatchMessage::Progress(revision))) => {
-                        answers_progress = true;
-                        if ordered || self.unchanged_until(revision).await? {
-                            self.write_state(|s| s.progress(revision));
+                        None => return Err(StorageError::Unavailable("watch stream ended".into())),
+                        Some(Err(e)) => return Err(e),
+                        Some(Ok(WatchMessage::Events(events))) => {
+                            // Decrypted before the cache is locked, so readers never wait on it.
+                            let events: Vec<(RawEvent, bool)> =
+                                events.into_iter().map(|e| self.decoded(e)).collect();
+                            self.write_state(|s| {
+                                for (mut event, readable) in events {
+                                    event.kv = self.relative(event.kv);
+                                    event.prev = event.prev.map(|p| self.relative(p));
+                                    s.mark_readable(&event.kv.key, readable);
+                                    s.apply(event);
+                                }
+                            });
                         }
-                    }
+                        Some(Ok(WatchMessage::Progress(revision))) => {
+                            answers_progress = true;
+                            if ordered || self.unchanged_until(revision).await? {
+                                self.write_state(|s| s.progress(revision));
+                            }
+                        }
                     }
                 },
                 _ = self.progress_wanted.notified() => {
