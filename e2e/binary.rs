@@ -99,12 +99,22 @@ async fn etcd_server_is_ready_only_while_etcd_answers() {
     assert_eq!(ask("/readyz").await.expect("get").0, 200);
     let (_, verbose) = ask("/readyz?verbose").await.expect("get");
     assert!(verbose.contains("[+]etcd ok"), "{verbose}");
+    assert!(verbose.contains("[+]etcd-readiness ok"), "{verbose}");
 
     server.etcd.as_mut().expect("etcd").stop();
     let started = Instant::now();
-    let (status, body) = ask("/readyz").await.expect("get");
+    // Each etcd check probes at most once a second, answering the last probe's result in
+    // between, as upstream's; the next probe finds etcd gone.
+    let (status, body) = loop {
+        let (status, body) = ask("/readyz?verbose").await.expect("get");
+        if status != 200 || started.elapsed() > Duration::from_secs(5) {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(status, 500, "{body}");
     assert!(body.contains("[-]etcd failed"), "{body}");
+    assert!(body.contains("[-]etcd-readiness failed"), "{body}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "readyz took {:?}",

@@ -248,6 +248,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         backend: backend.clone(),
         shutdown: shutdown.clone(),
         definitions,
+        probes: Default::default(),
     };
     let plain = match options.port {
         0 => None,

@@ -214,3 +214,125 @@ async fn scheduled_compaction_trims_history() {
         compactor.abort();
     }
 }
+
+/// A member that accepts connections and never answers (a stalled process, or a partition
+/// where the kernel still completes the handshake): reads move to the live member as soon as
+/// the status probe finds it dead, not at the client's 15 s request timeout; writes then go to
+/// the live member first; the cluster check passes with one member answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_reads_leave_a_member_that_stopped_answering() {
+    use storage::backend::etcd::{EtcdBackend, EtcdConfig};
+    use storage::backend::{Backend, KeyRange, RangeRequest};
+
+    let etcd = test_support::EtcdServer::start().await;
+    // Accepts and holds every connection, reading nothing and answering nothing.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_endpoint = format!("http://{}", silent.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in silent.incoming() {
+            held.push(conn);
+        }
+    });
+    let config = EtcdConfig::new(vec![silent_endpoint.clone(), etcd.endpoint()]);
+    let backend = EtcdBackend::connect(config).await.expect("connect");
+
+    // The first request tries the silent member first (round-robin starts at the first).
+    let started = Instant::now();
+    let read = backend
+        .range(RangeRequest {
+            range: Some(KeyRange::prefix("/")),
+            count_only: true,
+            ..Default::default()
+        })
+        .await;
+    let took = started.elapsed();
+    assert!(read.is_ok(), "{read:?}");
+    assert!(took < Duration::from_secs(4), "read took {took:?}");
+    eprintln!("read abandoned the silent member after {took:?}");
+
+    let health = backend.endpoint_health();
+    assert_eq!(
+        health,
+        vec![(silent_endpoint, false), (etcd.endpoint(), true)],
+        "{health:?}"
+    );
+    let started = Instant::now();
+    let written = backend
+        .put_if("/probe", Bytes::from_static(b"1"), 0, None)
+        .await;
+    assert!(written.is_ok(), "{written:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    backend.check_health().await.expect("one member answers");
+}
+
+/// Creates `key`, retrying while the cluster elects a leader; a retry that finds the key
+/// means an earlier attempt was applied though its answer was lost.
+async fn create_retrying(store: &KvStore, key: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.create(key, Bytes::from_static(b"v")).await {
+            Ok(_) | Err(StorageError::AlreadyExists { .. }) => return,
+            Err(e) if e.is_unavailable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => panic!("create {key}: {e}"),
+        }
+    }
+}
+
+/// Three members, each in turn stopped (SIGSTOP: connections stay open and nothing answers,
+/// as a partition looks to a client) while a key is written: the watch cache's stream, on
+/// whichever member it is, moves to a live one and resumes from its revision, so the watcher
+/// sees every write once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn etcd_watch_cache_moves_off_a_member_that_stops_answering() {
+    let cluster = tokio::task::spawn_blocking(test_support::EtcdCluster::start);
+    let mut cluster = cluster.await.expect("cluster");
+    let endpoints: Vec<String> = (0..3).map(|i| cluster.endpoint(i)).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = storage::backend::open(&endpoints, dir.path())
+        .await
+        .expect("open");
+    let store = KvStore::new(backend, "/registry");
+    let cache = Cacher::new(store.clone(), "/things/", CacherConfig::default());
+    let start = store.current_revision().await.expect("revision");
+    let mut w = cache
+        .watch(
+            "/things/",
+            WatchOptions {
+                revision: start,
+                recursive: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("watch");
+    let mut last = start;
+    for i in 0..3 {
+        cluster.pause(i);
+        // The status probe finds it dead within ~1.5 s; writes then go elsewhere.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let key = format!("/things/k/{i}");
+        let started = Instant::now();
+        create_retrying(&store, &key).await;
+        let event = support::take_changes(&mut w, 1).await.remove(0);
+        eprintln!(
+            "member {i} stopped: {key} written and watched in {:?}",
+            started.elapsed()
+        );
+        assert_eq!(event.key, key, "a write missed or delivered twice");
+        assert!(event.revision > last);
+        last = event.revision;
+        cluster.resume(i);
+        let healthy = tokio::task::spawn_blocking(move || {
+            let ok = cluster.wait_all_healthy(Duration::from_secs(30));
+            (cluster, ok)
+        });
+        let (back, ok) = healthy.await.expect("wait");
+        assert!(ok, "member {i} did not come back");
+        cluster = back;
+    }
+    let more = tokio::time::timeout(Duration::from_secs(2), support::take_changes(&mut w, 1));
+    assert!(more.await.is_err(), "an event after the last write");
+}

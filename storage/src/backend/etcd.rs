@@ -56,7 +56,7 @@ impl EtcdBackend {
             .with_timeout(config.request_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
             .with_keep_alive_while_idle(true);
-        let members = Members::connect(&config.endpoints, options)
+        let members = Members::connect(&config.endpoints, options, config.request_timeout)
             .await
             .map_err(map_error)?;
         Ok(Self {
@@ -100,7 +100,26 @@ impl EtcdBackend {
 
     /// Each endpoint and whether it is currently believed healthy.
     pub fn endpoint_health(&self) -> Vec<(String, bool)> {
-        self.members.endpoints()
+        self.members
+            .endpoints()
+            .into_iter()
+            .map(|(endpoint, health)| (endpoint, health.healthy()))
+            .collect()
+    }
+
+    /// Each endpoint's state in words, for the health checks' failure reasons: which member a
+    /// failing cluster check could not reach, and which ones a passing one did without.
+    fn describe_endpoints(&self) -> String {
+        let states: Vec<String> = self
+            .members
+            .endpoints()
+            .into_iter()
+            .map(|(endpoint, health)| match health.failures() {
+                0 => format!("{endpoint} healthy"),
+                n => format!("{endpoint} unhealthy ({n} failed requests or probes in a row)"),
+            })
+            .collect();
+        states.join(", ")
     }
 }
 
@@ -334,14 +353,20 @@ impl Backend for EtcdBackend {
         Ok(header_revision(resp.header()))
     }
 
+    /// Upstream's etcd check: the cluster answers a read within 2 s (its default
+    /// `--etcd-healthcheck-timeout`), whichever member answers it. The members' own states go
+    /// into the reason, which the health endpoints log.
     async fn check_health(&self) -> Result<()> {
         let check = self.current_revision();
-        match tokio::time::timeout(Duration::from_secs(2), check).await {
-            Ok(result) => result.map(|_| ()),
-            Err(_) => Err(StorageError::Unavailable(
-                "etcd did not answer within 2s".into(),
-            )),
-        }
+        let failure = match tokio::time::timeout(Duration::from_secs(2), check).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no member answered within 2s".to_string(),
+        };
+        Err(StorageError::Unavailable(format!(
+            "error getting data from etcd: {failure}; endpoints: {}",
+            self.describe_endpoints()
+        )))
     }
 
     fn name(&self) -> &'static str {

@@ -34,10 +34,15 @@ pub struct Conn {
     pub lease: LeaseClient,
 }
 
-/// A member's health: failures in a row (0 is healthy) and when it may be tried again.
+/// How often a read in flight looks whether its member has since been found dead.
+const ABANDON_CHECK: Duration = Duration::from_millis(100);
+
+/// A member's health: failures in a row (0 is healthy), when it last failed and when it may be
+/// tried again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemberHealth {
     failures: u32,
+    failed_at: Option<Instant>,
     retry_at: Option<Instant>,
 }
 
@@ -46,8 +51,19 @@ impl MemberHealth {
         self.failures == 0
     }
 
+    /// Failures in a row; 0 when healthy.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// Whether the member was found failing after `t` (by a probe or another request).
+    fn failed_after(&self, t: Instant) -> bool {
+        self.failed_at.is_some_and(|at| at > t)
+    }
+
     fn failed(&mut self, now: Instant) {
         self.failures = self.failures.saturating_add(1);
+        self.failed_at = Some(now);
         self.retry_at = Some(now + backoff(self.failures));
     }
 
@@ -93,14 +109,19 @@ struct Member {
 pub struct Members {
     members: Vec<Member>,
     next: AtomicUsize,
+    /// How long a request waits for a member when none can be reached.
+    wait_for_member: Duration,
 }
 
 impl Members {
     /// One lazily connecting client per endpoint (etcd need not be up yet), and a prober that
     /// runs for as long as the members are in use.
+    /// `wait_for_member` bounds how long a request waits for a member to come back when all
+    /// are silent (see [`attempt`](Self::attempt)).
     pub async fn connect(
         endpoints: &[String],
         options: ConnectOptions,
+        wait_for_member: Duration,
     ) -> Result<Arc<Self>, etcd_client::Error> {
         let mut members = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
@@ -129,6 +150,7 @@ impl Members {
         let members = Arc::new(Self {
             members,
             next: AtomicUsize::new(0),
+            wait_for_member,
         });
         tokio::spawn(probe_loop(Arc::downgrade(&members)));
         Ok(members)
@@ -166,21 +188,27 @@ impl Members {
         pick_order(&health, start % self.members.len())
     }
 
-    /// Each endpoint and whether it is currently believed healthy.
-    pub fn endpoints(&self) -> Vec<(String, bool)> {
+    /// Each endpoint and its current health.
+    pub fn endpoints(&self) -> Vec<(String, MemberHealth)> {
         (0..self.members.len())
-            .map(|i| (self.members[i].endpoint.clone(), self.health(i).healthy()))
+            .map(|i| (self.members[i].endpoint.clone(), self.health(i)))
             .collect()
     }
 
     /// Runs a read on a healthy member; one that fails as unavailable is tried on the next
-    /// member, as clientv3 retries Unavailable reads.
+    /// member, as clientv3 retries Unavailable reads. A read whose member stops answering (the
+    /// prober finds it dead while the read waits: a partition or a stalled process, where
+    /// nothing fails and TCP only retransmits) is abandoned and sent to the next member. That
+    /// is the per-attempt deadline: liveness rather than a fixed time, so a large list from a
+    /// live but busy member is never cut off and repeated elsewhere. The last member tried is
+    /// waited for (up to the client's request timeout), so a request with nowhere else to go
+    /// ends at the API server's `--request-timeout`, as upstream's does.
     pub async fn read<T, F, Fut>(&self, mut op: F) -> Result<T, etcd_client::Error>
     where
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.attempt(&mut op, is_unavailable).await
+        self.attempt(&mut op, is_unavailable, true).await
     }
 
     /// Runs a write on a healthy member; it moves to the next member only when it provably
@@ -191,39 +219,129 @@ impl Members {
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
-        self.attempt(&mut op, never_sent).await
+        // Never abandoned: a write in flight may be applied, so it is not sent again.
+        self.attempt(&mut op, never_sent, false).await
     }
 
+    /// Rounds over the members until one answers. A round in which every member was
+    /// unreachable in silence (connections timing out or dropped, nothing refused) is followed
+    /// by a wait for one to come back, as clientv3 waits for a connection (gRPC's
+    /// waitForReady): a request across a partition ends at the API server's
+    /// `--request-timeout` with upstream's 504, not with a quick 503 once the dead connection
+    /// is dropped. The wait is bounded by the client's request timeout, for callers that have
+    /// no deadline of their own; a refused connection (nothing listens) fails at once.
     async fn attempt<T, F, Fut>(
         &self,
         op: &mut F,
         retryable: fn(&etcd_client::Error) -> bool,
+        abandon_dead: bool,
     ) -> Result<T, etcd_client::Error>
     where
         F: FnMut(Conn) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,
     {
+        let deadline = Instant::now() + self.wait_for_member;
+        loop {
+            let (err, silent) = match self.round(op, retryable, abandon_dead).await {
+                Ok(value) => return Ok(value),
+                Err(failed) => failed,
+            };
+            if !silent || Instant::now() >= deadline {
+                return Err(err);
+            }
+            self.until_one_may_answer(deadline).await;
+        }
+    }
+
+    /// Each member once, in [`order`](Self::order). Err: the last error, and whether every
+    /// member failed in silence.
+    async fn round<T, F, Fut>(
+        &self,
+        op: &mut F,
+        retryable: fn(&etcd_client::Error) -> bool,
+        abandon_dead: bool,
+    ) -> Result<T, (etcd_client::Error, bool)>
+    where
+        F: FnMut(Conn) -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
         let order = self.order();
+        let count = order.len();
         let mut last = None;
-        for i in order {
-            match op(self.members[i].conn.clone()).await {
+        let mut silent = true;
+        for (k, i) in order.into_iter().enumerate() {
+            let call = op(self.members[i].conn.clone());
+            let outcome = if abandon_dead && k + 1 < count {
+                self.unless_found_dead(i, call).await
+            } else {
+                Some(call.await)
+            };
+            let Some(outcome) = outcome else {
+                let endpoint = &self.members[i].endpoint;
+                tracing::debug!(%endpoint, "etcd member stopped answering a read; trying another member");
+                last = Some(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                    format!("etcd member {endpoint} stopped answering"),
+                )));
+                continue;
+            };
+            match outcome {
                 Ok(value) => {
                     self.update(i, MemberHealth::succeeded);
                     return Ok(value);
                 }
                 Err(err) => {
-                    if is_transport_failure(&err) {
+                    let transport = is_transport_failure(&err);
+                    if transport {
                         self.update(i, |h| h.failed(Instant::now()));
                     }
                     if !retryable(&err) {
-                        return Err(err);
+                        return Err((err, false));
                     }
+                    silent &= transport && !refused(&err);
                     tracing::debug!(endpoint = %self.members[i].endpoint, error = %err, "etcd request failed; trying another member");
                     last = Some(err);
                 }
             }
         }
-        Err(last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into())))
+        let err =
+            last.unwrap_or_else(|| etcd_client::Error::InvalidArgs("no etcd endpoints".into()));
+        Err((err, silent))
+    }
+
+    /// Waits until a member is healthy again or due to be tried (its back-off passed), or
+    /// `deadline`.
+    async fn until_one_may_answer(&self, deadline: Instant) {
+        loop {
+            let now = Instant::now();
+            let any = (0..self.members.len()).any(|i| {
+                let h = self.health(i);
+                h.healthy() || h.due(now)
+            });
+            if any || now >= deadline {
+                return;
+            }
+            tokio::time::sleep(ABANDON_CHECK).await;
+        }
+    }
+}
+
+impl Members {
+    /// `call`'s outcome, or None once member `i` is found failing after the call began.
+    async fn unless_found_dead<T>(&self, i: usize, call: impl Future<Output = T>) -> Option<T> {
+        let started = Instant::now();
+        tokio::pin!(call);
+        let mut check = tokio::time::interval(ABANDON_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                out = &mut call => return Some(out),
+                _ = check.tick() => {
+                    if self.health(i).failed_after(started) {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -286,6 +404,27 @@ fn is_unavailable(err: &etcd_client::Error) -> bool {
         }
         other => is_transport_failure(other),
     }
+}
+
+/// Nothing listens at the member's address: the connection was refused, an answer rather
+/// than silence.
+fn refused(err: &etcd_client::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
+        etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
+        etcd_client::Error::IoError(io) => Some(io),
+        etcd_client::Error::TransportError(e) => Some(e),
+        _ => None,
+    };
+    while let Some(e) = source {
+        let io_refused = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        if io_refused || e.to_string().contains("Connection refused") {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// The request never left: the member refused the connection (or none could be made).
@@ -374,5 +513,10 @@ mod tests {
         ));
         assert!(is_transport_failure(&refused));
         assert!(never_sent(&refused));
+        assert!(super::refused(&refused));
+        let timed_out =
+            etcd_client::Error::IoError(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert!(is_transport_failure(&timed_out));
+        assert!(!super::refused(&timed_out));
     }
 }

@@ -2,7 +2,7 @@
 //! revision; resume after a broken stream, relist when the resume point was compacted.
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use tokio::sync::{watch, Notify};
@@ -14,6 +14,41 @@ use crate::{KeyValue, KvStore, Result, StorageError};
 
 /// Page size of the initial list, so a large resource never needs one huge response.
 const LIST_PAGE: usize = 10_000;
+
+/// The wait before listing or watching again after a failure: doubling from the first to the
+/// last, and back to the first once a stream delivers again, so one outage long ago does not
+/// slow the resume after the next one.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(5);
+
+    pub(crate) fn new() -> Self {
+        Self { next: Self::FIRST }
+    }
+
+    /// The wait now; the next one is twice as long, up to the last.
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        wait
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
+
+/// How long a stream whose backend has answered progress requests before may leave one
+/// unanswered before it counts as broken: a member cut off by a partition or stalled sends no
+/// error, and the connection's keep-alive would notice only after ~15 s.
+fn stall_limit(progress_interval: Duration) -> Duration {
+    (progress_interval * 4).clamp(Duration::from_secs(3), Duration::from_secs(30))
+}
 
 pub struct Feed {
     pub store: KvStore,
@@ -28,22 +63,24 @@ pub struct Feed {
 
 impl Feed {
     pub async fn run(self) {
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::new();
         loop {
             let revision = match self.relist().await {
                 Ok(revision) => revision,
                 Err(e) => {
                     warn!(prefix = %self.full_prefix, error = %e, "watch cache list failed; retrying");
                     self.set_ready(false);
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    tokio::time::sleep(backoff.next_wait()).await;
                     continue;
                 }
             };
-            backoff = Duration::from_millis(100);
+            backoff.reset();
             let mut from = revision;
             loop {
-                match self.follow(from).await {
+                // Resumed after the last revision the cache holds, on whichever member the
+                // backend picks: etcd's revisions are the cluster's, so no change is missed or
+                // applied twice.
+                match self.follow(from, &mut backoff).await {
                     Ok(()) => return,
                     Err(StorageError::TooOld { .. }) => {
                         info!(prefix = %self.full_prefix, "watch cache resume point compacted; relisting");
@@ -51,8 +88,7 @@ impl Feed {
                     }
                     Err(e) => {
                         debug!(prefix = %self.full_prefix, error = %e, "watch cache stream broke; resuming");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        tokio::time::sleep(backoff.next_wait()).await;
                         from = self.read_state(|s| s.revision);
                     }
                 }
@@ -188,8 +224,8 @@ impl Feed {
     }
 
     /// Applies backend changes after `from` until the stream fails (Err) or the cache is
-    /// dropped (Ok).
-    async fn follow(&self, from: i64) -> Result<()> {
+    /// dropped (Ok). The first message on the stream resets `backoff`.
+    async fn follow(&self, from: i64, backoff: &mut Backoff) -> Result<()> {
         let watch = self
             .store
             .backend()
@@ -204,35 +240,60 @@ impl Feed {
         let mut messages = watch.messages;
         let mut ticker = tokio::time::interval(self.progress_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stall_limit = stall_limit(self.progress_interval);
+        // Whether this stream has answered a progress request (only then does silence mean
+        // a stall), and since when a request has gone unanswered.
+        let mut answers_progress = false;
+        let mut unanswered_since: Option<Instant> = None;
+        let mut delivered = false;
         loop {
             tokio::select! {
-                msg = messages.next() => match msg {
-                    None => return Err(StorageError::Unavailable("watch stream ended".into())),
-                    Some(Err(e)) => return Err(e),
-                    Some(Ok(WatchMessage::Events(events))) => {
-                        // Decrypted before the cache is locked, so readers never wait on it.
-                        let events: Vec<(RawEvent, bool)> =
-                            events.into_iter().map(|e| self.decoded(e)).collect();
-                        self.write_state(|s| {
-                            for (mut event, readable) in events {
-                                event.kv = self.relative(event.kv);
-                                event.prev = event.prev.map(|p| self.relative(p));
-                                s.mark_readable(&event.kv.key, readable);
-                                s.apply(event);
-                            }
-                        });
+                msg = messages.next() => {
+                    if matches!(msg, Some(Ok(_))) {
+                        unanswered_since = None;
+                        if !delivered {
+                            delivered = true;
+                            backoff.reset();
+                        }
                     }
-                    Some(Ok(WatchMessage::Progress(revision))) => {
-                        if ordered || self.unchanged_until(revision).await? {
-                            self.write_state(|s| s.progress(revision));
+                    match msg {
+                        None => return Err(StorageError::Unavailable("watch stream ended".into())),
+                        Some(Err(e)) => return Err(e),
+                        Some(Ok(WatchMessage::Events(events))) => {
+                            // Decrypted before the cache is locked, so readers never wait on it.
+                            let events: Vec<(RawEvent, bool)> =
+                                events.into_iter().map(|e| self.decoded(e)).collect();
+                            self.write_state(|s| {
+                                for (mut event, readable) in events {
+                                    event.kv = self.relative(event.kv);
+                                    event.prev = event.prev.map(|p| self.relative(p));
+                                    s.mark_readable(&event.kv.key, readable);
+                                    s.apply(event);
+                                }
+                            });
+                        }
+                        Some(Ok(WatchMessage::Progress(revision))) => {
+                            answers_progress = true;
+                            if ordered || self.unchanged_until(revision).await? {
+                                self.write_state(|s| s.progress(revision));
+                            }
                         }
                     }
                 },
-                _ = self.progress_wanted.notified() => (watch.progress)(),
+                _ = self.progress_wanted.notified() => {
+                    unanswered_since.get_or_insert_with(Instant::now);
+                    (watch.progress)();
+                }
                 _ = ticker.tick() => {
                     if self.revision_tx.is_closed() {
                         return Ok(());
                     }
+                    if answers_progress && unanswered_since.is_some_and(|t| t.elapsed() > stall_limit) {
+                        return Err(StorageError::Unavailable(format!(
+                            "watch stream silent for {stall_limit:?}"
+                        )));
+                    }
+                    unanswered_since.get_or_insert_with(Instant::now);
                     (watch.progress)();
                 }
             }
@@ -259,5 +320,34 @@ impl Feed {
             })
             .await?;
         Ok(resp.kvs.is_empty() && resp.count == cached_count as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_starts_over_after_a_success() {
+        let mut b = Backoff::new();
+        let waits: Vec<_> = (0..8).map(|_| b.next_wait()).collect();
+        assert_eq!(waits[0], Duration::from_millis(100));
+        assert_eq!(waits[1], Duration::from_millis(200));
+        assert_eq!(waits[7], Duration::from_secs(5));
+        b.reset();
+        assert_eq!(b.next_wait(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_stall_is_a_few_progress_rounds() {
+        assert_eq!(
+            stall_limit(Duration::from_millis(100)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(stall_limit(Duration::from_secs(1)), Duration::from_secs(4));
+        assert_eq!(
+            stall_limit(Duration::from_secs(60)),
+            Duration::from_secs(30)
+        );
     }
 }

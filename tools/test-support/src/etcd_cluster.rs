@@ -144,6 +144,30 @@ impl EtcdCluster {
         }
     }
 
+    /// Stops member `i` with SIGSTOP: its sockets stay open and the kernel still accepts
+    /// connections and data for it, but nothing answers (a stalled process, or a partition
+    /// as its clients see it).
+    pub fn pause(&mut self, i: usize) {
+        self.signal(i, "-STOP");
+    }
+
+    /// Lets a paused member run again.
+    pub fn resume(&mut self, i: usize) {
+        self.signal(i, "-CONT");
+    }
+
+    fn signal(&self, i: usize, signal: &str) {
+        if let Some(child) = &self.members[i].child {
+            let status = std::process::Command::new("kill")
+                .args([signal, &child.id().to_string()])
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()),
+                "kill {signal} etcd member {i}"
+            );
+        }
+    }
+
     /// Starts member `i` again on its ports and data.
     pub fn restart(&mut self, i: usize) {
         self.kill(i);
@@ -173,8 +197,12 @@ impl Drop for EtcdCluster {
 /// One plain HTTP GET on the client port, which etcd serves beside gRPC; None if it did not
 /// answer within two seconds.
 fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut conn =
-        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).ok()?;
+    http_get_at(([127, 0, 0, 1], port).into(), path)
+}
+
+/// [`http_get`] at any address.
+pub(crate) fn http_get_at(addr: std::net::SocketAddr, path: &str) -> Option<String> {
+    let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     conn.write_all(request.as_bytes()).ok()?;

@@ -1,5 +1,6 @@
 //! What the tests and benchmarks of every crate need to run on real storage: a real etcd or
-//! the embedded store in a temp dir ([`TestBackend`]), the same tests generated for both
+//! the embedded store in a temp dir ([`TestBackend`]), etcd behind a link a test can slow or
+//! cut ([`EtcdInNetns`]), the same tests generated for both
 //! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), and the
 //! figures benchmarks report ([`stats`]).
 //!
@@ -10,6 +11,7 @@
 mod backend;
 mod etcd;
 mod etcd_cluster;
+mod etcd_netns;
 mod macros;
 pub mod stats;
 pub mod tmpfs;
@@ -21,6 +23,7 @@ use std::net::TcpListener;
 pub use backend::{BackendKind, TestBackend};
 pub use etcd::EtcdServer;
 pub use etcd_cluster::EtcdCluster;
+pub use etcd_netns::{CutBy, EtcdInNetns};
 pub use wait::{eventually, wait_until};
 
 /// A crate's test harness, built over a backend it then owns. The tests [`both_backends!`]
