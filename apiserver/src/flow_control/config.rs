@@ -98,8 +98,15 @@ pub struct Seats {
     pub lower: u32,
     /// nominal + what it may borrow.
     pub upper: u32,
-    /// The widest request (lists' and writes' cap).
+    /// The widest request (lists' and writes' cap; 0: the estimator's own).
     pub max_seats: u32,
+}
+
+impl Seats {
+    /// A new level's seats before the first adjustment: half its lendable seats lent.
+    pub fn initial(&self) -> u32 {
+        self.nominal - self.lendable / 2
+    }
 }
 
 /// Every level's seats out of the server's, in the order given.
@@ -119,7 +126,14 @@ pub fn nominal_seats(server: u32, specs: &[LevelSpec]) -> Vec<Seats> {
                 None => server,
                 Some(p) => (f64::from(nominal) * p / 100.0).round() as u32,
             };
-            let max_seats = ((f64::from(nominal) * MAX_SEATS_FRACTION).ceil() as u32).max(1);
+            // Upstream's per-level cap on a request's seats, for queuing levels: 15% of the
+            // nominal seats, at most a hand's share of them, at least 1 (0: the estimator's).
+            let max_seats = match spec.queuing {
+                q if q.queues == 0 || q.hand_size == 0 => 0,
+                q => ((f64::from(nominal) * MAX_SEATS_FRACTION).ceil() as u32)
+                    .min(nominal / q.hand_size as u32)
+                    .max(1),
+            };
             Seats {
                 nominal,
                 lendable,
@@ -230,7 +244,10 @@ mod tests {
             limited("workload-high", 40.0, 50.0),
             limited("workload-low", 100.0, 90.0),
             limited("global-default", 20.0, 50.0),
-            limited("catch-all", 5.0, 0.0),
+            LevelSpec::from_object(&json!({
+                "metadata": {"name": "catch-all"},
+                "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 5, "limitResponse": {"type": "Reject"}}},
+            })),
         ];
         let seats = nominal_seats(600, &specs);
         let nominal: Vec<u32> = seats.iter().map(|s| s.nominal).collect();
@@ -239,6 +256,9 @@ mod tests {
         assert_eq!(seats[6].lower, 24);
         assert_eq!(seats[6].upper, 649);
         assert_eq!(seats[6].max_seats, 8);
+        assert_eq!(seats[6].initial(), 37);
+        // Reject levels: the estimator's own cap.
+        assert_eq!(seats[7].max_seats, 0);
         assert_eq!(specs[6].queuing.queues, 128);
     }
 

@@ -313,7 +313,7 @@ impl FlowControl {
                 Some(level) => {
                     let mut state = level.lock();
                     if state.seats != seats || state.spec.queuing != spec.queuing {
-                        state.current_limit = seats.nominal;
+                        state.current_limit = seats.initial();
                     }
                     let limit = effective_limit(&spec, state.current_limit);
                     state.queues.configure(spec.queuing, limit, now);
@@ -328,10 +328,10 @@ impl FlowControl {
                     state: Mutex::new(LevelState {
                         queues: QueueSet::new(
                             spec.queuing,
-                            effective_limit(&spec, seats.nominal),
+                            effective_limit(&spec, seats.initial()),
                             now,
                         ),
-                        current_limit: seats.nominal,
+                        current_limit: seats.initial(),
                         spec,
                         seats,
                         demand: DemandStats::default(),
