@@ -73,6 +73,8 @@ pub struct ListQuery {
     pub resource_version: String,
     pub resource_version_match: String,
     pub send_initial_events: bool,
+    /// A field selector naming one object (`metadata.name=`): read as a get.
+    pub single: bool,
 }
 
 impl ListQuery {
@@ -87,7 +89,12 @@ impl ListQuery {
                 "limit" => parsed.limit = value.parse().unwrap_or(0),
                 "continue" => parsed.continue_token = !value.is_empty(),
                 "labelSelector" => parsed.label_selector = !value.is_empty(),
-                "fieldSelector" => parsed.field_selector = !value.is_empty(),
+                "fieldSelector" => {
+                    parsed.field_selector = !value.is_empty();
+                    parsed.single = value
+                        .strip_prefix("metadata.name=")
+                        .is_some_and(|name| !name.contains(','));
+                }
                 "resourceVersion" => parsed.resource_version = value,
                 "resourceVersionMatch" => parsed.resource_version_match = value,
                 "sendInitialEvents" => parsed.send_initial_events = value == "true",
@@ -100,7 +107,7 @@ impl ListQuery {
     /// Whether the list is read from storage rather than the watch cache (upstream's
     /// `shouldListFromStorage` with consistent reads from cache on): continuations, and
     /// resource version matches the cache does not serve.
-    fn from_storage(&self) -> bool {
+    fn reads_storage(&self) -> bool {
         let rv = self.resource_version.as_str();
         let legacy_exact =
             self.limit > 0 && self.resource_version_match.is_empty() && !rv.is_empty() && rv != "0";
@@ -157,7 +164,9 @@ fn list(
     } else {
         stored
     };
-    let objects = if watch || !query.from_storage() {
+    let objects = if query.single {
+        1
+    } else if watch || !query.reads_storage() {
         // The cache goes through every object of the resource.
         stored
     } else if query.label_selector || query.field_selector {
@@ -210,6 +219,8 @@ mod tests {
         assert_eq!(seats("limit=100&continue=abc", 3000), 2);
         // From storage with a selector: the stored objects plus the page.
         assert_eq!(seats("limit=100&continue=abc&labelSelector=a%3Db", 300), 4);
+        // A list naming one object reads one.
+        assert_eq!(seats("fieldSelector=metadata.name%3Dcm-1", 3000), 1);
         // An exact resource version with a limit is read from storage.
         assert_eq!(seats("limit=50&resourceVersion=12", 3000), 1);
         // Unknown counts cost the least, stale ones the most.
