@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::https::Connection;
 use support::secure::{ca, curl_as_admin, token_file, url};
-use support::{start_embedded_with, Kubectl, Server};
+use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
 use test_support::wait_until;
 
 const TOKENS: &str = "token-a,tenant-a,uid-a\ntoken-b,tenant-b,uid-b\n";
@@ -25,9 +25,14 @@ const B_TARGET: &str = "/api/v1/namespaces/quiet/configmaps/target";
 
 /// A server with the two tenants; both may do anything through RBAC, and neither is in
 /// system:masters, so both are subject to priority and fairness.
-fn server() -> (Server, tempfile::TempDir) {
+fn server(on_etcd: bool) -> (Server, tempfile::TempDir) {
     let (dir, path) = token_file(TOKENS);
-    let s = start_embedded_with(&["--token-auth-file", &path.display().to_string()]);
+    let args = ["--token-auth-file", &path.display().to_string()];
+    let s = if on_etcd {
+        start_on_etcd_with(&args)
+    } else {
+        start_embedded_with(&args)
+    };
     for user in ["tenant-a", "tenant-b"] {
         s.kubectl(&[
             "create",
@@ -326,7 +331,7 @@ fn noisy_neighbour(
 
 #[test]
 fn a_noisy_neighbour_is_queued_and_refused_not_the_quiet_one() {
-    let (s, _tokens) = server();
+    let (s, _tokens) = server(false);
     populate(&s);
     limit_tenant_a(&s);
     noisy_neighbour(&s, "lists", "GET", "/api/v1/configmaps", Vec::new());
@@ -346,6 +351,11 @@ fn a_noisy_neighbour_is_queued_and_refused_not_the_quiet_one() {
         metrics.lines().any(|l| l.starts_with("apiserver_flowcontrol_rejected_requests_total{flow_schema=\"tenant-a\",priority_level=\"tenant-a\",reason=\"queue-full\"}")),
         "no queue-full rejections counted"
     );
+}
+
+/// Whether dump_queues has rows for `level`.
+fn queues_of(s: &Server, level: &str) -> bool {
+    dump(s, "dump_queues").iter().any(|r| r[0] == level)
 }
 
 fn uid(s: &Server, kind: &str, name: &str) -> String {
@@ -370,7 +380,16 @@ fn header(head: &str, name: &str) -> Option<String> {
 
 #[test]
 fn headers_exemption_dumps_and_metrics() {
-    let (s, _tokens) = server();
+    headers_exemption_dumps_and_metrics_on(false);
+}
+
+#[test]
+fn headers_exemption_dumps_and_metrics_on_etcd() {
+    headers_exemption_dumps_and_metrics_on(true);
+}
+
+fn headers_exemption_dumps_and_metrics_on(on_etcd: bool) {
+    let (s, _tokens) = server(on_etcd);
     let schema = |n: &str| uid(&s, "flowschemas", n);
     let level = |n: &str| uid(&s, "prioritylevelconfigurations", n);
     // Tenant B lands in global-default; the headers carry the objects' UIDs.
@@ -432,10 +451,14 @@ fn headers_exemption_dumps_and_metrics() {
             .cloned()
             .unwrap_or_default()
     };
+    // The exempt level has no queues; the dump's own request executes in it.
+    let exempt = row("exempt");
     assert_eq!(
-        row("exempt"),
-        ["exempt", "<none>", "<none>", "<none>", "<none>", "<none>"]
+        (exempt[1].as_str(), exempt[3].as_str(), exempt[4].as_str()),
+        ("0", "false", "0")
     );
+    assert!(exempt[5].parse::<u32>().is_ok_and(|n| n >= 1), "{exempt:?}");
+    assert!(!queues_of(&s, "exempt"));
     assert_eq!(row("global-default")[1..4], ["0", "true", "false"]);
     assert_eq!(row("catch-all").len(), 6);
     let queues = dump(&s, "dump_queues");

@@ -36,8 +36,6 @@ fn text(rows: Vec<Vec<String>>) -> Response {
         .into_response()
 }
 
-const NONE: &str = "<none>";
-
 async fn priority_levels(State(fc): State<Arc<FlowControl>>) -> Response {
     let mut rows = vec![strings(&[
         "PriorityLevelName",
@@ -49,17 +47,7 @@ async fn priority_levels(State(fc): State<Arc<FlowControl>>) -> Response {
     ])];
     for level in fc.levels() {
         let state = level.lock();
-        if state.spec.exempt {
-            rows.push(vec![
-                level.name.clone(),
-                NONE.into(),
-                NONE.into(),
-                NONE.into(),
-                NONE.into(),
-                NONE.into(),
-            ]);
-            continue;
-        }
+        // The exempt level has no queues: its requests all execute at once.
         let dump = state.queues.dump();
         let active = dump.queues.iter().filter(|q| !q.waiting.is_empty()).count();
         rows.push(vec![
@@ -88,12 +76,6 @@ async fn queues(State(fc): State<Arc<FlowControl>>) -> Response {
     ])];
     for level in fc.levels() {
         let state = level.lock();
-        if state.spec.exempt {
-            let mut row = vec![level.name.clone()];
-            row.extend(std::iter::repeat_n(NONE.to_string(), 8));
-            rows.push(row);
-            continue;
-        }
         for (i, q) in state.queues.dump().queues.iter().enumerate() {
             rows.push(vec![
                 level.name.clone(),
@@ -146,9 +128,6 @@ async fn requests(State(fc): State<Arc<FlowControl>>, Query(q): Query<RequestsQu
     let (now, wall) = (Instant::now(), SystemTime::now());
     for level in fc.levels() {
         let state = level.lock();
-        if state.spec.exempt {
-            continue;
-        }
         for (iq, q) in state.queues.dump().queues.iter().enumerate() {
             for (ir, r) in q.waiting.iter().enumerate() {
                 let arrived = wall - now.duration_since(r.arrived);

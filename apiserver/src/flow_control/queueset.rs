@@ -380,7 +380,7 @@ impl<T> QueueSet<T> {
             // A request wider than the whole level runs alone rather than never.
             return self.seats_in_use == 0;
         }
-        self.seats_in_use + seats <= self.limit
+        u64::from(self.seats_in_use) + u64::from(seats) <= u64::from(self.limit)
     }
 
     /// Advances virtual time: R grows at the rate each active queue would be served at.
