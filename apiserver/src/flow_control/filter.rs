@@ -378,3 +378,105 @@ fn wait_limit(flow_control: &FlowControl, asked: &Option<Duration>, watch: bool)
         .unwrap_or(DEFAULT_WAIT_LIMIT)
         .min(MAX_WAIT_LIMIT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A level of one seat and one queue of one, for user `t`.
+    fn tiny() -> (Arc<FlowControl>, Classified) {
+        // 6 server seats: the tiny level's one share against catch-all's five gives it one.
+        let flow_control = FlowControl::new(6, None);
+        let level = json!({"metadata": {"name": "tiny", "uid": "u"}, "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 1}}}}});
+        let schema = json!({"metadata": {"name": "tiny"}, "spec": {
+            "priorityLevelConfiguration": {"name": "tiny"}, "matchingPrecedence": 10,
+            "rules": [{"subjects": [{"kind": "User", "user": {"name": "t"}}],
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}});
+        flow_control.reload(&[schema], &[level]);
+        let user = UserInfo {
+            name: "t".into(),
+            ..Default::default()
+        };
+        let action = Action::Resource {
+            verb: "get".into(),
+            group: String::new(),
+            resource: "pods".into(),
+            namespace: "d".into(),
+        };
+        let classified = flow_control.classify(&user, &action).expect("classified");
+        assert_eq!(classified.level.name, "tiny");
+        assert_eq!(classified.level.lock().current_limit, 1);
+        (flow_control, classified)
+    }
+
+    const LABELS: [&str; 2] = ["tiny", "tiny"];
+
+    async fn admit_one(classified: &Classified, wait: Duration) -> Result<Ticket, Rejection> {
+        let work = width::WorkEstimate::seats(1);
+        admit(classified, work, Described::default(), wait, &LABELS).await
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_and_a_long_wait_are_refused() {
+        let (_fc, classified) = tiny();
+        let classified = Arc::new(classified);
+        let mut first = admit_one(&classified, Duration::from_secs(5))
+            .await
+            .expect("runs at once");
+        // The second waits in the one queue; a third finds it full.
+        let waiting = {
+            let c = classified.clone();
+            tokio::spawn(async move { admit_one(&c, Duration::from_secs(5)).await })
+        };
+        while classified.level.lock().queues.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(
+            admit_one(&classified, Duration::from_secs(5)).await,
+            Err(Rejection::QueueFull)
+        ));
+        // The first ends: the second gets the seat.
+        {
+            let mut state = classified.level.lock();
+            state.queues.finish(Instant::now(), &mut first);
+            state.dispatch(Instant::now());
+        }
+        let mut second = waiting.await.expect("task").expect("dispatched");
+        // A request that waits past its limit is refused and leaves the queue.
+        assert!(matches!(
+            admit_one(&classified, Duration::from_millis(30)).await,
+            Err(Rejection::TimeOut)
+        ));
+        assert_eq!(classified.level.lock().queues.waiting(), 0);
+        // A waiter whose client goes away leaves the queue too.
+        let gone = {
+            let c = classified.clone();
+            tokio::spawn(async move { admit_one(&c, Duration::from_secs(5)).await })
+        };
+        while classified.level.lock().queues.waiting() == 0 {
+            tokio::task::yield_now().await;
+        }
+        gone.abort();
+        let _ = gone.await;
+        assert_eq!(classified.level.lock().queues.waiting(), 0);
+        let mut state = classified.level.lock();
+        state.queues.finish(Instant::now(), &mut second);
+        assert!(state.queues.is_idle());
+    }
+
+    #[test]
+    fn wait_limits_are_a_quarter_of_the_deadline() {
+        let fc = FlowControl::new(600, Some(Duration::from_secs(60)));
+        assert_eq!(wait_limit(&fc, &None, false), Duration::from_secs(15));
+        assert_eq!(
+            wait_limit(&fc, &Some(Duration::from_secs(8)), false),
+            Duration::from_secs(2)
+        );
+        assert_eq!(wait_limit(&fc, &None, true), DEFAULT_WAIT_LIMIT);
+        let fc = FlowControl::new(600, Some(Duration::from_secs(600)));
+        assert_eq!(wait_limit(&fc, &None, false), MAX_WAIT_LIMIT);
+    }
+}
