@@ -42,7 +42,7 @@ pub(crate) const CHUNK: usize = 64 * 1024;
 /// reader leave the stream always ready: without yielding, the connection's task would
 /// encode and write a whole large list in one poll, holding a worker thread from every other
 /// request for as long (Go's scheduler preempts goroutines; tokio's does not).
-const ENCODED_PER_POLL: usize = 8 * 1024;
+const ENCODED_PER_POLL: usize = 4 * 1024;
 
 /// How a list is written out.
 pub(crate) enum ListEncoding<'a> {
