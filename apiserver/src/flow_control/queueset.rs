@@ -103,6 +103,7 @@ pub struct Ticket {
     work: WorkEstimate,
     pub dispatched: Instant,
     pub arrived: Instant,
+    finished: bool,
 }
 
 impl Ticket {
@@ -328,13 +329,17 @@ impl<T> QueueSet<T> {
 
     /// Gives a ticket's seats back (see [`QueueSet::dispatch`] for who gets them).
     pub fn finish(&mut self, now: Instant, ticket: &mut Ticket) {
+        // Once only: a ticket given back twice must not free another request's seats.
+        if std::mem::replace(&mut ticket.finished, true) {
+            return;
+        }
         self.sync_time(now);
         let seats = ticket.seats;
         self.release(ticket, seats, now);
         ticket.seats = 0;
-        self.executing -= 1;
+        self.executing = self.executing.saturating_sub(1);
         if let Some(queue) = ticket.queue.and_then(|q| self.queues.get_mut(q)) {
-            queue.executing -= 1;
+            queue.executing = queue.executing.saturating_sub(1);
             // Charge the queue the service it really took instead of the guess.
             let actual = now.duration_since(ticket.dispatched).as_secs_f64();
             queue.next_dispatch_r -=
@@ -344,9 +349,9 @@ impl<T> QueueSet<T> {
     }
 
     fn release(&mut self, ticket: &Ticket, seats: u32, now: Instant) {
-        self.seats_in_use -= seats;
+        self.seats_in_use = self.seats_in_use.saturating_sub(seats);
         if let Some(queue) = ticket.queue.and_then(|q| self.queues.get_mut(q)) {
-            queue.seats_in_use -= seats;
+            queue.seats_in_use = queue.seats_in_use.saturating_sub(seats);
         }
         self.observe(now);
     }
@@ -372,6 +377,7 @@ impl<T> QueueSet<T> {
             work,
             dispatched: now,
             arrived,
+            finished: false,
         }
     }
 

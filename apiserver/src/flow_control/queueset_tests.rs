@@ -141,6 +141,9 @@ fn final_seats_are_held_for_the_additional_latency() {
     assert_eq!(set.seats_in_use(), 3);
     set.finish(t0 + Duration::from_millis(10), &mut ticket);
     assert_eq!((set.seats_in_use(), set.executing()), (0, 0));
+    // Given back twice: nothing more is freed.
+    set.finish(t0 + Duration::from_millis(10), &mut ticket);
+    assert_eq!((set.seats_in_use(), set.executing()), (0, 0));
     assert!(set.is_idle());
 }
 
