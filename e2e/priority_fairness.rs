@@ -326,6 +326,9 @@ fn noisy_neighbour(
             ("tenant-a", "tenant-a", "tenant-a")
         );
         assert_eq!(row[11], path.split('?').next().unwrap_or_default());
+        // ArriveTime in RFC 3339 (UTC); seats as estimated; no additional latency waiting.
+        assert!(row[5].ends_with('Z') && row[5].contains('T'), "{row:?}");
+        assert!(row[6].parse::<u32>().is_ok_and(|n| n >= 1), "{row:?}");
     }
 }
 

@@ -138,8 +138,7 @@ async fn requests(State(fc): State<Arc<FlowControl>>, Query(q): Query<RequestsQu
                     iq.to_string(),
                     ir.to_string(),
                     d.distinguisher.clone(),
-                    chrono::DateTime::<chrono::Utc>::from(arrived)
-                        .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+                    rfc3339_nano(arrived),
                     r.work.initial_seats.to_string(),
                     r.work.final_seats.to_string(),
                     go_duration(r.work.additional_latency),
@@ -161,6 +160,15 @@ async fn requests(State(fc): State<Arc<FlowControl>>, Query(q): Query<RequestsQu
         }
     }
     text(rows)
+}
+
+/// Go's RFC3339Nano in UTC: nanoseconds without trailing zeros.
+fn rfc3339_nano(t: SystemTime) -> String {
+    let text = chrono::DateTime::<chrono::Utc>::from(t)
+        .format("%Y-%m-%dT%H:%M:%S%.9f")
+        .to_string();
+    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{trimmed}Z")
 }
 
 fn strings(s: &[&str]) -> Vec<String> {
@@ -240,5 +248,8 @@ mod tests {
         assert_eq!(go_duration(Duration::from_micros(1500)), "1.5ms");
         assert_eq!(go_duration(Duration::from_millis(2500)), "2.5s");
         assert_eq!(seat_seconds(0.003), "0.00300000ss");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_500);
+        assert_eq!(rfc3339_nano(t), "1970-01-01T00:00:01.5Z");
+        assert_eq!(rfc3339_nano(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
     }
 }
