@@ -222,7 +222,10 @@ fn configmap(name: &str) -> serde_json::Value {
 
 #[test]
 fn inflight_limits_refuse_with_429_and_long_running_requests_do_not_count() {
+    // The max-in-flight gates are the limits only without API Priority and Fairness (with
+    // it, the flags are the server's seats; see priority_fairness.rs).
     let server = support::start_embedded_with(&[
+        "--enable-priority-and-fairness=false",
         "--max-requests-inflight=1",
         "--max-mutating-requests-inflight=1",
     ]);

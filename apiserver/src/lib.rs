@@ -10,7 +10,7 @@ pub mod controllers;
 pub mod conversion_webhook;
 pub mod custom_resources;
 pub mod discovery;
-mod flow_control;
+pub mod flow_control;
 pub mod health;
 pub mod kubeconfig;
 mod kubernetes_service;

@@ -136,6 +136,7 @@ impl Metrics {
         storage::metrics::register_metrics(&registry).expect("metric registered once");
         crate::webhooks::metrics::register(&registry).expect("metric registered once");
         crate::conversion_webhook::register(&registry).expect("metric registered once");
+        crate::flow_control::metrics::register(&registry).expect("metric registered once");
         // Both kinds show from the start, at 0.
         for kind in [RequestKind::ReadOnly, RequestKind::Mutating] {
             inflight.with_label_values(&[kind.as_str()]).set(0);
@@ -195,35 +196,53 @@ impl Metrics {
         out
     }
 
-    /// Samples `apiserver_storage_objects` from every Store's storage (a count-only read
-    /// per resource; resources served at several versions share one count).
+    /// Samples `apiserver_storage_objects` from every Store's storage.
     pub async fn sample_storage(&self, registry: &Registry) {
-        let mut seen = std::collections::HashSet::new();
-        let stores: Vec<_> = registry
-            .stores()
-            .into_iter()
-            .filter(|s| seen.insert(s.info.storage_path.clone()))
-            .collect();
-        let counts = stores.iter().map(|store| async move {
-            let prefix = format!("{}/", store.info.storage_path);
-            (store, store.storage().count(&prefix).await)
-        });
-        let Ok(counts) =
-            tokio::time::timeout(COUNT_TIMEOUT, futures::future::join_all(counts)).await
-        else {
-            tracing::warn!("counting stored objects timed out");
-            return;
-        };
-        for (store, count) in counts {
-            let resource = match store.info.group.as_str() {
-                "" => store.info.plural.clone(),
-                group => format!("{}.{group}", store.info.plural),
-            };
-            match count {
-                Ok(n) => self.storage_objects.with_label_values(&[&resource]).set(n),
-                Err(e) => tracing::debug!(%resource, error = %e, "counting stored objects"),
-            }
+        for (resource, n) in stored_counts(registry).await {
+            self.storage_objects.with_label_values(&[&resource]).set(n);
         }
+    }
+}
+
+/// Every stored resource's object count (a count-only read per resource; resources served
+/// at several versions share one count), named `plural` or `plural.group` as
+/// `apiserver_storage_objects` names them. Empty when counting takes too long.
+pub async fn stored_counts(registry: &Registry) -> Vec<(String, i64)> {
+    let mut seen = std::collections::HashSet::new();
+    let stores: Vec<_> = registry
+        .stores()
+        .into_iter()
+        .filter(|s| seen.insert(s.info.storage_path.clone()))
+        .collect();
+    let counts = stores.iter().map(|store| async move {
+        let prefix = format!("{}/", store.info.storage_path);
+        (store, store.storage().count(&prefix).await)
+    });
+    let Ok(counts) = tokio::time::timeout(COUNT_TIMEOUT, futures::future::join_all(counts)).await
+    else {
+        tracing::warn!("counting stored objects timed out");
+        return Vec::new();
+    };
+    counts
+        .into_iter()
+        .filter_map(|(store, count)| {
+            let resource = resource_name(&store.info.group, &store.info.plural);
+            match count {
+                Ok(n) => Some((resource, n)),
+                Err(e) => {
+                    tracing::debug!(%resource, error = %e, "counting stored objects");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// A resource as `apiserver_storage_objects` labels it: `plural`, or `plural.group`.
+pub fn resource_name(group: &str, plural: &str) -> String {
+    match group {
+        "" => plural.to_string(),
+        group => format!("{plural}.{group}"),
     }
 }
 

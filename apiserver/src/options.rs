@@ -260,13 +260,24 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = "RBAC")]
     pub authorization_mode: Vec<String>,
 
-    /// The most non-mutating requests in flight at once; beyond it requests are answered 429.
+    /// API Priority and Fairness: requests are classified by the FlowSchemas, queued fairly
+    /// per priority level and answered 429 when their queue is full or they wait too long.
+    /// With false, --max-requests-inflight and --max-mutating-requests-inflight are plain
+    /// limits.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub enable_priority_and_fairness: bool,
+
+    /// With API Priority and Fairness, this and --max-mutating-requests-inflight add up to
+    /// the server's seats, shared among the priority levels. Without it, the most
+    /// non-mutating requests in flight at once; beyond it requests are answered 429.
     /// Long-running requests (watches, logs, proxy) do not count. 0: no limit.
     #[arg(long, default_value_t = 400)]
     pub max_requests_inflight: usize,
 
-    /// The most mutating requests (create, update, patch, delete) in flight at once; beyond
-    /// it requests are answered 429. 0: no limit.
+    /// With API Priority and Fairness, see --max-requests-inflight. Without it, the most
+    /// mutating requests (create, update, patch, delete) in flight at once; beyond it
+    /// requests are answered 429. 0: no limit.
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
 

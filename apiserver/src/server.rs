@@ -40,6 +40,7 @@ pub fn router(
     controllers: Arc<Controllers>,
     openapi: Arc<openapi::OpenApi>,
     authorization: Authorization,
+    flow_control: Option<Arc<crate::flow_control::FlowControl>>,
 ) -> Router {
     let mut router = Router::new().route("/version", get(version::handler));
     for endpoint in [Endpoint::Healthz, Endpoint::Livez, Endpoint::Readyz] {
@@ -64,9 +65,11 @@ pub fn router(
             get(garbage_collector_graph),
         )
         .with_state(controllers);
-    router
-        .with_state(health)
-        .merge(debug)
+    let mut router = router.with_state(health).merge(debug);
+    if let Some(flow_control) = &flow_control {
+        router = router.merge(crate::flow_control::debug::router(flow_control.clone()));
+    }
+    let router = router
         .merge(crate::openapi::router(openapi))
         .merge(crate::metrics::router(api.registry.clone()))
         .merge(api::router(api))
@@ -74,11 +77,22 @@ pub fn router(
         // A panic in a handler answers 500 with a Status; the server carries on.
         .layer(CatchPanicLayer::custom(panic_status))
         // Outermost first: authentication (the listener's layer, see `secure` and
-        // `loopback`), request info, audit, impersonation, authorization, the handler.
+        // `loopback`), request info, audit, impersonation, priority and fairness,
+        // authorization, the handler.
         .layer(axum::middleware::from_fn_with_state(
             authorization.clone(),
             authz::authorize,
-        ))
+        ));
+    // API Priority and Fairness between impersonation and authorization, as upstream's
+    // chain: it classifies the user the request acts as.
+    let router = match flow_control {
+        Some(flow_control) => router.layer(axum::middleware::from_fn_with_state(
+            flow_control,
+            crate::flow_control::filter::filter,
+        )),
+        None => router,
+    };
+    router
         .layer(axum::middleware::from_fn_with_state(
             authorization.authorizer,
             impersonation::impersonate,

@@ -174,6 +174,18 @@ pub async fn run(options: Options) -> Result<(), StartError> {
     if let Some(consumer) = crate::flow_control::DanglingConditions::new(&informers) {
         tokio::spawn(consumer.run(shutdown.clone()));
     }
+    // With API Priority and Fairness the two in-flight limits add up to the server's seats
+    // (upstream's total concurrency), shared among the priority levels.
+    let flow_control = options.enable_priority_and_fairness.then(|| {
+        let seats = options.max_requests_inflight + options.max_mutating_requests_inflight;
+        let timeout = Some(options.request_timeout).filter(|t| !t.is_zero());
+        let flow_control = crate::flow_control::FlowControl::new(
+            u32::try_from(seats).unwrap_or(u32::MAX),
+            timeout,
+        );
+        flow_control.run(&informers, shutdown.clone());
+        flow_control
+    });
     // The aggregator before the controllers: the autoscaler reads the metrics API through it.
     let aggregator = crate::aggregator::Aggregator::new(registry.clone(), front_proxy);
     publish_authentication_info(&options, secure.is_some(), &aggregator).await;
@@ -313,9 +325,17 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         startup_ms = started.elapsed().as_millis() as u64,
         "serving"
     );
+    // The max-in-flight gates only without API Priority and Fairness, as upstream.
+    let (read_only, mutating) = match &flow_control {
+        Some(_) => (0, 0),
+        None => (
+            options.max_requests_inflight,
+            options.max_mutating_requests_inflight,
+        ),
+    };
     let limits = crate::limits::Limits::new(
-        options.max_requests_inflight,
-        options.max_mutating_requests_inflight,
+        read_only,
+        mutating,
         options.request_timeout,
         api.registry.clone(),
     );
@@ -325,6 +345,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         controllers.clone(),
         openapi,
         authorization,
+        flow_control,
     ));
     // Audit right after authentication (the listeners' layers), as upstream: it sees the
     // authenticated user, and requests the in-flight limits refuse.

@@ -89,6 +89,7 @@ pub async fn start() -> Server {
                 Default::default(),
                 Arc::new(openapi::OpenApi::new(Vec::new())),
                 authorization,
+                None,
             )),
         )
         .with_graceful_shutdown(stop.cancelled_owned())

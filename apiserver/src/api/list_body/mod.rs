@@ -18,6 +18,7 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -37,6 +38,11 @@ use crate::table::{IncludeObject, Now};
 
 /// How many bytes the body gathers before handing them to the connection.
 pub(crate) const CHUNK: usize = 64 * 1024;
+/// How many bytes are encoded in one poll before the task yields. Items in memory and a fast
+/// reader leave the stream always ready: without yielding, the connection's task would
+/// encode and write a whole large list in one poll, holding a worker thread from every other
+/// request for as long (Go's scheduler preempts goroutines; tokio's does not).
+const ENCODED_PER_POLL: usize = 4 * 1024;
 
 /// How a list is written out.
 pub(crate) enum ListEncoding<'a> {
@@ -107,9 +113,11 @@ pub(crate) async fn response(
             .into_response());
     }
     chunks.eager = true;
-    let rest = chunks.inspect_err(move |e| {
-        tracing::error!(list = %kind, error = %e, "list failed while being sent; aborting the response");
-    });
+    let rest = chunks
+        .inspect_err(move |e| {
+            tracing::error!(list = %kind, error = %e, "list failed while being sent; aborting the response");
+        })
+        ;
     let body = Body::from_stream(futures::stream::once(async { Ok(first) }).chain(rest));
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
 }
@@ -123,6 +131,8 @@ struct Chunks {
     /// Whether a partial chunk leaves as soon as the next item is not ready (after the first
     /// chunk: the client gets what there is while the next page is read).
     eager: bool,
+    /// A yield to the scheduler under way (see [`ENCODED_PER_POLL`]).
+    paused: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl Chunks {
@@ -174,6 +184,7 @@ impl Chunks {
             buf,
             done: false,
             eager: false,
+            paused: None,
         })
     }
 
@@ -196,9 +207,25 @@ impl Stream for Chunks {
         if this.done {
             return Poll::Ready(None);
         }
+        if let Some(pause) = this.paused.as_mut() {
+            if pause.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.paused = None;
+        }
+        let start = this.buf.len();
         loop {
             if this.buf.len() >= CHUNK {
                 return Poll::Ready(Some(Ok(this.take())));
+            }
+            if this.buf.len() - start >= ENCODED_PER_POLL {
+                // Let other tasks run (tokio's yield, which also lets the I/O driver see
+                // other connections first); the chunk goes on filling at the next poll.
+                let mut pause = Box::pin(tokio::task::yield_now());
+                if pause.as_mut().poll(cx).is_pending() {
+                    this.paused = Some(pause);
+                    return Poll::Pending;
+                }
             }
             match this.items.poll_next_unpin(cx) {
                 Poll::Ready(Some(Ok(item))) => {
