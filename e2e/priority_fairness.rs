@@ -202,6 +202,8 @@ struct FloodStats {
     served: AtomicUsize,
     refused: AtomicUsize,
     refused_without_retry_after: AtomicUsize,
+    /// 429s whose body is not upstream's `http.Error` text.
+    refused_otherwise: AtomicUsize,
     other: Mutex<Vec<u16>>,
     errors: Mutex<Vec<String>>,
 }
@@ -239,6 +241,9 @@ fn flood(
                         }
                         429 => {
                             stats.refused.fetch_add(1, Ordering::Relaxed);
+                            if r.body != b"Too many requests, please try again later.\n" {
+                                stats.refused_otherwise.fetch_add(1, Ordering::Relaxed);
+                            }
                             let wait = r.header("retry-after").and_then(|v| v.parse::<u64>().ok());
                             if wait.is_none() {
                                 stats
@@ -299,6 +304,7 @@ fn noisy_neighbour(
     );
     assert!(refused > 0, "{what}: A never refused");
     assert_eq!(stats.refused_without_retry_after.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.refused_otherwise.load(Ordering::Relaxed), 0);
     assert_eq!(
         *stats.other.lock().expect("lock"),
         Vec::<u16>::new(),

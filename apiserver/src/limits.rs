@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::{Body, HttpBody as _};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
@@ -161,7 +161,7 @@ async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: N
         if let Some(labels) = &labels {
             metrics.terminated(labels, 429);
         }
-        return too_many_requests();
+        return too_many_requests(1);
     };
     let inflight = metrics.inflight(class.kind);
     let timeout = match (limits.timeout, class.timeout.filter(|t| !t.is_zero())) {
@@ -225,13 +225,23 @@ fn cut_off(body: Body, expired: CancellationToken) -> Body {
     ))
 }
 
-/// Upstream's 429 of the max-in-flight filter, as a Status with `Retry-After: 1`.
-pub fn too_many_requests() -> Response {
-    response::error(RegistryError::TooManyRequests {
-        message: "Too many requests, please try again later.".into(),
-        retry_after_seconds: 1,
-        causes: Vec::new(),
-    })
+/// Upstream's 429 of the max-in-flight and priority-and-fairness filters: not a Status but Go's
+/// `http.Error` text (`text/plain`, `nosniff`, a trailing newline) with `Retry-After`, which is
+/// what clients (client-go retries on it) see from kube-apiserver.
+pub fn too_many_requests(retry_after_seconds: u64) -> Response {
+    let mut response = Response::new(Body::from("Too many requests, please try again later.\n"));
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+    response
 }
 
 /// Upstream's 504 for a request that outlived its deadline (apierrors.NewTimeoutError).
@@ -327,19 +337,17 @@ mod tests {
 
     #[tokio::test]
     async fn refusals_are_upstream_statuses() {
-        let response = too_many_requests();
+        let response = too_many_requests(1);
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(response.headers()["retry-after"], "1");
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/plain; charset=utf-8"
+        );
         let body = axum::body::to_bytes(response.into_body(), 1 << 16)
             .await
             .unwrap();
-        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(status["reason"], "TooManyRequests");
-        assert_eq!(
-            status["message"],
-            "Too many requests, please try again later."
-        );
-        assert_eq!(status["details"]["retryAfterSeconds"], 1);
+        assert_eq!(body, "Too many requests, please try again later.\n");
         let response = timed_out();
         assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
         let body = axum::body::to_bytes(response.into_body(), 1 << 16)

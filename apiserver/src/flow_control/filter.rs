@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
 use registry::auth::UserInfo;
-use registry::{RegistryError, Verb};
+use registry::Verb;
 
 use super::classify::Action;
 use super::metrics::metrics;
@@ -22,7 +22,6 @@ use super::queueset::{Described, Rejection, Start, Ticket};
 use super::width::{self, ListQuery};
 use super::{Classified, FlowControl, Level};
 use crate::api::attributes::{self, Requested};
-use crate::api::response;
 
 pub const FLOW_SCHEMA_UID: &str = "x-kubernetes-pf-flowschema-uid";
 pub const PRIORITY_LEVEL_UID: &str = "x-kubernetes-pf-prioritylevel-uid";
@@ -274,11 +273,8 @@ fn reject(
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     flow_control.dropped.record(&classified.level.name, now);
-    let mut refused = response::error(RegistryError::TooManyRequests {
-        message: "Too many requests, please try again later.".into(),
-        retry_after_seconds: flow_control.dropped.retry_after(&classified.level.name),
-        causes: Vec::new(),
-    });
+    let retry_after = flow_control.dropped.retry_after(&classified.level.name);
+    let mut refused = crate::limits::too_many_requests(u64::try_from(retry_after).unwrap_or(1));
     note(&mut refused, classified);
     refused
 }
