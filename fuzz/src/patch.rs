@@ -25,9 +25,11 @@ pub fn run(data: &[u8]) {
         return;
     };
     let (original, patch) = match crate::split_two(rest) {
+        // Stored objects are JSON objects; a patch of anything else is the server's own error
+        // (500), never reached from a request.
         Some((object, patch)) => match serde_json::from_slice::<Value>(object) {
-            Ok(object) => (object, patch),
-            Err(_) => return,
+            Ok(object @ Value::Object(_)) => (object, patch),
+            _ => return,
         },
         None => (default_object(), rest),
     };
