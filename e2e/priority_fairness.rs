@@ -7,144 +7,29 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{json, Value};
-use support::https::Connection;
 use support::secure::{ca, curl_as_admin, token_file, url};
 use support::{start_embedded_with, start_on_etcd_with, Kubectl, Server};
+use test_support::https::Connection;
+use test_support::noisy_neighbour::{self, measure, Request, Scenario};
 use test_support::wait_until;
 
-const TOKENS: &str = "token-a,tenant-a,uid-a\ntoken-b,tenant-b,uid-b\n";
 const OBJECTS: usize = 3000;
 const FLOODERS: usize = 48;
-const B_TARGET: &str = "/api/v1/namespaces/quiet/configmaps/target";
 
-/// A server with the two tenants; both may do anything through RBAC, and neither is in
-/// system:masters, so both are subject to priority and fairness.
+/// A server with the two tenants of [`noisy_neighbour::TOKENS`]; both may do anything through
+/// RBAC, and neither is in system:masters, so both are subject to priority and fairness.
 fn server(on_etcd: bool) -> (Server, tempfile::TempDir) {
-    let (dir, path) = token_file(TOKENS);
+    let (dir, path) = token_file(noisy_neighbour::TOKENS);
     let args = ["--token-auth-file", &path.display().to_string()];
     let s = if on_etcd {
         start_on_etcd_with(&args)
     } else {
         start_embedded_with(&args)
     };
-    for user in ["tenant-a", "tenant-b"] {
-        s.kubectl(&[
-            "create",
-            "clusterrolebinding",
-            user,
-            "--clusterrole=cluster-admin",
-            &format!("--user={user}"),
-        ]);
-    }
+    noisy_neighbour::bind_tenants(s.port);
     (s, dir)
-}
-
-fn post(s: &Server, path: &str, body: &Value) -> u16 {
-    let body = serde_json::to_vec(body).expect("json");
-    Server::send(
-        s.port,
-        "POST",
-        path,
-        &[("Content-Type", "application/json")],
-        &body,
-    )
-    .status
-}
-
-fn config_map(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"payload": "x".repeat(2048)}})
-}
-
-/// `OBJECTS` ConfigMaps of 2 KB in `flood`, from 8 threads on the loopback port.
-fn populate(s: &Server) {
-    for ns in ["flood", "quiet", "flood-create"] {
-        post(s, "/api/v1/namespaces", &json!({"metadata": {"name": ns}}));
-    }
-    assert_eq!(
-        post(
-            s,
-            "/api/v1/namespaces/quiet/configmaps",
-            &config_map("target")
-        ),
-        201
-    );
-    let port = s.port;
-    let threads: Vec<_> = (0..8)
-        .map(|t| {
-            std::thread::spawn(move || {
-                for i in (t..OBJECTS).step_by(8) {
-                    let body = serde_json::to_vec(&config_map(&format!("cm-{i}"))).expect("json");
-                    let r = Server::send(
-                        port,
-                        "POST",
-                        "/api/v1/namespaces/flood/configmaps",
-                        &[("Content-Type", "application/json")],
-                        &body,
-                    );
-                    assert_eq!(r.status, 201, "{}", r.body);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().expect("populate");
-    }
-}
-
-/// Tenant A's own priority level, as an administrator would give a tenant known to be noisy:
-/// one share (3 of the server's 600 seats), no borrowing, one queue of 8. Why not the
-/// defaults: both tenants fall into `global-default` (flows by user), whose 128 queues of 50
-/// hold all of A's 48 connections, so A would wait (up to a quarter of the request timeout)
-/// instead of being refused, and A's 6 queues would keep borrowing seats B's level lends.
-fn limit_tenant_a(s: &Server) {
-    let level = json!({
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-        "metadata": {"name": "tenant-a"},
-        "spec": {"type": "Limited", "limited": {
-            "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
-            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 8}}}},
-    });
-    let schema = json!({
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-        "metadata": {"name": "tenant-a"},
-        "spec": {
-            "priorityLevelConfiguration": {"name": "tenant-a"}, "matchingPrecedence": 500,
-            "distinguisherMethod": {"type": "ByUser"},
-            "rules": [{"subjects": [{"kind": "User", "user": {"name": "tenant-a"}}],
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": true}]}],
-        },
-    });
-    assert_eq!(
-        post(
-            s,
-            "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
-            &level
-        ),
-        201
-    );
-    assert_eq!(
-        post(
-            s,
-            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
-            &schema
-        ),
-        201
-    );
-    wait_until(
-        "the tenant-a level in force",
-        Duration::from_secs(20),
-        || {
-            dump(s, "dump_priority_levels")
-                .iter()
-                .any(|r| r[0] == "tenant-a")
-        },
-    );
 }
 
 /// A dump's rows, each split into its trimmed columns.
@@ -157,161 +42,73 @@ fn dump(s: &Server, which: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn percentile(latencies: &[Duration], p: usize) -> Duration {
-    let mut sorted = latencies.to_vec();
-    sorted.sort();
-    let index = (sorted.len() * p).div_ceil(100).saturating_sub(1);
-    sorted[index]
-}
-
-fn p99(latencies: Vec<Duration>) -> Duration {
-    eprintln!(
-        "p50 {:?} p90 {:?} p99 {:?} max {:?}",
-        percentile(&latencies, 50),
-        percentile(&latencies, 90),
-        percentile(&latencies, 99),
-        percentile(&latencies, 100)
-    );
-    percentile(&latencies, 99)
-}
-
-/// B's GETs on one kept-alive connection: their latencies; every one must be a 200.
-fn tenant_b(s: &Server, n: usize) -> Vec<Duration> {
-    let mut c = Connection::open(std::path::Path::new(&ca(s)), s.secure_port, "token-b")
-        .expect("B connects");
-    for _ in 0..20 {
-        c.exchange("GET", B_TARGET, b"").expect("warm-up");
-    }
-    (0..n)
-        .map(|_| {
-            let started = Instant::now();
-            let r = c.exchange("GET", B_TARGET, b"").expect("B's GET");
-            assert_eq!(
-                r.status,
-                200,
-                "B refused: {}",
-                String::from_utf8_lossy(&r.body)
-            );
-            started.elapsed()
-        })
-        .collect()
-}
-
-#[derive(Default)]
-struct FloodStats {
-    served: AtomicUsize,
-    refused: AtomicUsize,
-    refused_without_retry_after: AtomicUsize,
-    /// 429s whose body is not upstream's `http.Error` text.
-    refused_otherwise: AtomicUsize,
-    other: Mutex<Vec<u16>>,
-    errors: Mutex<Vec<String>>,
-}
-
-/// A's 48 connections, each sending `method path` back to back; on a 429 it waits the
-/// Retry-After it was given, as client-go does.
-fn flood(
-    s: &Server,
-    method: &'static str,
-    path: &'static str,
-    body: Vec<u8>,
-    stop: Arc<AtomicBool>,
-) -> (Arc<FloodStats>, Vec<JoinHandle<()>>) {
-    let stats = Arc::new(FloodStats::default());
-    let ca = ca(s);
-    let port = s.secure_port;
-    let threads = (0..FLOODERS)
-        .map(|_| {
-            let (stats, stop, ca, body) = (stats.clone(), stop.clone(), ca.clone(), body.clone());
-            std::thread::spawn(move || {
-                let ca = std::path::Path::new(&ca);
-                let mut c = Connection::open(ca, port, "token-a").expect("A connects");
-                while !stop.load(Ordering::Relaxed) {
-                    let r = match c.exchange(method, path, &body) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            stats.errors.lock().expect("lock").push(e.to_string());
-                            c = Connection::open(ca, port, "token-a").expect("A reconnects");
-                            continue;
-                        }
-                    };
-                    match r.status {
-                        200 | 201 => {
-                            stats.served.fetch_add(1, Ordering::Relaxed);
-                        }
-                        429 => {
-                            stats.refused.fetch_add(1, Ordering::Relaxed);
-                            if r.body != b"Too many requests, please try again later.\n" {
-                                stats.refused_otherwise.fetch_add(1, Ordering::Relaxed);
-                            }
-                            let wait = r.header("retry-after").and_then(|v| v.parse::<u64>().ok());
-                            if wait.is_none() {
-                                stats
-                                    .refused_without_retry_after
-                                    .fetch_add(1, Ordering::Relaxed);
-                            }
-                            let until = Instant::now() + Duration::from_secs(wait.unwrap_or(1));
-                            while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-                                std::thread::sleep(Duration::from_millis(20));
-                            }
-                        }
-                        code => stats.other.lock().expect("lock").push(code),
-                    }
-                }
-            })
-        })
-        .collect();
-    (stats, threads)
-}
-
 /// B alone, then B under A's flood: B's p99 within 5x of alone, B never refused; A refused
 /// with Retry-After, never timed out. "Alone" has a floor of 5 ms: B's GET takes about half a
-/// millisecond, and on a shared two-core machine (the test's own 48 client threads decrypting
-/// A's lists among them) a few milliseconds of scheduling noise must not decide the ratio.
-fn noisy_neighbour(
-    s: &Server,
-    what: &str,
-    method: &'static str,
-    path: &'static str,
-    body: Vec<u8>,
-) {
-    let alone = p99(tenant_b(s, 400));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (stats, threads) = flood(s, method, path, body, stop.clone());
-    wait_until("A's flood under way", Duration::from_secs(30), || {
-        stats.served.load(Ordering::Relaxed) >= 3 && stats.refused.load(Ordering::Relaxed) > 0
-    });
-    // While A floods, its waiting requests are in the dump.
-    let requests = {
+/// millisecond in this debug build, and on a shared two-core machine (the test's own 48 client
+/// threads decrypting A's lists among them) a few milliseconds of scheduling noise must not
+/// decide the ratio. The benchmark `noisy_neighbour` gives the release build's raw ratio.
+fn check_noisy_neighbour(s: &Server, what: &str, method: &'static str, path: &str, body: Vec<u8>) {
+    let scenario = Scenario {
+        port: s.secure_port,
+        ca: ca(s).into(),
+        quiet_token: "token-b".into(),
+        quiet_path: noisy_neighbour::QUIET_TARGET.into(),
+        gets: 400,
+        span: Duration::from_secs(2),
+        noisy_token: "token-a".into(),
+        connections: FLOODERS,
+        flood: Request {
+            method,
+            path: path.into(),
+            body,
+        },
+    };
+    let mut requests = String::new();
+    let outcome = measure(&scenario, |flood| {
+        wait_until("A refused", Duration::from_secs(30), || flood.refused() > 0);
+        // While A floods, its waiting requests are in the dump.
         let r = s.get("/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1");
         assert_eq!(r.status, 200);
-        r.body
-    };
-    let flooded = p99(tenant_b(s, 400));
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().expect("flooder");
-    }
-    let (served, refused) = (
-        stats.served.load(Ordering::Relaxed),
-        stats.refused.load(Ordering::Relaxed),
+        requests = r.body;
+    })
+    .expect("B's GETs");
+    let (alone, flooded) = (
+        outcome.alone.percentile(0.99),
+        outcome.flooded.percentile(0.99),
     );
-    eprintln!("{what}: B alone p99 {alone:?}, B under flood p99 {flooded:?}; A served {served}, refused {refused} (429)");
+    let a = &outcome.flood;
+    eprintln!(
+        "{what}: B alone p50 {:?} p99 {alone:?}, B under flood p50 {:?} p99 {flooded:?}; A served {}, refused {} (429)",
+        outcome.alone.percentile(0.5),
+        outcome.flooded.percentile(0.5),
+        a.served,
+        a.refused
+    );
+    assert_eq!(
+        outcome.alone.refused,
+        Vec::<u16>::new(),
+        "{what}: B refused alone"
+    );
+    assert_eq!(
+        outcome.flooded.refused,
+        Vec::<u16>::new(),
+        "{what}: B refused under the flood"
+    );
     let floor = alone.max(Duration::from_millis(5));
     assert!(
         flooded <= floor * 5,
         "{what}: B's p99 {flooded:?} under the flood vs {alone:?} alone"
     );
-    assert!(refused > 0, "{what}: A never refused");
-    assert_eq!(stats.refused_without_retry_after.load(Ordering::Relaxed), 0);
-    assert_eq!(stats.refused_otherwise.load(Ordering::Relaxed), 0);
+    assert!(a.refused > 0, "{what}: A never refused");
+    assert_eq!(a.refused_without_retry_after, 0);
+    assert_eq!(a.refused_otherwise, 0);
     assert_eq!(
-        *stats.other.lock().expect("lock"),
+        a.other,
         Vec::<u16>::new(),
         "{what}: A's other answers (504 = timed out)"
     );
     assert_eq!(
-        *stats.errors.lock().expect("lock"),
+        a.errors,
         Vec::<String>::new(),
         "{what}: A's broken connections"
     );
@@ -341,19 +138,15 @@ fn noisy_neighbour(
 #[test]
 fn a_noisy_neighbour_is_queued_and_refused_not_the_quiet_one() {
     let (s, _tokens) = server(false);
-    populate(&s);
-    limit_tenant_a(&s);
-    noisy_neighbour(&s, "lists", "GET", "/api/v1/configmaps", Vec::new());
-    let create = serde_json::to_vec(&json!({
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "a-"}, "data": {"payload": "x".repeat(2048)},
-    }))
-    .expect("json");
-    noisy_neighbour(
+    noisy_neighbour::populate(s.port, OBJECTS);
+    noisy_neighbour::limit_noisy_tenant(s.port, true);
+    check_noisy_neighbour(&s, "lists", "GET", "/api/v1/configmaps", Vec::new());
+    check_noisy_neighbour(
         &s,
         "creates",
         "POST",
-        "/api/v1/namespaces/flood-create/configmaps",
-        create,
+        noisy_neighbour::CREATE_PATH,
+        noisy_neighbour::create_body(),
     );
     let metrics = s.get("/metrics").body;
     assert!(

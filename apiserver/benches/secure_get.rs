@@ -8,66 +8,19 @@
 //! `cargo bench -p apiserver --bench secure_get` (N from `SECURE_GET_REQUESTS`, default
 //! 20000; the server binary from `APISERVER_BIN`, default the one cargo built).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use test_support::free_port;
+use test_support::https::Connection;
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/bench";
 const TOKEN: &str = "bench-token";
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// One request on a keep-alive connection; the status and body.
-fn exchange<S: Read + Write>(
-    stream: &mut BufReader<S>,
-    method: &str,
-    path: &str,
-    headers: &str,
-    body: &str,
-) -> (u16, String) {
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream
-        .get_mut()
-        .write_all(request.as_bytes())
-        .expect("write request");
-    let mut line = String::new();
-    stream.read_line(&mut line).expect("status line");
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let mut length = 0usize;
-    loop {
-        line.clear();
-        stream.read_line(&mut line).expect("header");
-        let header = line.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().expect("content-length");
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    stream.read_exact(&mut body).expect("body");
-    (status, String::from_utf8_lossy(&body).into_owned())
+/// One GET of the ConfigMap; panics unless it is a 200.
+fn get(c: &mut Connection) {
+    let r = c.exchange("GET", PATH, b"").expect("GET");
+    assert_eq!(r.status, 200, "{}", r.text());
 }
 
 /// The server's user + system CPU time so far.
@@ -96,48 +49,18 @@ struct Measured {
     wall_per_request: Duration,
 }
 
-fn measure<S: Read + Write>(pid: u32, stream: S, headers: &str, n: usize) -> Measured {
-    let mut stream = BufReader::new(stream);
+fn measure(pid: u32, mut c: Connection, n: usize) -> Measured {
     for _ in 0..n / 10 {
-        let (status, body) = exchange(&mut stream, "GET", PATH, headers, "");
-        assert_eq!(status, 200, "{body}");
+        get(&mut c);
     }
     let (cpu_before, wall_before) = (cpu(pid), Instant::now());
     for _ in 0..n {
-        let (status, body) = exchange(&mut stream, "GET", PATH, headers, "");
-        assert_eq!(status, 200, "{body}");
+        get(&mut c);
     }
     Measured {
         cpu_per_request: (cpu(pid) - cpu_before) / n as u32,
         wall_per_request: wall_before.elapsed() / n as u32,
     }
-}
-
-fn tls_stream(ca: &Path, port: u16) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(ca).expect("CA file") {
-        roots
-            .add(cert.expect("CA certificate"))
-            .expect("trusted CA");
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let name = ServerName::try_from("127.0.0.1").expect("server name");
-    let connection = rustls::ClientConnection::new(Arc::new(config), name).expect("TLS connection");
-    let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect TLS");
-    tcp.set_nodelay(true).expect("nodelay");
-    rustls::StreamOwned::new(connection, tcp)
-}
-
-fn plain(port: u16) -> TcpStream {
-    let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    tcp.set_nodelay(true).expect("nodelay");
-    tcp
 }
 
 struct Stop(Child);
@@ -177,11 +100,11 @@ fn main() {
     let pid = server.0.id();
     let ready = Instant::now();
     loop {
-        if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-            let (status, _) = exchange(&mut BufReader::new(stream), "GET", "/readyz", "", "");
-            if status == 200 {
-                break;
-            }
+        let ready_now = Connection::plain(port)
+            .and_then(|mut c| c.exchange("GET", "/readyz", b""))
+            .is_ok_and(|r| r.status == 200);
+        if ready_now {
+            break;
         }
         assert!(
             ready.elapsed() < Duration::from_secs(60),
@@ -189,7 +112,7 @@ fn main() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut admin = BufReader::new(plain(port));
+    let mut admin = Connection::plain(port).expect("connect");
     for (path, body) in [
         (
             "/api/v1/namespaces/default/configmaps",
@@ -204,16 +127,17 @@ fn main() {
             r#"{"metadata":{"name":"bench"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"bench"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"bench"}]}"#,
         ),
     ] {
-        let (status, answer) = exchange(&mut admin, "POST", path, "", body);
-        assert_eq!(status, 201, "{path}: {answer}");
+        let r = admin.exchange("POST", path, body.as_bytes()).expect("POST");
+        assert_eq!(r.status, 201, "{path}: {}", r.text());
     }
     let ca = dir.path().join("data/pki/ca.crt");
-    let bearer = format!("Authorization: Bearer {TOKEN}\r\n");
     // The binding reaches the authorizer through its watch.
     let allowed = Instant::now();
     loop {
-        let mut stream = BufReader::new(tls_stream(&ca, secure_port));
-        if exchange(&mut stream, "GET", PATH, &bearer, "").0 == 200 {
+        let allowed_now = Connection::open(&ca, secure_port, TOKEN)
+            .and_then(|mut c| c.exchange("GET", PATH, b""))
+            .is_ok_and(|r| r.status == 200);
+        if allowed_now {
             break;
         }
         assert!(allowed.elapsed() < Duration::from_secs(10), "never allowed");
@@ -225,8 +149,12 @@ fn main() {
     // Two rounds, alternating: the first also pays for whatever the server still does after
     // start; the second is the figure.
     for round in 1..=2 {
-        let http = measure(pid, plain(port), "", n);
-        let https = measure(pid, tls_stream(&ca, secure_port), &bearer, n);
+        let http = measure(pid, Connection::plain(port).expect("connect"), n);
+        let https = measure(
+            pid,
+            Connection::open(&ca, secure_port, TOKEN).expect("connect over TLS"),
+            n,
+        );
         println!("round {round}:");
         println!(
             "  plain HTTP (loopback user):   {:8.1} µs CPU/request  {:8.1} µs wall/request",

@@ -161,6 +161,7 @@ async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: N
         if let Some(labels) = &labels {
             metrics.terminated(labels, 429);
         }
+        discard_body(request).await;
         return too_many_requests(1);
     };
     let inflight = metrics.inflight(class.kind);
@@ -223,6 +224,22 @@ fn cut_off(body: Body, expired: CancellationToken) -> Body {
             }
         },
     ))
+}
+
+/// The most of a refused request's body read and thrown away so that its connection stays
+/// usable (Go's server discards up to 256 KB after a handler that did not read the body).
+const DISCARDED_AT_MOST: usize = 256 * 1024;
+/// How long a refused request's body may take to arrive.
+const DISCARD_WITHIN: Duration = Duration::from_secs(5);
+
+/// Reads and drops the body of a request answered without it (a 429). Unread, the body's
+/// bytes that had not arrived yet when the answer went out make the server close the
+/// keep-alive connection (a client sending the next request on it gets a broken pipe),
+/// where kube-apiserver keeps it open. A larger or slower body is left, and the connection
+/// closed, as Go does.
+pub async fn discard_body(request: Request) {
+    let body = axum::body::to_bytes(request.into_body(), DISCARDED_AT_MOST);
+    let _ = tokio::time::timeout(DISCARD_WITHIN, body).await;
 }
 
 /// Upstream's 429 of the max-in-flight and priority-and-fairness filters: not a Status but Go's

@@ -7,7 +7,6 @@ pub mod aggregated_server;
 /// Server-side apply requests.
 pub mod apply;
 /// A kept-alive HTTPS client with a bearer token.
-pub mod https;
 mod kubectl;
 mod kubelet;
 /// Reading managedFields (server-side apply) as kubectl shows them.

@@ -78,7 +78,10 @@ pub async fn filter(
     let arrived = Instant::now();
     let ticket = match admit(&classified, work, described, wait_limit, &labels).await {
         Ok(ticket) => ticket,
-        Err(rejection) => return reject(&flow_control, &classified, rejection, &labels),
+        Err(rejection) => {
+            crate::limits::discard_body(request).await;
+            return reject(&flow_control, &classified, rejection, &labels);
+        }
     };
     metrics()
         .wait

@@ -1,8 +1,10 @@
 //! What the tests and benchmarks of every crate need to run on real storage: a real etcd or
 //! the embedded store in a temp dir ([`TestBackend`]), etcd behind a link a test can slow or
 //! cut ([`EtcdInNetns`]), the same tests generated for both
-//! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), and the
-//! figures benchmarks report ([`stats`]).
+//! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), the
+//! figures benchmarks report ([`stats`]), a keep-alive HTTPS client with a bearer token
+//! ([`https`]) and the noisy-neighbour measurement of priority and fairness
+//! ([`noisy_neighbour`]).
 //!
 //! None of the project's crates is a dependency, so that any crate's tests can use this one;
 //! what a crate builds on the storage (a backend, a `Registry`) stays in that crate's
@@ -12,7 +14,9 @@ mod backend;
 mod etcd;
 mod etcd_cluster;
 mod etcd_netns;
+pub mod https;
 mod macros;
+pub mod noisy_neighbour;
 pub mod stats;
 pub mod tmpfs;
 mod wait;
