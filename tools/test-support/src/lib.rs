@@ -1,7 +1,7 @@
 //! What the tests and benchmarks of every crate need to run on real storage: a real etcd or
 //! the embedded store in a temp dir ([`TestBackend`]), the same tests generated for both
 //! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), and the
-//! figures benchmarks report ([`stats`]).
+//! figures benchmarks report ([`stats`]), and the soak under mixed churn ([`soak`]).
 //!
 //! None of the project's crates is a dependency, so that any crate's tests can use this one;
 //! what a crate builds on the storage (a backend, a `Registry`) stays in that crate's
@@ -11,6 +11,7 @@ mod backend;
 mod etcd;
 mod etcd_cluster;
 mod macros;
+pub mod soak;
 pub mod stats;
 pub mod tmpfs;
 mod wait;
