@@ -19,6 +19,7 @@ fn short_soak(backend: BackendKind) {
     );
     let report = soak::run(&config);
     println!("{}", soak::table(std::slice::from_ref(&report)));
+    print!("{}", report.warnings());
     let mut failures = report.error_failures();
     failures.extend(report.drain_failures());
     assert!(failures.is_empty(), "{failures:#?}");

@@ -54,6 +54,9 @@ fn main() -> ExitCode {
         .collect();
     println!();
     println!("{}", soak::table(&reports));
+    for report in &reports {
+        print!("{}", report.warnings());
+    }
     let mut failed = false;
     for report in &reports {
         for failure in report.failures() {

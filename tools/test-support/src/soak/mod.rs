@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use report::drained_allowance;
 pub use report::{table, Counts, Report, Series};
 pub use server::{LogLines, Sample};
 
@@ -218,12 +219,14 @@ fn drain(port: u16, tally: &Arc<Tally>) {
     }
 }
 
-/// The drained server's figures, once its tasks are back to idle or after [`SETTLE_LIMIT`].
+/// The drained server's figures, once its tasks are back near idle or after [`SETTLE_LIMIT`].
 fn settle(pid: u32, metrics: &mut Conn, idle: &Sample, at: f64, tally: &Tally) -> Sample {
     let since = Instant::now();
     loop {
         match sample(pid, metrics, at + since.elapsed().as_secs_f64()) {
-            Ok(s) if s.tasks <= idle.tasks || since.elapsed() > SETTLE_LIMIT => return s,
+            Ok(s) if s.tasks <= drained_allowance(idle) || since.elapsed() > SETTLE_LIMIT => {
+                return s
+            }
             Ok(_) => {}
             Err(e) if since.elapsed() > SETTLE_LIMIT => {
                 tally.error(format!("sampling the drained server: {e}"));

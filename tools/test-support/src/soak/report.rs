@@ -51,6 +51,12 @@ const TASKS: Tolerance = Tolerance {
 /// How far above idle the drained server's tasks may be: 10, or 10% of idle.
 const DRAINED_MARGIN: (f64, f64) = (10.0, 0.10);
 
+/// The most tasks a drained server may have: idle plus [`DRAINED_MARGIN`].
+pub fn drained_allowance(idle: &Sample) -> u64 {
+    let idle = idle.tasks as f64;
+    (idle + DRAINED_MARGIN.0.max(idle * DRAINED_MARGIN.1)) as u64
+}
+
 /// What the churn counted.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
@@ -217,16 +223,24 @@ impl Report {
 
     /// Whether the tasks came back to idle once the churn stopped and its objects were gone.
     pub fn drain_failures(&self) -> Vec<String> {
-        let idle = self.idle.tasks as f64;
-        let allowed = idle + DRAINED_MARGIN.0.max(idle * DRAINED_MARGIN.1);
-        if self.drained.tasks as f64 > allowed {
+        let allowed = drained_allowance(&self.idle);
+        if self.drained.tasks > allowed {
             vec![format!(
-                "{} tasks after the churn drained, {} before it began (allowed {allowed:.0})",
+                "{} tasks after the churn drained, {} before it began (allowed {allowed})",
                 self.drained.tasks, self.idle.tasks
             )]
         } else {
             Vec::new()
         }
+    }
+
+    /// The server's first warnings, for the reader to judge (they fail nothing).
+    pub fn warnings(&self) -> String {
+        let mut out = String::new();
+        for line in self.log.first_warnings.iter().take(3) {
+            let _ = writeln!(out, "{}: server warned: {line}", self.backend.name());
+        }
+        out
     }
 
     /// Every verdict: errors, flatness, drain.
