@@ -420,7 +420,7 @@ mod tests {
     fn noise_within_the_floor_is_flat() {
         // A saw of 1.5 MB: no trend.
         let r = report(|at| {
-            if (at as u64 / 5) % 2 == 0 {
+            if (at as u64 / 5).is_multiple_of(2) {
                 0
             } else {
                 1_500_000
