@@ -2,7 +2,8 @@
 //! names and labels (`apiserver_request_total`, `apiserver_request_duration_seconds`,
 //! `apiserver_current_inflight_requests`, `apiserver_request_terminations_total`,
 //! `apiserver_storage_objects`, `apiserver_watch_events_total`), with the controllers'
-//! `workqueue_*` and storage's `etcd_request_duration_seconds` gathered alongside.
+//! `workqueue_*` and storage's `etcd_request_duration_seconds` gathered alongside, and
+//! `tokio_alive_tasks` (this server's own, see [`ALIVE_TASKS`]).
 //!
 //! One process-wide set, as upstream's legacy registry: the request filter
 //! ([`crate::limits`]) and the watch streams record into it wherever they run.
@@ -16,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    TextEncoder,
 };
 use registry::{Registry, Verb};
 
@@ -34,6 +36,13 @@ const DURATION_BUCKETS: [f64; 23] = [
 /// The `component` label of requests this server serves itself.
 const COMPONENT: &str = "apiserver";
 
+/// The tasks alive in the server's async runtime. Upstream's nearest figure is `go_goroutines`
+/// (from Go's runtime collector), which leak checks watch; it is not reused: a tokio task is
+/// not a goroutine (a request here may be one task or several, and blocking-pool work is not
+/// counted), and a `go_*` name would tell dashboards this is a Go process. The name says
+/// whose figure it is; it is not an upstream metric.
+const ALIVE_TASKS: &str = "tokio_alive_tasks";
+
 /// How long a scrape waits for the stores' object counts.
 const COUNT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -45,6 +54,7 @@ pub struct Metrics {
     inflight: IntGaugeVec,
     storage_objects: IntGaugeVec,
     watch_events: IntCounterVec,
+    alive_tasks: IntGauge,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -117,6 +127,11 @@ impl Metrics {
             &["group", "version", "kind"],
         )
         .expect("watch_events_total");
+        let alive_tasks = IntGauge::new(
+            ALIVE_TASKS,
+            "Number of tasks alive in the server's tokio runtime at the time of the scrape (not an upstream metric; the analogue of go_goroutines).",
+        )
+        .expect("alive_tasks");
         let registry = prometheus::Registry::new();
         for collector in [
             Box::new(request_total.clone()) as Box<dyn prometheus::core::Collector>,
@@ -125,6 +140,7 @@ impl Metrics {
             Box::new(inflight.clone()),
             Box::new(storage_objects.clone()),
             Box::new(watch_events.clone()),
+            Box::new(alive_tasks.clone()),
         ] {
             registry
                 .register(collector)
@@ -149,6 +165,16 @@ impl Metrics {
             inflight,
             storage_objects,
             watch_events,
+            alive_tasks,
+        }
+    }
+
+    /// Samples `tokio_alive_tasks` from the runtime the caller runs on (none: left as it is).
+    pub fn sample_runtime(&self) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let alive = runtime.metrics().num_alive_tasks();
+            self.alive_tasks
+                .set(i64::try_from(alive).unwrap_or(i64::MAX));
         }
     }
 
@@ -353,6 +379,7 @@ pub fn router(registry: Arc<Registry>) -> Router {
 async fn scrape(State(registry): State<Arc<Registry>>) -> Response {
     let metrics = metrics();
     metrics.sample_storage(&registry).await;
+    metrics.sample_runtime();
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, CONTENT_TYPE)],
@@ -444,5 +471,31 @@ mod tests {
         assert!(text.contains(r#"verb="WATCH",version="v1"} 1"#));
         assert!(!text.contains(r#"apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="metrics.test",resource="widgets",scope="resource",subresource="",verb="WATCH""#));
         assert!(text.contains(r#"apiserver_current_inflight_requests{request_kind="mutating"}"#));
+    }
+
+    #[tokio::test]
+    async fn alive_tasks_follow_the_runtime() {
+        let metrics = metrics();
+        let gauge = |text: &str| -> i64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix("tokio_alive_tasks "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(-1)
+        };
+        metrics.sample_runtime();
+        let before = gauge(&String::from_utf8(metrics.encode()).unwrap());
+        let stop = tokio_util::sync::CancellationToken::new();
+        let parked: Vec<_> = (0..5)
+            .map(|_| tokio::spawn(stop.clone().cancelled_owned()))
+            .collect();
+        metrics.sample_runtime();
+        let during = gauge(&String::from_utf8(metrics.encode()).unwrap());
+        assert_eq!(during, before + 5, "five parked tasks more");
+        stop.cancel();
+        for task in parked {
+            task.await.unwrap();
+        }
+        metrics.sample_runtime();
+        assert_eq!(gauge(&String::from_utf8(metrics.encode()).unwrap()), before);
     }
 }

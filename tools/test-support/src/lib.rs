@@ -4,7 +4,7 @@
 //! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), the
 //! figures benchmarks report ([`stats`]), a keep-alive HTTPS client with a bearer token
 //! ([`https`]) and the noisy-neighbour measurement of priority and fairness
-//! ([`noisy_neighbour`]).
+//! ([`noisy_neighbour`]), and the soak under mixed churn ([`soak`]).
 //!
 //! None of the project's crates is a dependency, so that any crate's tests can use this one;
 //! what a crate builds on the storage (a backend, a `Registry`) stays in that crate's
@@ -17,6 +17,7 @@ mod etcd_netns;
 pub mod https;
 mod macros;
 pub mod noisy_neighbour;
+pub mod soak;
 pub mod stats;
 pub mod tmpfs;
 mod wait;
