@@ -31,7 +31,9 @@ const PROGRESS_RETRY: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Debug)]
 pub struct CacherConfig {
-    /// Changes kept for watchers that start in the past (upstream's watch cache capacity).
+    /// The most changes kept for watchers that start in the past (upstream's watch cache
+    /// upper bound): the window holds about the last 75 s of changes, at least 100 (see
+    /// `CacheState::make_room`), never more than this.
     pub window: usize,
     /// Messages the fan-out buffers for a slow watcher before it falls back to the window.
     /// The channel reserves its slots up front (about 40 bytes each) for every resource

@@ -3,11 +3,18 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
 
 use crate::backend::{KeyRange, RawEvent, RawEventKind};
 use crate::KeyValue;
+
+/// How long a change counts as fresh: the window keeps at least this span of changes (up to
+/// its maximum). Upstream's DefaultEventFreshDuration.
+const FRESH: Duration = Duration::from_secs(75);
+/// The smallest window a busy resource shrinks to (upstream's defaultLowerBoundCapacity).
+const MIN_CAPACITY: usize = 100;
 
 /// A change with its place in the cache's sequence. One etcd revision may hold several
 /// changes (a multi-key transaction of another client), so watchers track positions by
@@ -21,6 +28,8 @@ pub struct CachedEvent {
     /// For a deletion: the key and the deleting revision.
     pub kv: Arc<KeyValue>,
     pub prev: Option<Arc<KeyValue>>,
+    /// When the cache received it: the window's size follows the changes' age.
+    pub received: Instant,
 }
 
 impl CachedEvent {
@@ -95,7 +104,10 @@ pub struct CacheState {
     /// arriving after a progress report past it is still applied, never dropped.
     applied: i64,
     pub ready: bool,
+    /// The window's current size, between [`MIN_CAPACITY`] (or the maximum, if smaller) and
+    /// `max_capacity`: see [`make_room`](Self::make_room).
     capacity: usize,
+    max_capacity: usize,
     /// Made when the first watcher subscribes: a channel reserves all its slots at once, and
     /// most resources of an idle server have no watcher.
     tx: OnceLock<broadcast::Sender<CacheMessage>>,
@@ -103,7 +115,8 @@ pub struct CacheState {
 }
 
 impl CacheState {
-    pub fn new(capacity: usize, fanout: usize) -> Self {
+    /// A window of at most `max_capacity` changes.
+    pub fn new(max_capacity: usize, fanout: usize) -> Self {
         Self {
             objects: Objects::default(),
             unreadable: Default::default(),
@@ -114,7 +127,8 @@ impl CacheState {
             revision: 0,
             applied: 0,
             ready: false,
-            capacity,
+            capacity: max_capacity.min(MIN_CAPACITY),
+            max_capacity,
             tx: OnceLock::new(),
             fanout,
         }
@@ -148,6 +162,11 @@ impl CacheState {
 
     /// Applies one change (keys already relative to the storage prefix) and fans it out.
     pub fn apply(&mut self, event: RawEvent) {
+        self.apply_at(event, Instant::now());
+    }
+
+    /// [`apply`](Self::apply), received at `now`.
+    fn apply_at(&mut self, event: RawEvent, now: Instant) {
         // A resumed watch never repeats a revision, but several changes may share one.
         if event.kv.mod_revision < self.applied {
             return;
@@ -171,18 +190,44 @@ impl CacheState {
             kind: event.kind,
             kv,
             prev,
+            received: now,
         });
         self.next_seq += 1;
-        if self.window.len() >= self.capacity {
-            if let Some(oldest) = self.window.pop_front() {
-                self.evicted_seq = oldest.seq;
-                // Changes sharing the evicted one's revision may remain, so a watch from the
-                // revision before it can no longer be served.
-                self.window_start = oldest.revision();
-            }
-        }
+        self.make_room(now);
         self.window.push_back(event.clone());
         self.send(CacheMessage::Event(event));
+    }
+
+    /// Upstream's watch cache sizing (watch_cache.go, resizeCacheLocked): a full window whose
+    /// oldest change is fresh (younger than [`FRESH`]) doubles, up to the maximum; a full
+    /// window whose newest quarter already began before [`FRESH`] halves, down to
+    /// [`MIN_CAPACITY`]; otherwise a full window drops its oldest change. So the window holds
+    /// about the last 75 s of changes: a busy resource keeps what a watcher resuming after a
+    /// short break needs, and memory does not grow with a fixed count of old objects (10,000
+    /// per resource held tens of MB of replaced versions that no watcher would ask for).
+    fn make_room(&mut self, now: Instant) {
+        if self.window.len() < self.capacity {
+            return;
+        }
+        let age = |e: &Arc<CachedEvent>| now.saturating_duration_since(e.received);
+        if self.window.front().is_some_and(|e| age(e) < FRESH) {
+            self.capacity = (self.capacity * 2).min(self.max_capacity);
+        } else if self
+            .window
+            .get(self.window.len() - self.capacity / 4)
+            .is_some_and(|e| age(e) > FRESH)
+        {
+            self.capacity = (self.capacity / 2).max(MIN_CAPACITY.min(self.max_capacity));
+        }
+        while self.window.len() >= self.capacity {
+            let Some(oldest) = self.window.pop_front() else {
+                break;
+            };
+            self.evicted_seq = oldest.seq;
+            // Changes sharing the evicted one's revision may remain, so a watch from the
+            // revision before it can no longer be served.
+            self.window_start = oldest.revision();
+        }
     }
 
     /// A receiver of every message from now on.
@@ -375,5 +420,40 @@ mod tests {
         );
         assert_eq!(objects.remove("/c").map(|kv| kv.mod_revision), Some(3));
         assert_eq!(objects.len(), 4);
+    }
+
+    #[test]
+    fn the_window_keeps_the_fresh_span_and_shrinks_when_it_is_old() {
+        let mut s = CacheState::new(10_000, 16);
+        s.reset(Objects::default(), 0);
+        let t0 = Instant::now();
+        // 250 changes within a moment: all kept (the window doubles past its 100).
+        for r in 1..=250 {
+            s.apply_at(put(&format!("k{r}"), r), t0);
+        }
+        assert_eq!(s.window.len(), 250);
+        assert!(
+            s.position_of(0).is_some(),
+            "a watch from the start is served"
+        );
+        // Much later, a trickle of one change every 2 s: the old changes go, and the window
+        // halves while its newest quarter is older than the fresh span, down to its floor.
+        for r in 251..=1250 {
+            let at = t0 + Duration::from_secs(400 + 2 * (r as u64 - 250));
+            s.apply_at(put(&format!("k{r}"), r), at);
+        }
+        assert_eq!(s.window.len(), MIN_CAPACITY);
+        assert!(
+            s.position_of(1000).is_none(),
+            "changes before the window left"
+        );
+        assert!(s.position_of(1150).is_some());
+        // The maximum holds however fresh the changes are.
+        let mut small = CacheState::new(3, 16);
+        small.reset(Objects::default(), 0);
+        for r in 1..=10 {
+            small.apply_at(put(&format!("k{r}"), r), t0);
+        }
+        assert_eq!(small.window.len(), 3);
     }
 }
