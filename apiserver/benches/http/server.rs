@@ -68,6 +68,7 @@ pub async fn start() -> Server {
         backend,
         shutdown: shutdown.clone(),
         definitions: None,
+        probes: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
