@@ -307,6 +307,28 @@ pub fn bind_tenants(port: u16) {
             &binding,
         );
     }
+    // The authorizer learns of the bindings through its informer: ask it (a
+    // SubjectAccessReview) until both tenants are allowed, so no request of theirs races it.
+    for user in ["tenant-a", "tenant-b"] {
+        let review = serde_json::json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "resourceAttributes": {"verb": "get", "resource": "namespaces"}},
+        });
+        crate::wait_until(
+            &format!("RBAC allowing {user}"),
+            std::time::Duration::from_secs(20),
+            || {
+                c.exchange(
+                    "POST",
+                    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                    review.to_string().as_bytes(),
+                )
+                .ok()
+                .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
+                .is_some_and(|v| v["status"]["allowed"] == true)
+            },
+        );
+    }
 }
 
 /// Through the plain loopback `port`: namespaces `flood` (with `objects` 2 KB ConfigMaps,
