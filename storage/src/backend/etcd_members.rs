@@ -406,8 +406,8 @@ fn is_unavailable(err: &etcd_client::Error) -> bool {
     }
 }
 
-/// Nothing listens at the member's address: the connection was refused, an answer rather
-/// than silence.
+/// The member's host answered that nothing is there: the connection was refused, or reset
+/// or broken by a process that died. An answer rather than silence.
 fn refused(err: &etcd_client::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
         etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
@@ -416,9 +416,15 @@ fn refused(err: &etcd_client::Error) -> bool {
         _ => None,
     };
     while let Some(e) = source {
-        let io_refused = e
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        // A reset or a broken pipe is the peer's kernel answering too (the process died and
+        // its socket closed); a partition only ever times out.
+        let io_refused = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            use std::io::ErrorKind as K;
+            matches!(
+                io.kind(),
+                K::ConnectionRefused | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
+            )
+        });
         if io_refused || e.to_string().contains("Connection refused") {
             return true;
         }
@@ -518,5 +524,10 @@ mod tests {
             etcd_client::Error::IoError(std::io::Error::from(std::io::ErrorKind::TimedOut));
         assert!(is_transport_failure(&timed_out));
         assert!(!super::refused(&timed_out));
+        // A reset answers (the process died), but a write on it may have been applied.
+        let reset =
+            etcd_client::Error::IoError(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(super::refused(&reset));
+        assert!(!never_sent(&reset));
     }
 }
