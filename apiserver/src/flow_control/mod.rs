@@ -166,22 +166,11 @@ impl FlowControl {
                 informers.informer_for(&levels),
             );
             let (this, s, l) = (self.clone(), schemas.clone(), levels.clone());
-            let reload = Arc::new(move || {
+            client::informer::reload_on_change([schemas, levels], stop.clone(), move || {
                 let s: Vec<Value> = s.indexer().list().iter().map(|v| (**v).clone()).collect();
                 let l: Vec<Value> = l.indexer().list().iter().map(|v| (**v).clone()).collect();
                 this.reload(&s, &l);
             });
-            for informer in [schemas, levels] {
-                let notifications = informer.subscribe();
-                let (reload, stop) = (reload.clone(), stop.clone());
-                tokio::spawn(async move {
-                    if informer.wait_for_sync().await {
-                        reload();
-                    }
-                    let again = reload.clone();
-                    let _ = client::informer::dispatch(notifications, stop, move |_| again()).await;
-                });
-            }
         }
         let this = self.clone();
         let stop_adjusting = stop.clone();

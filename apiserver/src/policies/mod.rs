@@ -110,18 +110,7 @@ impl Policies {
                 *this.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(state);
             }
         };
-        let reload = Arc::new(reload);
-        for informer in [policies, bindings] {
-            let notifications = informer.subscribe();
-            let (reload, stop) = (reload.clone(), stop.clone());
-            tokio::spawn(async move {
-                if informer.wait_for_sync().await {
-                    reload();
-                }
-                let again = reload.clone();
-                let _ = ::client::informer::dispatch(notifications, stop, move |_| again()).await;
-            });
-        }
+        ::client::informer::reload_on_change([policies, bindings], stop, reload);
     }
 }
 

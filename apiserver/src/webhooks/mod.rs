@@ -174,18 +174,7 @@ impl Webhooks {
             };
         let this = self.clone();
         let indexer = informer.indexer().clone();
-        let notifications = informer.subscribe();
-        tokio::spawn(async move {
-            if informer.wait_for_sync().await {
-                this.reload(indexer.list());
-            }
-            let reload = this.clone();
-            let indexer = indexer.clone();
-            let _ = ::client::informer::dispatch(notifications, stop, move |_| {
-                reload.reload(indexer.list())
-            })
-            .await;
-        });
+        ::client::informer::reload_on_change([informer], stop, move || this.reload(indexer.list()));
     }
 
     /// The labels namespaceSelector is matched against; None when it does not apply.

@@ -17,7 +17,7 @@ mod shared_informer;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas, Keyed};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
-pub use dispatch::dispatch;
+pub use dispatch::{dispatch, reload_on_change};
 pub use factory::{
     controller_uid, controller_uid_index, wait_for_sync, FactoryError, InformerFactory,
     CONTROLLER_UID_INDEX,

@@ -406,9 +406,11 @@ fn is_unavailable(err: &etcd_client::Error) -> bool {
     }
 }
 
-/// The member's host answered that nothing is there: the connection was refused, or reset
-/// or broken by a process that died. An answer rather than silence.
-fn refused(err: &etcd_client::Error) -> bool {
+/// Whether `test` holds for any cause of `err` (the transport and I/O errors under it).
+fn any_cause(
+    err: &etcd_client::Error,
+    test: impl Fn(&(dyn std::error::Error + 'static)) -> bool,
+) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
         etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
         etcd_client::Error::IoError(io) => Some(io),
@@ -416,16 +418,7 @@ fn refused(err: &etcd_client::Error) -> bool {
         _ => None,
     };
     while let Some(e) = source {
-        // A reset or a broken pipe is the peer's kernel answering too (the process died and
-        // its socket closed); a partition only ever times out.
-        let io_refused = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
-            use std::io::ErrorKind as K;
-            matches!(
-                io.kind(),
-                K::ConnectionRefused | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
-            )
-        });
-        if io_refused || e.to_string().contains("Connection refused") {
+        if test(e) {
             return true;
         }
         source = e.source();
@@ -433,26 +426,29 @@ fn refused(err: &etcd_client::Error) -> bool {
     false
 }
 
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+}
+
+/// The member's host answered that nothing is there: the connection was refused, or reset
+/// or broken by a process that died (the peer's kernel answering; a partition only ever times
+/// out). An answer rather than silence.
+fn refused(err: &etcd_client::Error) -> bool {
+    use std::io::ErrorKind as K;
+    any_cause(err, |e| {
+        matches!(
+            io_kind(e),
+            Some(K::ConnectionRefused | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe)
+        ) || e.to_string().contains("Connection refused")
+    })
+}
+
 /// The request never left: the member refused the connection (or none could be made).
 fn never_sent(err: &etcd_client::Error) -> bool {
-    let refused = |e: &(dyn std::error::Error + 'static)| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    any_cause(err, |e| {
+        io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused)
             || e.to_string().contains("tcp connect error")
-    };
-    let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
-        etcd_client::Error::GRpcStatus(status) => std::error::Error::source(status),
-        etcd_client::Error::IoError(io) => Some(io),
-        etcd_client::Error::TransportError(e) => Some(e),
-        _ => None,
-    };
-    while let Some(e) = source {
-        if refused(e) {
-            return true;
-        }
-        source = e.source();
-    }
-    false
+    })
 }
 
 #[cfg(test)]
