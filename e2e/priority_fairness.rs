@@ -155,6 +155,139 @@ fn a_noisy_neighbour_is_queued_and_refused_not_the_quiet_one() {
     );
 }
 
+/// A tenant-a series of `family` in /metrics, 0 when absent.
+fn tenant_a(s: &Server, family: &str, extra: &str) -> f64 {
+    let prefix =
+        format!("apiserver_flowcontrol_{family}{{flow_schema=\"tenant-a\",priority_level=\"tenant-a\"{extra}}} ");
+    s.get("/metrics")
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// curl as tenant A on the secure port (the caller adds the rest).
+fn curl_as_a(s: &Server) -> std::process::Command {
+    let mut curl = std::process::Command::new("curl");
+    curl.args([
+        "-sS",
+        "--cacert",
+        &ca(s),
+        "-H",
+        "Authorization: Bearer token-a",
+    ]);
+    curl
+}
+
+/// Tenant A's level has one seat. A watch of 2,000 × 2 KB ConfigMaps whose client reads
+/// 1 KB/s holds it while its initial events have not gone out; a request queued behind it
+/// whose client gives up leaves the queue at once (counted `time-out`); a request still
+/// queued when the level is deleted is served by the quiescing level, which goes once idle.
+#[test]
+fn watch_seats_departed_waiters_and_quiescing_levels() {
+    watch_seats_departed_waiters_and_quiescing_levels_on(false);
+}
+
+#[test]
+fn watch_seats_departed_waiters_and_quiescing_levels_on_etcd() {
+    watch_seats_departed_waiters_and_quiescing_levels_on(true);
+}
+
+fn watch_seats_departed_waiters_and_quiescing_levels_on(on_etcd: bool) {
+    let (_tokens, path) = token_file(noisy_neighbour::TOKENS);
+    // 150 seats: tenant A's one share of 246 is one seat.
+    let args = [
+        "--token-auth-file",
+        &path.display().to_string(),
+        "--max-requests-inflight",
+        "100",
+        "--max-mutating-requests-inflight",
+        "50",
+    ];
+    let s = if on_etcd {
+        start_on_etcd_with(&args)
+    } else {
+        start_embedded_with(&args)
+    };
+    noisy_neighbour::bind_tenants(s.port);
+    noisy_neighbour::populate(s.port, 2000);
+    noisy_neighbour::limit_noisy_tenant(s.port, true);
+    let level_row = || {
+        dump(&s, "dump_priority_levels")
+            .into_iter()
+            .find(|r| r[0] == "tenant-a")
+    };
+    assert_eq!(level_row().expect("tenant-a")[3], "false", "not quiescing");
+
+    let mut watch = curl_as_a(&s)
+        .args(["--limit-rate", "1k", "-o", "/dev/null"])
+        .arg(url(&s, "/api/v1/namespaces/flood/configmaps?watch=1"))
+        .spawn()
+        .expect("curl");
+    wait_until("the watch executing", Duration::from_secs(20), || {
+        tenant_a(&s, "current_executing_requests", "") == 1.0
+    });
+    // Its answer started long ago, but its initial events are still going out.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(tenant_a(&s, "current_executing_requests", ""), 1.0);
+    assert_eq!(tenant_a(&s, "current_executing_seats", ""), 1.0);
+
+    // A GET waits behind it; its client gives up after 2 s, well before its 15 s wait limit.
+    let out = curl_as_a(&s)
+        .args(["--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(url(&s, noisy_neighbour::QUIET_TARGET))
+        .output()
+        .expect("curl");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "000",
+        "no answer while queued"
+    );
+    wait_until(
+        "the departed waiter dequeued",
+        Duration::from_secs(5),
+        || tenant_a(&s, "current_inqueue_requests", "") == 0.0,
+    );
+    let time_out = ",reason=\"time-out\"";
+    assert_eq!(tenant_a(&s, "rejected_requests_total", time_out), 1.0);
+    // Both were enqueued (the watch dispatched at once): the queue length was sampled twice.
+    assert_eq!(
+        tenant_a(&s, "request_queue_length_after_enqueue_count", ""),
+        2.0
+    );
+    assert_eq!(level_row().expect("tenant-a")[4], "0", "nothing waiting");
+
+    // Another GET waits; its level is deleted meanwhile: it quiesces, and still serves it.
+    let queued = curl_as_a(&s)
+        .args(["--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(url(&s, noisy_neighbour::QUIET_TARGET))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("curl");
+    wait_until("the second GET queued", Duration::from_secs(5), || {
+        tenant_a(&s, "current_inqueue_requests", "") == 1.0
+    });
+    let r = s.send_json(
+        "DELETE",
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/tenant-a",
+        &serde_json::json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    wait_until("tenant-a quiescing", Duration::from_secs(5), || {
+        level_row().is_some_and(|r| r[3] == "true")
+    });
+    let row = level_row().expect("tenant-a");
+    assert_eq!((row[4].as_str(), row[5].as_str()), ("1", "1"), "{row:?}");
+    // The watch's client goes: the seat frees, the queued GET runs, the level goes.
+    watch.kill().expect("kill the watch");
+    let _ = watch.wait();
+    let out = queued.wait_with_output().expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    wait_until("tenant-a dropped", Duration::from_secs(5), || {
+        level_row().is_none()
+    });
+}
+
 /// Whether dump_queues has rows for `level`.
 fn queues_of(s: &Server, level: &str) -> bool {
     dump(s, "dump_queues").iter().any(|r| r[0] == level)
@@ -340,14 +473,16 @@ fn headers_exemption_dumps_and_metrics_on(on_etcd: bool) {
         "apiserver_flowcontrol_lower_limit_seats{priority_level=\"global-default\"} 24",
         "apiserver_flowcontrol_upper_limit_seats{priority_level=\"global-default\"}",
         "apiserver_flowcontrol_current_limit_seats{priority_level=\"global-default\"}",
-        "apiserver_flowcontrol_request_concurrency_limit{priority_level=\"global-default\"}",
+        "apiserver_flowcontrol_upper_limit_seats{priority_level=\"exempt\"} 600",
         "apiserver_flowcontrol_current_r{priority_level=\"global-default\"}",
         "apiserver_flowcontrol_current_executing_requests{",
         "apiserver_flowcontrol_current_executing_seats{",
         "apiserver_flowcontrol_current_inqueue_requests{",
         "apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute=\"true\",flow_schema=\"global-default\"",
         "apiserver_flowcontrol_request_execution_seconds_bucket{",
-        "apiserver_flowcontrol_work_estimated_seats_bucket{",
+        "apiserver_flowcontrol_work_estimated_seats_bucket{flow_schema=\"global-default\",priority_level=\"global-default\",le=\"100\"}",
+        // The administrator's delete above: a mutating request samples its resource's watchers.
+        "apiserver_flowcontrol_watch_count_samples_bucket{flow_schema=\"exempt\",priority_level=\"exempt\",le=\"10000\"}",
         "apiserver_flowcontrol_seat_fair_frac",
     ] {
         assert!(metrics.contains(needle), "no {needle} in /metrics");

@@ -24,6 +24,13 @@ use crate::api::request_info::RequestInfo;
 use crate::api::response;
 use crate::metrics::{self, RequestKind, RequestLabels};
 
+/// Cancelled once the server is done with a request: its answer has started, its deadline
+/// passed, or its client went away (the server dropped it). A handler that runs on its own
+/// task past that point reads it where upstream's would see its request context end (API
+/// Priority and Fairness: a request still queued leaves its queue).
+#[derive(Clone, Debug)]
+pub struct RequestEnded(pub CancellationToken);
+
 pub struct Limits {
     read_only: Gate,
     mutating: Gate,
@@ -134,6 +141,10 @@ pub fn classify(method: &Method, uri: &Uri, requested: &Requested) -> Classified
 
 async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let ended = CancellationToken::new();
+    request.extensions_mut().insert(RequestEnded(ended.clone()));
+    // Dropped with this future: when it returns, or when the server drops it.
+    let _ended = ended.drop_guard();
     let (method, uri) = (request.method().clone(), request.uri().clone());
     let class = classify(&method, &uri, attributes::ensure(&mut request));
     let labels = class

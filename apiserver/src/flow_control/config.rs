@@ -121,8 +121,9 @@ pub fn nominal_seats(server: u32, specs: &[LevelSpec]) -> Vec<Seats> {
                 0
             };
             let lendable = (f64::from(nominal) * spec.lendable_percent / 100.0).round() as u32;
+            // Without a borrowing limit (the exempt level has none) a level may borrow up to
+            // the server's seats, as upstream bounds it.
             let borrowing = match spec.borrowing_limit_percent {
-                _ if spec.exempt => 0,
                 None => server,
                 Some(p) => (f64::from(nominal) * p / 100.0).round() as u32,
             };

@@ -54,7 +54,7 @@ async fn priority_levels(State(fc): State<Arc<FlowControl>>) -> Response {
             level.name.clone(),
             active.to_string(),
             state.queues.is_idle().to_string(),
-            "false".into(),
+            state.quiescing.to_string(),
             dump.waiting.to_string(),
             dump.executing.to_string(),
         ]);

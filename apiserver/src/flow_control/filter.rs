@@ -1,10 +1,13 @@
 //! The priority-and-fairness filter (upstream's filters/priority-and-fairness.go): after
 //! impersonation and before authorization, as upstream's handler chain runs it. Exempt
 //! requests run at once; the rest wait for their seats, at most a quarter of their deadline,
-//! and hold them until their answer is written out, a watch only while it initialises.
-//! Long-running requests other than watches (exec, logs, proxy) are not limited.
+//! and hold them until their answer is written out, a watch only while it initialises (until
+//! its initial events have gone out). A request whose client leaves while it waits leaves its
+//! queue at once. Long-running requests other than watches (exec, logs, proxy) are not
+//! limited.
 
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, HttpBody as _};
@@ -61,12 +64,27 @@ pub async fn filter(
         ),
         Requested::NonResource { .. } => (String::new(), 0),
     };
+    // A service account token is created without an event (upstream's one exemption from
+    // the watchers' cost).
+    let no_event = matches!(&requested, Requested::Resource(info)
+        if info.resource == "serviceaccounts" && info.subresource.as_deref() == Some("token"));
+    let watchers = if no_event {
+        0
+    } else {
+        flow_control.watchers(&resource_key)
+    };
+    if width::is_mutating(action.verb()) && !no_event {
+        metrics()
+            .watch_count
+            .with_label_values(&labels)
+            .observe(watchers as f64);
+    }
     let work = width::estimate(
         &flow_control.estimator,
         action.verb(),
         &query,
         flow_control.stored(&resource_key),
-        flow_control.watchers(&resource_key),
+        watchers,
         max_seats,
     );
     metrics()
@@ -76,11 +94,22 @@ pub async fn filter(
     let described = describe(&requested, &user, &classified, request.uri().path());
     let wait_limit = wait_limit(&flow_control, &query_timeout(request.uri().query()), watch);
     let arrived = Instant::now();
-    let ticket = match admit(&classified, work, described, wait_limit, &labels).await {
+    let ended = request
+        .extensions()
+        .get::<crate::limits::RequestEnded>()
+        .map(|e| e.0.clone())
+        .unwrap_or_default();
+    let admitted = tokio::select! {
+        admitted = admit(&flow_control, &classified, work, described, wait_limit, &labels) => admitted,
+        // The request ended while it waited (its client left): dropping the wait takes it out
+        // of its queue. Nobody is left to answer.
+        () = ended.cancelled() => return Response::default(),
+    };
+    let ticket = match admitted {
         Ok(ticket) => ticket,
         Err(rejection) => {
             crate::limits::discard_body(request).await;
-            return reject(&flow_control, &classified, rejection, &labels);
+            return reject(&flow_control, &classified, rejection, &labels, arrived);
         }
     };
     metrics()
@@ -92,13 +121,15 @@ pub async fn filter(
         Requested::Resource(_) if watch => Some(flow_control.watching(&resource_key)),
         _ => None,
     };
-    let executing = Executing::new(classified.level.clone(), ticket, &labels, watch);
+    let executing = Executing::new(&flow_control, &classified.level, ticket, &labels, watch);
     let mut response = next.run(request).await;
     note(&mut response, &classified);
-    // A watch has initialised once its answer starts: it gives its seats back and streams on
-    // (counted among the resource's watchers until it ends).
+    // A watch holds its seats while it initialises: until the events it has at once (its
+    // initial state, or its backlog) have been taken by the connection, which is where
+    // upstream's watch cache signals initialization. Then it streams on, counted among the
+    // resource's watchers until it ends.
     if watch {
-        drop(executing);
+        let response = hold_until_initialised(response, executing);
         return hold_until_written(response, watching);
     }
     if response.body().size_hint().exact().is_some() {
@@ -119,8 +150,24 @@ fn hold_until_written<T: Send + 'static>(response: Response, held: Option<T>) ->
     })
 }
 
+/// Keeps `held` until the body has nothing ready to send (its stream would wait), or ends.
+fn hold_until_initialised<T: Send + 'static>(response: Response, held: T) -> Response {
+    response.map(|body| {
+        let mut events = body.into_data_stream();
+        let mut held = Some(held);
+        Body::from_stream(futures::stream::poll_fn(move |cx| {
+            let next = events.poll_next_unpin(cx);
+            if !matches!(next, Poll::Ready(Some(_))) {
+                held.take();
+            }
+            next
+        }))
+    })
+}
+
 /// Waits in the queue for the request's seats.
 async fn admit(
+    flow_control: &Arc<FlowControl>,
     classified: &Classified,
     work: width::WorkEstimate,
     described: Described,
@@ -137,22 +184,19 @@ async fn admit(
         {
             Start::Dispatched(ticket) => return Ok(ticket),
             Start::Rejected(rejection, _) => return Err(rejection),
-            Start::Queued(id) => {
+            Start::Queued(id, length) => {
+                metrics()
+                    .queue_length
+                    .with_label_values(labels)
+                    .observe(length as f64);
                 state.dispatch(now);
                 id
             }
         }
     };
-    let inqueue = metrics().inqueue.with_label_values(labels);
-    inqueue.inc();
     // Leaves the queue if the client goes away while waiting.
-    let mut waiting = Waiting {
-        level: classified.level.clone(),
-        id: Some(id),
-        rx,
-    };
+    let mut waiting = Waiting::new(flow_control, classified, id, rx, work.max_seats(), labels);
     let result = tokio::time::timeout(wait_limit, &mut waiting.rx).await;
-    inqueue.dec();
     waiting.id = None;
     match result {
         Ok(Ok(ticket)) => Ok(ticket),
@@ -169,30 +213,83 @@ async fn admit(
     }
 }
 
+/// A queued request: counted in the in-queue gauges while it lives. Dropped while still
+/// queued (`id` set: its client went away, so the server dropped the request), it leaves its
+/// queue at once and is counted as upstream counts a request whose context ended in its
+/// queue: rejected for `time-out`.
 struct Waiting {
+    flow_control: Arc<FlowControl>,
     level: Arc<Level>,
     id: Option<u64>,
     rx: tokio::sync::oneshot::Receiver<Ticket>,
+    seats: u32,
+    labels: [String; 2],
+    arrived: Instant,
+}
+
+impl Waiting {
+    fn new(
+        flow_control: &Arc<FlowControl>,
+        classified: &Classified,
+        id: u64,
+        rx: tokio::sync::oneshot::Receiver<Ticket>,
+        seats: u32,
+        labels: &[&str; 2],
+    ) -> Self {
+        let m = metrics();
+        m.inqueue.with_label_values(labels).inc();
+        m.inqueue_seats
+            .with_label_values(labels)
+            .add(i64::from(seats));
+        Self {
+            flow_control: flow_control.clone(),
+            level: classified.level.clone(),
+            id: Some(id),
+            rx,
+            seats,
+            labels: [labels[0].to_string(), labels[1].to_string()],
+            arrived: Instant::now(),
+        }
+    }
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
+        let labels = [self.labels[0].as_str(), self.labels[1].as_str()];
+        let m = metrics();
+        m.inqueue.with_label_values(&labels).dec();
+        m.inqueue_seats
+            .with_label_values(&labels)
+            .sub(i64::from(self.seats));
         let Some(id) = self.id.take() else { return };
         let now = Instant::now();
         let mut state = self.level.lock();
-        if state.queues.cancel(now, id).is_none() {
+        if state.queues.cancel(now, id).is_some() {
+            drop(state);
+            m.rejected
+                .with_label_values(&[labels[0], labels[1], Rejection::TimeOut.reason()])
+                .inc();
+            // Upstream labels the wait of a request that got into a queue `execute="true"`
+            // even when it left without executing.
+            m.wait
+                .with_label_values(&[labels[0], labels[1], "true"])
+                .observe(self.arrived.elapsed().as_secs_f64());
+        } else {
             // Dispatched, but nobody is left to run it: its seats go back.
             if let Ok(mut ticket) = self.rx.try_recv() {
                 state.queues.finish(now, &mut ticket);
                 state.dispatch(now);
             }
+            drop(state);
         }
+        self.flow_control.maybe_reap(&self.level);
     }
 }
 
 /// A dispatched request's seats and gauges, given back when dropped; final seats are kept
 /// for the estimate's additional latency.
 struct Executing {
+    flow_control: Arc<FlowControl>,
     level: Arc<Level>,
     ticket: Option<Ticket>,
     labels: [String; 2],
@@ -200,14 +297,21 @@ struct Executing {
 }
 
 impl Executing {
-    fn new(level: Arc<Level>, ticket: Ticket, labels: &[&str; 2], watch: bool) -> Self {
+    fn new(
+        flow_control: &Arc<FlowControl>,
+        level: &Arc<Level>,
+        ticket: Ticket,
+        labels: &[&str; 2],
+        watch: bool,
+    ) -> Self {
         let m = metrics();
         m.executing_requests.with_label_values(labels).inc();
         m.executing_seats
             .with_label_values(labels)
             .add(i64::from(ticket.work().max_seats()));
         Self {
-            level,
+            flow_control: flow_control.clone(),
+            level: level.clone(),
             ticket: Some(ticket),
             labels: [labels[0].to_string(), labels[1].to_string()],
             watch,
@@ -235,25 +339,28 @@ impl Drop for Executing {
         let holds = state.queues.end_execution(now, &mut ticket);
         state.dispatch(now);
         drop(state);
-        if holds {
-            let level = self.level.clone();
-            let latency = ticket.work().additional_latency;
-            match tokio::runtime::Handle::try_current() {
-                Ok(runtime) => {
-                    runtime.spawn(async move {
-                        tokio::time::sleep(latency).await;
-                        let now = Instant::now();
-                        let mut state = level.lock();
-                        state.queues.finish(now, &mut ticket);
-                        state.dispatch(now);
-                    });
-                }
-                Err(_) => {
-                    let mut state = level.lock();
-                    state.queues.finish(now, &mut ticket);
-                    state.dispatch(now);
-                }
+        if !holds {
+            self.flow_control.maybe_reap(&self.level);
+            return;
+        }
+        let (flow_control, level) = (self.flow_control.clone(), self.level.clone());
+        let latency = ticket.work().additional_latency;
+        let mut finish = move || {
+            let now = Instant::now();
+            let mut state = level.lock();
+            state.queues.finish(now, &mut ticket);
+            state.dispatch(now);
+            drop(state);
+            flow_control.maybe_reap(&level);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(latency).await;
+                    finish();
+                });
             }
+            Err(_) => finish(),
         }
     }
 }
@@ -263,14 +370,18 @@ fn reject(
     classified: &Classified,
     rejection: Rejection,
     labels: &[&str; 2],
+    arrived: Instant,
 ) -> Response {
     let m = metrics();
     m.rejected
         .with_label_values(&[labels[0], labels[1], rejection.reason()])
         .inc();
+    // Upstream's `execute` label says whether the request got into a queue: refused at the
+    // door "false", refused after waiting "true".
+    let queued = matches!(rejection, Rejection::TimeOut | Rejection::Cancelled);
     m.wait
-        .with_label_values(&[labels[0], labels[1], "false"])
-        .observe(0.0);
+        .with_label_values(&[labels[0], labels[1], if queued { "true" } else { "false" }])
+        .observe(arrived.elapsed().as_secs_f64());
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -379,103 +490,5 @@ fn wait_limit(flow_control: &FlowControl, asked: &Option<Duration>, watch: bool)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// A level of one seat and one queue of one, for user `t`.
-    fn tiny() -> (Arc<FlowControl>, Classified) {
-        // 6 server seats: the tiny level's one share against catch-all's five gives it one.
-        let flow_control = FlowControl::new(6, None);
-        let level = json!({"metadata": {"name": "tiny", "uid": "u"}, "spec": {"type": "Limited", "limited": {
-            "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
-            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 1}}}}});
-        let schema = json!({"metadata": {"name": "tiny"}, "spec": {
-            "priorityLevelConfiguration": {"name": "tiny"}, "matchingPrecedence": 10,
-            "rules": [{"subjects": [{"kind": "User", "user": {"name": "t"}}],
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}});
-        flow_control.reload(&[schema], &[level]);
-        let user = UserInfo {
-            name: "t".into(),
-            ..Default::default()
-        };
-        let action = Action::Resource {
-            verb: "get".into(),
-            group: String::new(),
-            resource: "pods".into(),
-            namespace: "d".into(),
-        };
-        let classified = flow_control.classify(&user, &action).expect("classified");
-        assert_eq!(classified.level.name, "tiny");
-        assert_eq!(classified.level.lock().current_limit, 1);
-        (flow_control, classified)
-    }
-
-    const LABELS: [&str; 2] = ["tiny", "tiny"];
-
-    async fn admit_one(classified: &Classified, wait: Duration) -> Result<Ticket, Rejection> {
-        let work = width::WorkEstimate::seats(1);
-        admit(classified, work, Described::default(), wait, &LABELS).await
-    }
-
-    #[tokio::test]
-    async fn a_full_queue_and_a_long_wait_are_refused() {
-        let (_fc, classified) = tiny();
-        let classified = Arc::new(classified);
-        let mut first = admit_one(&classified, Duration::from_secs(5))
-            .await
-            .expect("runs at once");
-        // The second waits in the one queue; a third finds it full.
-        let waiting = {
-            let c = classified.clone();
-            tokio::spawn(async move { admit_one(&c, Duration::from_secs(5)).await })
-        };
-        while classified.level.lock().queues.waiting() == 0 {
-            tokio::task::yield_now().await;
-        }
-        assert!(matches!(
-            admit_one(&classified, Duration::from_secs(5)).await,
-            Err(Rejection::QueueFull)
-        ));
-        // The first ends: the second gets the seat.
-        {
-            let mut state = classified.level.lock();
-            state.queues.finish(Instant::now(), &mut first);
-            state.dispatch(Instant::now());
-        }
-        let mut second = waiting.await.expect("task").expect("dispatched");
-        // A request that waits past its limit is refused and leaves the queue.
-        assert!(matches!(
-            admit_one(&classified, Duration::from_millis(30)).await,
-            Err(Rejection::TimeOut)
-        ));
-        assert_eq!(classified.level.lock().queues.waiting(), 0);
-        // A waiter whose client goes away leaves the queue too.
-        let gone = {
-            let c = classified.clone();
-            tokio::spawn(async move { admit_one(&c, Duration::from_secs(5)).await })
-        };
-        while classified.level.lock().queues.waiting() == 0 {
-            tokio::task::yield_now().await;
-        }
-        gone.abort();
-        let _ = gone.await;
-        assert_eq!(classified.level.lock().queues.waiting(), 0);
-        let mut state = classified.level.lock();
-        state.queues.finish(Instant::now(), &mut second);
-        assert!(state.queues.is_idle());
-    }
-
-    #[test]
-    fn wait_limits_are_a_quarter_of_the_deadline() {
-        let fc = FlowControl::new(600, Some(Duration::from_secs(60)));
-        assert_eq!(wait_limit(&fc, &None, false), Duration::from_secs(15));
-        assert_eq!(
-            wait_limit(&fc, &Some(Duration::from_secs(8)), false),
-            Duration::from_secs(2)
-        );
-        assert_eq!(wait_limit(&fc, &None, true), DEFAULT_WAIT_LIMIT);
-        let fc = FlowControl::new(600, Some(Duration::from_secs(600)));
-        assert_eq!(wait_limit(&fc, &None, false), MAX_WAIT_LIMIT);
-    }
-}
+#[path = "filter_tests.rs"]
+mod tests;

@@ -48,7 +48,8 @@ const COUNT_STALE: Duration = Duration::from_secs(120);
 /// A waiting request's wake-up: its ticket once dispatched.
 pub type Waker = oneshot::Sender<Ticket>;
 
-/// One priority level's live state; survives reconfiguration while its name does.
+/// One priority level's live state; survives reconfiguration while its name does, and after
+/// it leaves the configuration until its queued and executing requests are done.
 pub struct Level {
     pub name: String,
     state: Mutex<LevelState>,
@@ -60,6 +61,9 @@ pub struct LevelState {
     pub current_limit: u32,
     pub queues: QueueSet<Waker>,
     pub demand: DemandStats,
+    /// Gone from the configuration: no request is classified here any more, and the level is
+    /// dropped once its queues are idle (upstream's quiescing).
+    pub quiescing: bool,
 }
 
 impl Level {
@@ -111,6 +115,9 @@ pub struct FlowControl {
     pub estimator: EstimatorConfig,
     counts: RwLock<HashMap<String, (i64, Instant)>>,
     watchers: Mutex<HashMap<String, usize>>,
+    /// The configuration last taken in (schemas, levels): dropping a drained level shares
+    /// the seats out again from it.
+    last: Mutex<(Vec<Value>, Vec<Value>)>,
 }
 
 /// Counts a watch of a resource while held.
@@ -148,6 +155,7 @@ impl FlowControl {
             estimator: EstimatorConfig::default(),
             counts: RwLock::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
+            last: Mutex::new((Vec::new(), Vec::new())),
         });
         this.reload(&[], &[]);
         this
@@ -271,8 +279,12 @@ impl FlowControl {
     }
 
     /// Takes in a new configuration. Mandatory objects missing from it are imagined as
-    /// upstream does, so that the exempt and catch-all levels always exist.
+    /// upstream does, so that the exempt and catch-all levels always exist. A level gone from
+    /// it that still has requests queued or executing stays, quiescing, with its share of the
+    /// seats, until they are done.
     pub fn reload(&self, schema_objects: &[Value], level_objects: &[Value]) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
+            (schema_objects.to_vec(), level_objects.to_vec());
         let mandatory = configuration::mandatory();
         let mut level_objects = level_objects.to_vec();
         for proto in &mandatory.priority_levels {
@@ -292,12 +304,22 @@ impl FlowControl {
                 schema_objects.push(proto.clone());
             }
         }
-        let specs: Vec<LevelSpec> = level_objects.iter().map(LevelSpec::from_object).collect();
-        let seats = config::nominal_seats(self.server_seats, &specs);
+        let mut specs: Vec<LevelSpec> = level_objects.iter().map(LevelSpec::from_object).collect();
+        let desired: std::collections::HashSet<String> =
+            specs.iter().map(|s| s.name.clone()).collect();
         let now = Instant::now();
         let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
+        // Undesired levels still busy linger with their old spec, sharing seats as before.
+        for (name, level) in levels.iter() {
+            let state = level.lock();
+            if !desired.contains(name) && !state.queues.is_idle() {
+                specs.push(state.spec.clone());
+            }
+        }
+        let seats = config::nominal_seats(self.server_seats, &specs);
         let mut live = BTreeMap::new();
         for (spec, seats) in specs.into_iter().zip(seats) {
+            let quiescing = !desired.contains(&spec.name);
             let level = match levels.remove(&spec.name) {
                 Some(level) => {
                     let mut state = level.lock();
@@ -308,6 +330,7 @@ impl FlowControl {
                     state.queues.configure(spec.queuing, limit, now);
                     state.spec = spec;
                     state.seats = seats;
+                    state.quiescing = quiescing;
                     state.dispatch(now);
                     drop(state);
                     level
@@ -319,37 +342,31 @@ impl FlowControl {
                             spec.queuing,
                             effective_limit(&spec, seats.initial()),
                             now,
-                        ),
+                        )
+                        .named(&spec.name),
                         current_limit: seats.initial(),
                         spec,
                         seats,
                         demand: DemandStats::default(),
+                        quiescing,
                     }),
                 }),
             };
             publish_limits(&level);
             live.insert(level.name.clone(), level);
         }
-        // Levels gone from the configuration: their waiting and running requests finish on
-        // the old state, which goes when they do.
+        // Levels gone and idle: nothing of them is left to show.
         for gone in levels.keys() {
-            let m = metrics::metrics();
-            for gauge in [
-                &m.nominal_limit,
-                &m.current_limit,
-                &m.lower_limit,
-                &m.upper_limit,
-                &m.concurrency_limit,
-            ] {
-                let _ = gauge.remove_label_values(&[gone]);
-            }
+            metrics::metrics().forget_level(gone);
         }
         *levels = live.clone();
         drop(levels);
+        // Requests are classified only into the configured levels; a schema naming a level
+        // that is not configured (Dangling) matches nothing, as upstream ignores it.
+        live.retain(|name, _| desired.contains(name));
         let mut schemas: Vec<Schema> = schema_objects
             .iter()
             .map(Schema::from_object)
-            // A schema whose level does not exist (Dangling) matches nothing.
             .filter(|s| live.contains_key(&s.level))
             .collect();
         classify::sort(&mut schemas);
@@ -360,44 +377,123 @@ impl FlowControl {
         *self.classifier.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(classifier);
     }
 
-    /// The periodic borrowing adjustment: each level's seat demand since the last one,
-    /// smoothed, decides its share of the server's seats between its bounds.
+    /// Drops `level` if it is quiescing and its last request is done (upstream's maybeReap):
+    /// the configuration is taken in again without it.
+    pub fn maybe_reap(&self, level: &Level) {
+        let useless = {
+            let state = level.lock();
+            state.quiescing && state.queues.is_idle()
+        };
+        if useless {
+            self.reap();
+        }
+    }
+
+    fn reap(&self) {
+        let (schemas, levels) = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.reload(&schemas, &levels);
+    }
+
+    /// The periodic borrowing adjustment (upstream's updateBorrowing): each level's seat
+    /// demand since the last one, smoothed, decides its share of the levels' nominal seats
+    /// between its bounds. The exempt level is never limited; what it uses (at least its
+    /// unlendable seats) is set aside first.
     pub fn adjust(&self, now: Instant) {
+        if self.levels().iter().any(|l| {
+            let state = l.lock();
+            state.quiescing && state.queues.is_idle()
+        }) {
+            self.reap();
+        }
         let levels = self.levels();
         let mut limited = Vec::new();
-        let mut reserved = 0u32;
+        let mut exempt = Vec::new();
+        let (mut nominal_sum, mut min_sum, mut min_current_sum) = (0i64, 0i64, 0i64);
         for level in &levels {
             let mut state = level.lock();
-            if state.spec.exempt {
-                reserved += state.seats.lower;
-                continue;
-            }
+            nominal_sum += i64::from(state.seats.nominal);
             let demand = state.queues.take_demand(now);
             state.demand.update(&demand);
+            let high_water = state.demand.high_water.round() as u32;
+            if state.spec.exempt {
+                exempt.push((level.clone(), state.seats.lower.max(high_water)));
+                continue;
+            }
+            // Never below its unlendable seats, nor below what it used lately (up to its
+            // nominal seats).
+            let min_current = state.seats.lower.max(state.seats.nominal.min(high_water));
+            min_sum += i64::from(state.seats.lower);
+            min_current_sum += i64::from(min_current);
             let wanted = Wanted {
-                lower: f64::from(state.seats.lower),
+                lower: f64::from(min_current),
                 upper: f64::from(state.seats.upper),
-                target: f64::from(state.seats.lower).max(state.demand.smoothed),
+                target: f64::from(min_current).max(state.demand.smoothed),
             };
-            metrics::metrics()
-                .demand_smoothed
-                .with_label_values(&[&level.name])
-                .set(state.demand.smoothed);
-            limited.push((level.clone(), wanted));
+            limited.push((level.clone(), min_current, wanted));
         }
-        let wanted: Vec<Wanted> = limited.iter().map(|(_, w)| *w).collect();
-        let (shares, frac) = config::allocate(self.server_seats.saturating_sub(reserved), &wanted);
+        let remaining = nominal_sum - exempt.iter().map(|(_, c)| i64::from(*c)).sum::<i64>();
+        let wanted: Vec<Wanted> = limited.iter().map(|(_, _, w)| *w).collect();
+        let (shares, frac) = if remaining <= min_sum {
+            // Not even the floors fit: every level gets its floor.
+            (
+                limited
+                    .iter()
+                    .map(|(l, _, _)| l.lock().seats.lower)
+                    .collect(),
+                0.0,
+            )
+        } else if remaining <= min_current_sum {
+            // The floors fit, not all the recent use: share what is left above the floors.
+            let frac = (remaining - min_sum) as f64 / (min_current_sum - min_sum) as f64;
+            let shares = limited
+                .iter()
+                .map(|(l, min_current, _)| {
+                    let lower = l.lock().seats.lower;
+                    lower + (f64::from(min_current - lower) * frac).round() as u32
+                })
+                .collect();
+            (shares, 0.0)
+        } else {
+            config::allocate(u32::try_from(nominal_sum).unwrap_or(u32::MAX), &wanted)
+        };
         metrics::metrics().seat_fair_frac.set(frac);
-        for ((level, _), share) in limited.iter().zip(shares) {
+        for (level, current) in exempt {
+            let mut state = level.lock();
+            state.current_limit = current;
+            note_adjustment(&level.name, &state, f64::from(current));
+            drop(state);
+            publish_limits(&level);
+        }
+        for ((level, _, wanted), share) in limited.iter().zip(shares) {
             let mut state = level.lock();
             state.current_limit = share;
             let (queuing, limit) = (state.spec.queuing, effective_limit(&state.spec, share));
             state.queues.configure(queuing, limit, now);
             state.dispatch(now);
+            note_adjustment(&level.name, &state, wanted.target);
             drop(state);
             publish_limits(level);
         }
     }
+}
+
+/// Upstream's gauges of a level's seat demand and the target it was given.
+fn note_adjustment(level: &str, state: &LevelState, target: f64) {
+    let m = metrics::metrics();
+    let name = [level];
+    m.demand_high_watermark
+        .with_label_values(&name)
+        .set(state.demand.high_water);
+    m.demand_average
+        .with_label_values(&name)
+        .set(state.demand.average);
+    m.demand_stdev
+        .with_label_values(&name)
+        .set(state.demand.deviation);
+    m.demand_smoothed
+        .with_label_values(&name)
+        .set(state.demand.smoothed);
+    m.target_seats.with_label_values(&name).set(target);
 }
 
 /// A level's seats for dispatching: at least one, so that a level lending everything still
@@ -426,10 +522,11 @@ fn publish_limits(level: &Level) {
     m.current_limit
         .with_label_values(&name)
         .set(f64::from(state.current_limit));
-    m.concurrency_limit
-        .with_label_values(&name)
-        .set(f64::from(state.current_limit));
     m.current_r
         .with_label_values(&name)
         .set(state.queues.current_r());
 }
+
+#[cfg(test)]
+#[path = "levels_tests.rs"]
+mod tests;

@@ -10,10 +10,16 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::dealer::Dealer;
+use super::metrics::metrics;
 use super::width::WorkEstimate;
 
 /// Upstream's guess of a request's service time before it is known (`estimatedServiceDuration`).
 const ESTIMATED_SERVICE: Duration = Duration::from_millis(3);
+/// Upstream keeps R in fixed point (1e-8 seat-seconds in a u64) and winds it back by half its
+/// range once it passes three quarters of it (an epoch advance); the same thresholds here.
+const MAX_SEAT_SECONDS: f64 = u64::MAX as f64 / 1e8;
+const R_DECREMENT: f64 = MAX_SEAT_SECONDS / 2.0;
+const HIGH_R: f64 = R_DECREMENT * 1.5;
 
 /// A Limited level's queuing; `queues: 0` is the Reject limit response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,8 +121,9 @@ impl Ticket {
 pub enum Start<T> {
     /// Dispatched at once (no queue involved).
     Dispatched(Ticket),
-    /// Waiting in a queue: see [`QueueSet::dispatch`] and [`QueueSet::cancel`].
-    Queued(u64),
+    /// Waiting in a queue (its id, and the queue's length with it): see
+    /// [`QueueSet::dispatch`] and [`QueueSet::cancel`].
+    Queued(u64, usize),
     Rejected(Rejection, T),
 }
 
@@ -130,6 +137,8 @@ pub struct Demand {
 }
 
 pub struct QueueSet<T> {
+    /// The level's name, for the metrics.
+    name: String,
     config: QueuingConfig,
     dealer: Option<Dealer>,
     limit: u32,
@@ -148,6 +157,7 @@ pub struct QueueSet<T> {
 impl<T> QueueSet<T> {
     pub fn new(config: QueuingConfig, limit: u32, now: Instant) -> Self {
         let mut set = Self {
+            name: String::new(),
             config,
             dealer: None,
             limit,
@@ -180,6 +190,12 @@ impl<T> QueueSet<T> {
         while self.queues.len() > config.queues && self.queues.last().is_some_and(Queue::idle) {
             self.queues.pop();
         }
+    }
+
+    /// Names the level the queues belong to (the metrics' `priority_level`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
     }
 
     pub fn limit(&self) -> u32 {
@@ -237,8 +253,10 @@ impl<T> QueueSet<T> {
         let Some((index, _)) = best else {
             return Start::Rejected(Rejection::ConcurrencyLimit, payload);
         };
+        let busy = self.seats_in_use >= self.limit;
         let queue = &mut self.queues[index];
-        if queue.waiting.len() >= self.config.queue_length_limit {
+        // As upstream: a full queue refuses only while the level's seats are all taken.
+        if busy && queue.waiting.len() >= self.config.queue_length_limit {
             return Start::Rejected(Rejection::QueueFull, payload);
         }
         if queue.idle() {
@@ -253,7 +271,7 @@ impl<T> QueueSet<T> {
             payload,
         });
         self.waiting += 1;
-        Start::Queued(id)
+        Start::Queued(id, queue.waiting.len())
     }
 
     /// Dispatches as many waiting requests as fit, earliest virtual finish first; their
@@ -264,10 +282,16 @@ impl<T> QueueSet<T> {
         while self.waiting > 0 {
             let n = self.queues.len();
             let mut best: Option<(usize, f64)> = None;
+            // The bounds, over queues, of their next start S, plain and less the work in
+            // progress (upstream's next_s_bounds and next_discounted_s_bounds).
+            let mut bounds = SBounds::default();
             for step in 1..=n {
                 let index = (self.robin + step) % n;
                 let queue = &self.queues[index];
                 if let Some(head) = queue.waiting.front() {
+                    let in_progress =
+                        f64::from(queue.seats_in_use) * ESTIMATED_SERVICE.as_secs_f64();
+                    bounds.note(queue.next_dispatch_r, in_progress);
                     let finish = queue.next_dispatch_r + total_work(&head.work);
                     if best.is_none_or(|(_, least)| finish < least) {
                         best = Some((index, finish));
@@ -275,15 +299,26 @@ impl<T> QueueSet<T> {
                 }
             }
             let Some((index, _)) = best else { break };
-            let seats = self.queues[index]
+            let Some((seats, schema)) = self.queues[index]
                 .waiting
                 .front()
-                .map(|w| w.work.max_seats())
-                .unwrap_or(0);
+                .map(|w| (w.work.max_seats(), w.described.flow_schema.clone()))
+            else {
+                break;
+            };
             // The fairest request waits for its seats rather than let narrower ones pass.
             if !self.fits(seats) {
+                metrics()
+                    .no_accommodation
+                    .with_label_values(&[self.name.as_str(), schema.as_str()])
+                    .inc();
                 break;
             }
+            bounds.publish(
+                &self.name,
+                self.current_r,
+                self.queues[index].next_dispatch_r,
+            );
             let Some(head) = self.queues[index].waiting.pop_front() else {
                 break;
             };
@@ -389,6 +424,29 @@ impl<T> QueueSet<T> {
         u64::from(self.seats_in_use) + u64::from(seats) <= u64::from(self.limit)
     }
 
+    /// Winds R and the queues' next start back by [`R_DECREMENT`] (upstream's epoch advance,
+    /// which keeps its fixed-point R from overflowing; here it keeps the f64 precise).
+    fn advance_epoch(&mut self) {
+        self.current_r -= R_DECREMENT;
+        let mut success = true;
+        for queue in &mut self.queues {
+            if queue.idle() {
+                // Stale; the next request there starts from R anyway.
+                queue.next_dispatch_r = 0.0;
+            } else if queue.next_dispatch_r < R_DECREMENT {
+                success = false;
+                queue.next_dispatch_r = 0.0;
+            } else {
+                queue.next_dispatch_r -= R_DECREMENT;
+            }
+        }
+        let success = if success { "true" } else { "false" };
+        metrics()
+            .epoch_advance
+            .with_label_values(&[self.name.as_str(), success])
+            .inc();
+    }
+
     /// Advances virtual time: R grows at the rate each active queue would be served at.
     fn sync_time(&mut self, now: Instant) {
         // The demand so far held until now; callers observe again after their change.
@@ -411,6 +469,13 @@ impl<T> QueueSet<T> {
             let rate = (requested as f64).min(f64::from(self.limit)) / active as f64;
             self.current_r += rate * elapsed;
         }
+        if self.current_r >= HIGH_R {
+            self.advance_epoch();
+        }
+        metrics()
+            .current_r
+            .with_label_values(&[self.name.as_str()])
+            .set(self.current_r);
     }
 
     /// Integrates seat demand (seats in use plus seats waiting) up to `now`.
@@ -471,6 +536,53 @@ impl<T> QueueSet<T> {
             queues,
             waiting: self.waiting,
             executing: self.executing,
+        }
+    }
+}
+
+/// Minimum and maximum over the queues with a waiting request of their next start R.
+struct SBounds {
+    min: f64,
+    max: f64,
+    discounted_min: f64,
+    discounted_max: f64,
+}
+
+impl Default for SBounds {
+    fn default() -> Self {
+        Self {
+            min: f64::MAX,
+            max: f64::MIN,
+            discounted_min: f64::MAX,
+            discounted_max: f64::MIN,
+        }
+    }
+}
+
+impl SBounds {
+    fn note(&mut self, start: f64, in_progress: f64) {
+        self.min = self.min.min(start);
+        self.max = self.max.max(start);
+        self.discounted_min = self.discounted_min.min(start - in_progress);
+        self.discounted_max = self.discounted_max.max(start - in_progress);
+    }
+
+    /// Upstream's dispatch gauges, set as a queued request is dispatched at `r` from a queue
+    /// whose next start was `s`.
+    fn publish(&self, level: &str, r: f64, s: f64) {
+        let m = metrics();
+        m.dispatch_r.with_label_values(&[level]).set(r);
+        m.latest_s.with_label_values(&[level]).set(s);
+        for (gauge, min, max) in [
+            (&m.next_s_bounds, self.min, self.max),
+            (
+                &m.next_discounted_s_bounds,
+                self.discounted_min,
+                self.discounted_max,
+            ),
+        ] {
+            gauge.with_label_values(&[level, "min"]).set(min);
+            gauge.with_label_values(&[level, "max"]).set(max);
         }
     }
 }

@@ -15,7 +15,7 @@ fn seats(n: u32) -> WorkEstimate {
 
 fn queued<T>(start: Start<T>) -> u64 {
     match start {
-        Start::Queued(id) => id,
+        Start::Queued(id, _) => id,
         _ => panic!("not queued"),
     }
 }
@@ -170,4 +170,75 @@ fn demand_is_integrated_over_time() {
     assert!((demand.integral - 2.0).abs() < 1e-9, "{demand:?}");
     assert!((demand.elapsed - 2.0).abs() < 1e-9);
     assert_eq!(demand.high_water, 2.0);
+}
+
+fn schema(name: &str) -> Described {
+    Described {
+        flow_schema: name.into(),
+        ..Described::default()
+    }
+}
+
+#[test]
+fn a_full_queue_takes_more_while_seats_are_free() {
+    let t0 = Instant::now();
+    // A wide head waits for its seats in a queue of one; while the level has a free seat
+    // upstream still enqueues (and reports the queue's length), refusing only once all
+    // seats are taken.
+    let mut set = QueueSet::new(config(1, 1, 1), 2, t0).named("qs-full-while-busy");
+    queued(set.start(t0, 1, seats(1), Described::default(), 'a'));
+    assert_eq!(set.dispatch(t0).len(), 1);
+    queued(set.start(t0, 1, seats(2), schema("wide"), 'w'));
+    assert!(
+        set.dispatch(t0).is_empty(),
+        "one seat is free, two are asked"
+    );
+    match set.start(t0, 1, seats(1), Described::default(), 'b') {
+        Start::Queued(_, length) => assert_eq!(length, 2),
+        _ => panic!("refused while a seat was free"),
+    }
+    let no_room = metrics()
+        .no_accommodation
+        .with_label_values(&["qs-full-while-busy", "wide"])
+        .get();
+    assert_eq!(no_room, 1, "the wide head's dispatch attempt is counted");
+    // All of a level's seats taken: its full queue refuses.
+    let mut busy = QueueSet::new(config(1, 1, 1), 1, t0).named("qs-full");
+    queued(busy.start(t0, 1, seats(1), Described::default(), 'a'));
+    assert_eq!(busy.dispatch(t0).len(), 1);
+    queued(busy.start(t0, 1, seats(1), Described::default(), 'b'));
+    assert!(matches!(
+        busy.start(t0, 1, seats(1), Described::default(), 'c'),
+        Start::Rejected(Rejection::QueueFull, 'c')
+    ));
+}
+
+#[test]
+fn r_is_wound_back_before_it_runs_out_of_range() {
+    let t0 = Instant::now();
+    let mut set = QueueSet::new(config(2, 1, 10), 1, t0).named("qs-epoch");
+    queued(set.start(t0, 0, seats(1), Described::default(), 'a'));
+    let _running = set.dispatch(t0);
+    queued(set.start(t0, 0, seats(1), Described::default(), 'b'));
+    // Pretend the level has run for ages: R just under the threshold, the busy queue ahead.
+    set.current_r = HIGH_R - 0.5;
+    let busy = set
+        .queues
+        .iter()
+        .position(|q| !q.idle())
+        .expect("a busy queue");
+    set.queues[busy].next_dispatch_r = HIGH_R;
+    set.sync_time(t0 + Duration::from_secs(1));
+    assert!(
+        set.current_r < HIGH_R - R_DECREMENT + 1.0,
+        "{}",
+        set.current_r
+    );
+    let next = set.queues[busy].next_dispatch_r;
+    assert!((next - (HIGH_R - R_DECREMENT)).abs() < 1e3, "{next}");
+    let advanced = metrics()
+        .epoch_advance
+        .with_label_values(&["qs-epoch", "true"])
+        .get();
+    assert_eq!(advanced, 1);
 }

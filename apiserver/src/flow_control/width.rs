@@ -133,9 +133,14 @@ pub fn estimate(
         // A watch costs as its initial list only when it asks for one: it holds its seats
         // only while it initialises.
         "watch" if query.send_initial_events => list(config, true, query, stored, level_max_seats),
-        "create" | "update" | "patch" | "delete" => mutating(config, watchers, level_max_seats),
+        verb if is_mutating(verb) => mutating(config, watchers, level_max_seats),
         _ => WorkEstimate::seats(config.minimum_seats),
     }
+}
+
+/// The verbs the mutating estimator prices by the resource's watchers.
+pub fn is_mutating(verb: &str) -> bool {
+    matches!(verb, "create" | "update" | "patch" | "delete")
 }
 
 fn cap(limit: u32, level_max_seats: u32) -> u32 {
