@@ -484,6 +484,10 @@ fn headers_exemption_dumps_and_metrics_on(on_etcd: bool) {
         // The administrator's delete above: a mutating request samples its resource's watchers.
         "apiserver_flowcontrol_watch_count_samples_bucket{flow_schema=\"exempt\",priority_level=\"exempt\",le=\"10000\"}",
         "apiserver_flowcontrol_seat_fair_frac",
+        "apiserver_flowcontrol_priority_level_seat_utilization_bucket{phase=\"executing\",priority_level=\"global-default\",le=\"0.99\"}",
+        "apiserver_flowcontrol_priority_level_request_utilization_count{phase=\"waiting\",priority_level=\"global-default\"}",
+        "apiserver_flowcontrol_read_vs_write_current_requests_sum{phase=\"executing\",request_kind=\"readOnly\"}",
+        "apiserver_flowcontrol_demand_seats_bucket{priority_level=\"workload-low\",le=\"1.7\"}",
     ] {
         assert!(metrics.contains(needle), "no {needle} in /metrics");
     }

@@ -20,7 +20,7 @@ use registry::auth::UserInfo;
 use registry::Verb;
 
 use super::classify::Action;
-use super::metrics::metrics;
+use super::metrics::{metrics, request_kind};
 use super::queueset::{Described, Rejection, Start, Ticket};
 use super::width::{self, ListQuery};
 use super::{Classified, FlowControl, Level};
@@ -121,7 +121,15 @@ pub async fn filter(
         Requested::Resource(_) if watch => Some(flow_control.watching(&resource_key)),
         _ => None,
     };
-    let executing = Executing::new(&flow_control, &classified.level, ticket, &labels, watch);
+    let kind = request_kind(action.verb());
+    let executing = Executing::new(
+        &flow_control,
+        &classified.level,
+        ticket,
+        &labels,
+        kind,
+        watch,
+    );
     let mut response = next.run(request).await;
     note(&mut response, &classified);
     // A watch holds its seats while it initialises: until the events it has at once (its
@@ -174,6 +182,7 @@ async fn admit(
     wait_limit: Duration,
     labels: &[&str; 2],
 ) -> Result<Ticket, Rejection> {
+    let kind = request_kind(&described.verb);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let id = {
         let mut state = classified.level.lock();
@@ -195,7 +204,15 @@ async fn admit(
         }
     };
     // Leaves the queue if the client goes away while waiting.
-    let mut waiting = Waiting::new(flow_control, classified, id, rx, work.max_seats(), labels);
+    let mut waiting = Waiting::new(
+        flow_control,
+        classified,
+        id,
+        rx,
+        work.max_seats(),
+        labels,
+        kind,
+    );
     let result = tokio::time::timeout(wait_limit, &mut waiting.rx).await;
     waiting.id = None;
     match result {
@@ -224,6 +241,7 @@ struct Waiting {
     rx: tokio::sync::oneshot::Receiver<Ticket>,
     seats: u32,
     labels: [String; 2],
+    kind: &'static str,
     arrived: Instant,
 }
 
@@ -235,8 +253,10 @@ impl Waiting {
         rx: tokio::sync::oneshot::Receiver<Ticket>,
         seats: u32,
         labels: &[&str; 2],
+        kind: &'static str,
     ) -> Self {
         let m = metrics();
+        m.read_vs_write("waiting", kind).add(1.0);
         m.inqueue.with_label_values(labels).inc();
         m.inqueue_seats
             .with_label_values(labels)
@@ -248,6 +268,7 @@ impl Waiting {
             rx,
             seats,
             labels: [labels[0].to_string(), labels[1].to_string()],
+            kind,
             arrived: Instant::now(),
         }
     }
@@ -257,6 +278,7 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         let labels = [self.labels[0].as_str(), self.labels[1].as_str()];
         let m = metrics();
+        m.read_vs_write("waiting", self.kind).add(-1.0);
         m.inqueue.with_label_values(&labels).dec();
         m.inqueue_seats
             .with_label_values(&labels)
@@ -293,6 +315,7 @@ struct Executing {
     level: Arc<Level>,
     ticket: Option<Ticket>,
     labels: [String; 2],
+    kind: &'static str,
     watch: bool,
 }
 
@@ -302,9 +325,11 @@ impl Executing {
         level: &Arc<Level>,
         ticket: Ticket,
         labels: &[&str; 2],
+        kind: &'static str,
         watch: bool,
     ) -> Self {
         let m = metrics();
+        m.read_vs_write("executing", kind).add(1.0);
         m.executing_requests.with_label_values(labels).inc();
         m.executing_seats
             .with_label_values(labels)
@@ -314,6 +339,7 @@ impl Executing {
             level: level.clone(),
             ticket: Some(ticket),
             labels: [labels[0].to_string(), labels[1].to_string()],
+            kind,
             watch,
         }
     }
@@ -326,6 +352,7 @@ impl Drop for Executing {
         };
         let labels = [self.labels[0].as_str(), self.labels[1].as_str()];
         let m = metrics();
+        m.read_vs_write("executing", self.kind).add(-1.0);
         m.executing_requests.with_label_values(&labels).dec();
         m.executing_seats
             .with_label_values(&labels)

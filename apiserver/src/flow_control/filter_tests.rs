@@ -149,7 +149,7 @@ async fn a_watch_holds_its_seats_until_its_ready_events_are_taken() {
     let ticket = admit_one(&fc, &classified, Duration::from_secs(1))
         .await
         .expect("runs at once");
-    let executing = Executing::new(&fc, &classified.level, ticket, &labels, true);
+    let executing = Executing::new(&fc, &classified.level, ticket, &labels, "readOnly", true);
     // Three initial events ready at once, then the live stream, which waits.
     let events =
         stream::iter(["a\n", "b\n", "c\n"].map(|e| Ok::<_, std::io::Error>(e.to_string())))

@@ -58,6 +58,18 @@ fn user_t() -> (registry::auth::UserInfo, Action) {
     (user, action)
 }
 
+/// Whether `level` has a priority_level_seat_utilization series, with time counted in it.
+fn utilization_of(level: &str) -> bool {
+    use prometheus::core::Collector;
+    metrics::metrics()
+        .seat_utilization
+        .collect()
+        .iter()
+        .flat_map(|f| f.get_metric().iter())
+        .filter(|m| m.get_label().iter().any(|l| l.value() == level))
+        .any(|m| m.get_histogram().get_sample_count() > 0)
+}
+
 #[test]
 fn a_removed_level_quiesces_until_its_requests_are_done() {
     // 6 seats: "going" (one share) gets 1, catch-all (five) 5.
@@ -95,10 +107,13 @@ fn a_removed_level_quiesces_until_its_requests_are_done() {
         .try_recv()
         .expect("dispatched from the quiescing level");
     assert!(level(&fc, "going").is_some(), "still executing one");
+    // Its seat utilization is still reported while it lingers.
+    assert!(utilization_of("going"));
     // The last one ends: the level goes, and its seats go back to the others.
     finish(&going, second);
     fc.maybe_reap(&going);
     assert!(level(&fc, "going").is_none());
+    assert!(!utilization_of("going"), "its series go with it");
     assert_eq!(
         level(&fc, "catch-all")
             .expect("mandatory")

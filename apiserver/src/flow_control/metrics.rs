@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 use prometheus::core::Collector;
 use prometheus::{Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts};
 
+use super::timing::{Ratioed, TimingRatioVec};
+
 const PL: [&str; 1] = ["priority_level"];
 const PL_FS: [&str; 2] = ["priority_level", "flow_schema"];
 
@@ -17,6 +19,16 @@ const DURATION_BUCKETS: [f64; 13] = [
 const QUEUE_LENGTH_BUCKETS: [f64; 8] = [0.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
 const WATCH_COUNT_BUCKETS: [f64; 6] = [0.0, 1.0, 10.0, 100.0, 1000.0, 10000.0];
 const SEATS_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
+/// Upstream's buckets of the timing ratio histograms (both 0.99 and 1 where saturation shows).
+const SEAT_UTILIZATION_BUCKETS: [f64; 13] = [
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+];
+const REQUEST_UTILIZATION_BUCKETS: [f64; 10] =
+    [0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1.0];
+const READ_VS_WRITE_BUCKETS: [f64; 15] = [
+    0.0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+];
+const DEMAND_BUCKETS: [f64; 12] = [0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0, 2.8, 4.0, 6.0];
 
 pub struct FlowMetrics {
     pub dispatched: IntCounterVec,
@@ -47,6 +59,18 @@ pub struct FlowMetrics {
     pub demand_smoothed: GaugeVec,
     pub target_seats: GaugeVec,
     pub seat_fair_frac: Gauge,
+    pub seat_utilization: TimingRatioVec,
+    pub request_utilization: TimingRatioVec,
+    pub read_vs_write: TimingRatioVec,
+    pub demand_seats: TimingRatioVec,
+}
+
+/// A level's timing ratio histograms, which its queues keep up to date.
+pub struct LevelGauges {
+    pub waiting: Ratioed,
+    pub executing: Ratioed,
+    pub seats: Ratioed,
+    pub demand: Ratioed,
 }
 
 static METRICS: LazyLock<FlowMetrics> = LazyLock::new(FlowMetrics::new);
@@ -71,6 +95,16 @@ fn int_gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> GaugeVec {
     GaugeVec::new(opts(name, help), labels).expect("valid metric")
+}
+
+fn timing(
+    name: &str,
+    help: &str,
+    constant: &[(&str, &str)],
+    labels: &[&str],
+    buckets: &[f64],
+) -> TimingRatioVec {
+    TimingRatioVec::new(name, help, constant, labels, buckets).expect("valid metric")
 }
 
 fn histogram(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> HistogramVec {
@@ -112,6 +146,10 @@ impl FlowMetrics {
             demand_smoothed: gauge("demand_seats_smoothed", "Smoothed seat demands", &PL),
             target_seats: gauge("target_seats", "Seat allocation targets", &PL),
             seat_fair_frac: Gauge::with_opts(opts("seat_fair_frac", "Fair fraction of server's concurrency to allocate to each priority level that can use it")).expect("valid metric"),
+            seat_utilization: timing("priority_level_seat_utilization", "Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes)", &[("phase", "executing")], &PL, &SEAT_UTILIZATION_BUCKETS),
+            request_utilization: timing("priority_level_request_utilization", "Observations, at the end of every nanosecond, of number of requests (as a fraction of the relevant limit) waiting or in any stage of execution (but only initial stage for WATCHes)", &[], &["phase", "priority_level"], &REQUEST_UTILIZATION_BUCKETS),
+            read_vs_write: timing("read_vs_write_current_requests", "Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution", &[], &["phase", "request_kind"], &READ_VS_WRITE_BUCKETS),
+            demand_seats: timing("demand_seats", "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (nominal number of seats for that level)", &[], &PL, &DEMAND_BUCKETS),
         }
     }
 
@@ -145,6 +183,10 @@ impl FlowMetrics {
             Box::new(self.demand_smoothed.clone()),
             Box::new(self.target_seats.clone()),
             Box::new(self.seat_fair_frac.clone()),
+            Box::new(self.seat_utilization.clone()),
+            Box::new(self.request_utilization.clone()),
+            Box::new(self.read_vs_write.clone()),
+            Box::new(self.demand_seats.clone()),
         ]
     }
 
@@ -166,11 +208,44 @@ impl FlowMetrics {
         ] {
             let _ = gauge.remove_label_values(&[level]);
         }
+        self.seat_utilization.remove(&[level]);
+        self.demand_seats.remove(&[level]);
+        for phase in ["waiting", "executing"] {
+            self.request_utilization.remove(&[phase, level]);
+        }
         for bounds in [&self.next_s_bounds, &self.next_discounted_s_bounds] {
             for bound in ["min", "max"] {
                 let _ = bounds.remove_label_values(&[level, bound]);
             }
         }
+    }
+}
+
+impl FlowMetrics {
+    /// `level`'s timing ratio histograms (upstream starts them at 0 of 1).
+    pub fn level_gauges(&self, level: &str) -> LevelGauges {
+        LevelGauges {
+            waiting: self.request_utilization.with(&["waiting", level], 0.0, 1.0),
+            executing: self
+                .request_utilization
+                .with(&["executing", level], 0.0, 1.0),
+            seats: self.seat_utilization.with(&[level], 0.0, 1.0),
+            demand: self.demand_seats.with(&[level], 0.0, 1.0),
+        }
+    }
+
+    /// The server's requests of `kind` (`readOnly` or `mutating`) in `phase` (`waiting` or
+    /// `executing`), as a fraction of all the levels' queue places or seats.
+    pub fn read_vs_write(&self, phase: &str, kind: &str) -> Ratioed {
+        self.read_vs_write.with(&[phase, kind], 0.0, 1.0)
+    }
+}
+
+/// Upstream's request kinds (`apiserver_request_*`'s): get, list and watch read.
+pub fn request_kind(verb: &str) -> &'static str {
+    match verb {
+        "get" | "list" | "watch" => "readOnly",
+        _ => "mutating",
     }
 }
 

@@ -17,6 +17,7 @@ pub mod filter;
 pub mod metrics;
 pub mod queueset;
 pub mod retry_after;
+pub mod timing;
 pub mod width;
 
 pub use dangling::DanglingConditions;
@@ -317,6 +318,19 @@ impl FlowControl {
             }
         }
         let seats = config::nominal_seats(self.server_seats, &specs);
+        // The read-vs-write histograms' limits: every queue place, every nominal seat.
+        let places: usize = specs
+            .iter()
+            .map(|s| s.queuing.queues * s.queuing.queue_length_limit)
+            .sum();
+        let nominal: u32 = seats.iter().map(|s| s.nominal).sum();
+        for kind in ["readOnly", "mutating"] {
+            let m = metrics::metrics();
+            m.read_vs_write("waiting", kind)
+                .set_denominator(places.max(1) as f64);
+            m.read_vs_write("executing", kind)
+                .set_denominator(f64::from(nominal.max(1)));
+        }
         let mut live = BTreeMap::new();
         for (spec, seats) in specs.into_iter().zip(seats) {
             let quiescing = !desired.contains(&spec.name);
@@ -352,6 +366,7 @@ impl FlowControl {
                     }),
                 }),
             };
+            self.set_denominator(&level);
             publish_limits(&level);
             live.insert(level.name.clone(), level);
         }
@@ -387,6 +402,17 @@ impl FlowControl {
         if useless {
             self.reap();
         }
+    }
+
+    /// Upstream's concurrency denominator of a level's utilization histograms: its current
+    /// limit, or a tenth of the server's seats while that is 0.
+    fn set_denominator(&self, level: &Level) {
+        let state = level.lock();
+        let denominator = match state.current_limit {
+            0 => (f64::from(self.server_seats) / 10.0).round().max(1.0),
+            current => f64::from(current),
+        };
+        state.queues.set_concurrency_denominator(denominator);
     }
 
     fn reap(&self) {
@@ -462,6 +488,7 @@ impl FlowControl {
             state.current_limit = current;
             note_adjustment(&level.name, &state, f64::from(current));
             drop(state);
+            self.set_denominator(&level);
             publish_limits(&level);
         }
         for ((level, _, wanted), share) in limited.iter().zip(shares) {
@@ -472,6 +499,7 @@ impl FlowControl {
             state.dispatch(now);
             note_adjustment(&level.name, &state, wanted.target);
             drop(state);
+            self.set_denominator(level);
             publish_limits(level);
         }
     }

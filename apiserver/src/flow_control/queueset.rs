@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::dealer::Dealer;
-use super::metrics::metrics;
+use super::metrics::{metrics, LevelGauges};
 use super::width::WorkEstimate;
 
 /// Upstream's guess of a request's service time before it is known (`estimatedServiceDuration`).
@@ -139,6 +139,8 @@ pub struct Demand {
 pub struct QueueSet<T> {
     /// The level's name, for the metrics.
     name: String,
+    /// The level's timing ratio histograms (named queue sets only).
+    gauges: Option<LevelGauges>,
     config: QueuingConfig,
     dealer: Option<Dealer>,
     limit: u32,
@@ -158,6 +160,7 @@ impl<T> QueueSet<T> {
     pub fn new(config: QueuingConfig, limit: u32, now: Instant) -> Self {
         let mut set = Self {
             name: String::new(),
+            gauges: None,
             config,
             dealer: None,
             limit,
@@ -190,12 +193,34 @@ impl<T> QueueSet<T> {
         while self.queues.len() > config.queues && self.queues.last().is_some_and(Queue::idle) {
             self.queues.pop();
         }
+        if let Some(g) = &self.gauges {
+            g.waiting.set_denominator(self.queue_places());
+        }
     }
 
     /// Names the level the queues belong to (the metrics' `priority_level`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.to_string();
+        let gauges = metrics().level_gauges(name);
+        gauges.waiting.set_denominator(self.queue_places());
+        self.gauges = Some(gauges);
+        self.observe(self.last_time);
         self
+    }
+
+    /// Upstream's denominator of the waiting requests' histogram: all the queue places.
+    fn queue_places(&self) -> f64 {
+        let length = self.config.queue_length_limit.max(1);
+        (length * self.config.queues.max(1)) as f64
+    }
+
+    /// The denominator of the executing requests', seats' and seat demand's histograms.
+    pub fn set_concurrency_denominator(&self, denominator: f64) {
+        if let Some(g) = &self.gauges {
+            g.executing.set_denominator(denominator);
+            g.seats.set_denominator(denominator);
+            g.demand.set_denominator(denominator);
+        }
     }
 
     pub fn limit(&self) -> u32 {
@@ -495,6 +520,12 @@ impl<T> QueueSet<T> {
         self.demand.square_integral += demand * demand * dt;
         self.demand.elapsed += dt;
         self.demand.high_water = self.demand.high_water.max(demand);
+        if let Some(g) = &self.gauges {
+            g.waiting.set(self.waiting as f64);
+            g.executing.set(self.executing as f64);
+            g.seats.set(f64::from(self.seats_in_use));
+            g.demand.set(demand);
+        }
     }
 
     /// The demand since the last call, starting a new period at the current demand.
