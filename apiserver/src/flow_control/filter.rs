@@ -217,7 +217,8 @@ async fn admit(
     waiting.id = None;
     match result {
         Ok(Ok(ticket)) => Ok(ticket),
-        Ok(Err(_)) => Err(Rejection::Cancelled),
+        // Taken out of its queue without a ticket: as upstream, a wait that ends unserved.
+        Ok(Err(_)) => Err(Rejection::TimeOut),
         Err(_) => {
             let mut state = classified.level.lock();
             if state.queues.cancel(Instant::now(), id).is_some() {
@@ -405,7 +406,7 @@ fn reject(
         .inc();
     // Upstream's `execute` label says whether the request got into a queue: refused at the
     // door "false", refused after waiting "true".
-    let queued = matches!(rejection, Rejection::TimeOut | Rejection::Cancelled);
+    let queued = rejection == Rejection::TimeOut;
     m.wait
         .with_label_values(&[labels[0], labels[1], if queued { "true" } else { "false" }])
         .observe(arrived.elapsed().as_secs_f64());

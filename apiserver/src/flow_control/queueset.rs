@@ -34,8 +34,8 @@ pub struct QueuingConfig {
 pub enum Rejection {
     QueueFull,
     ConcurrencyLimit,
+    /// Its wait ended unserved: past its limit, or its request ended (its client left).
     TimeOut,
-    Cancelled,
 }
 
 impl Rejection {
@@ -44,7 +44,6 @@ impl Rejection {
             Self::QueueFull => "queue-full",
             Self::ConcurrencyLimit => "concurrency-limit",
             Self::TimeOut => "time-out",
-            Self::Cancelled => "cancelled",
         }
     }
 }
