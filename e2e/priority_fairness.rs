@@ -179,6 +179,16 @@ fn curl_as_a(s: &Server) -> std::process::Command {
     curl
 }
 
+/// A client process, killed when dropped (a failed assertion leaves none behind).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Tenant A's level has one seat. A watch of 2,000 × 2 KB ConfigMaps whose client reads
 /// 1 KB/s holds it while its initial events have not gone out; a request queued behind it
 /// whose client gives up leaves the queue at once (counted `time-out`); a request still
@@ -219,11 +229,13 @@ fn watch_seats_departed_waiters_and_quiescing_levels_on(on_etcd: bool) {
     };
     assert_eq!(level_row().expect("tenant-a")[3], "false", "not quiescing");
 
-    let mut watch = curl_as_a(&s)
-        .args(["--limit-rate", "1k", "-o", "/dev/null"])
-        .arg(url(&s, "/api/v1/namespaces/flood/configmaps?watch=1"))
-        .spawn()
-        .expect("curl");
+    let watch = Child(
+        curl_as_a(&s)
+            .args(["--limit-rate", "1k", "-o", "/dev/null"])
+            .arg(url(&s, "/api/v1/namespaces/flood/configmaps?watch=1"))
+            .spawn()
+            .expect("curl"),
+    );
     wait_until("the watch executing", Duration::from_secs(20), || {
         tenant_a(&s, "current_executing_requests", "") == 1.0
     });
@@ -258,12 +270,14 @@ fn watch_seats_departed_waiters_and_quiescing_levels_on(on_etcd: bool) {
     assert_eq!(level_row().expect("tenant-a")[4], "0", "nothing waiting");
 
     // Another GET waits; its level is deleted meanwhile: it quiesces, and still serves it.
-    let queued = curl_as_a(&s)
-        .args(["--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}"])
-        .arg(url(&s, noisy_neighbour::QUIET_TARGET))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("curl");
+    let mut queued = Child(
+        curl_as_a(&s)
+            .args(["--max-time", "60", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(url(&s, noisy_neighbour::QUIET_TARGET))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("curl"),
+    );
     wait_until("the second GET queued", Duration::from_secs(5), || {
         tenant_a(&s, "current_inqueue_requests", "") == 1.0
     });
@@ -279,10 +293,14 @@ fn watch_seats_departed_waiters_and_quiescing_levels_on(on_etcd: bool) {
     let row = level_row().expect("tenant-a");
     assert_eq!((row[4].as_str(), row[5].as_str()), ("1", "1"), "{row:?}");
     // The watch's client goes: the seat frees, the queued GET runs, the level goes.
-    watch.kill().expect("kill the watch");
-    let _ = watch.wait();
-    let out = queued.wait_with_output().expect("curl");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+    drop(watch);
+    let mut code = String::new();
+    let status = queued.0.wait().expect("curl");
+    if let Some(mut stdout) = queued.0.stdout.take() {
+        std::io::Read::read_to_string(&mut stdout, &mut code).expect("curl's output");
+    }
+    assert!(status.success(), "{status}");
+    assert_eq!(code, "200");
     wait_until("tenant-a dropped", Duration::from_secs(5), || {
         level_row().is_none()
     });
