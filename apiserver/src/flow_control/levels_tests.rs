@@ -175,7 +175,11 @@ fn the_exempt_level_lends_and_what_it_uses_is_set_aside() {
     assert_eq!(work.lock().seats.nominal, 5);
     assert_eq!(catch_all.lock().seats.nominal, 5);
 
-    // Idle: the exempt level keeps its floor (5); the others share the nominal total.
+    // A new configuration is shared out at once (not from each level's initial seats, 5
+    // for catch-all): idle, the exempt level keeps its floor (5), the others share the
+    // nominal total, all of it for the one whose floor is above 0.
+    assert_eq!(exempt.lock().current_limit, 5);
+    assert_eq!(catch_all.lock().current_limit, 20);
     let t0 = Instant::now();
     fc.adjust(t0);
     assert_eq!(exempt.lock().current_limit, 5);

@@ -390,6 +390,8 @@ impl FlowControl {
             levels: live.into_iter().collect(),
         };
         *self.classifier.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(classifier);
+        // As upstream, a new configuration shares the seats out again at once.
+        self.reallocate(now);
     }
 
     /// Drops `level` if it is quiescing and its last request is done (upstream's maybeReap):
@@ -420,10 +422,8 @@ impl FlowControl {
         self.reload(&schemas, &levels);
     }
 
-    /// The periodic borrowing adjustment (upstream's updateBorrowing): each level's seat
-    /// demand since the last one, smoothed, decides its share of the levels' nominal seats
-    /// between its bounds. The exempt level is never limited; what it uses (at least its
-    /// unlendable seats) is set aside first.
+    /// The periodic borrowing adjustment: drained quiescing levels go, then the seats are
+    /// shared out again.
     pub fn adjust(&self, now: Instant) {
         if self.levels().iter().any(|l| {
             let state = l.lock();
@@ -431,6 +431,13 @@ impl FlowControl {
         }) {
             self.reap();
         }
+        self.reallocate(now);
+    }
+
+    /// Upstream's updateBorrowing: each level's seat demand since the last time, smoothed,
+    /// decides its share of the levels' nominal seats between its bounds. The exempt level
+    /// is never limited; what it uses (at least its unlendable seats) is set aside first.
+    fn reallocate(&self, now: Instant) {
         let levels = self.levels();
         let mut limited = Vec::new();
         let mut exempt = Vec::new();
