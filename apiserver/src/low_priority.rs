@@ -9,6 +9,13 @@
 //! whenever they have something to do, and still gets every cycle they leave. Its tasks may
 //! await anything the main runtime's tasks can (storage reads, channels): this runtime has its
 //! own timers and I/O driver, and futures of the other runtime wake across runtimes.
+//!
+//! What a task starts stays here too: its blocking work (the embedded store's range reads)
+//! runs on this runtime's blocking threads, at nice 19 as well, and never on the main
+//! runtime's, whose threads would inherit the priority of the thread that started them and
+//! could not get it back unprivileged. The one thing that outlives a list is a connection it
+//! dials (a conversion webhook's): that connection is then driven from here for the requests
+//! that reuse it from the pool, which is slower only while the cores are saturated.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -88,9 +95,10 @@ mod tests {
         let before = nice();
         let (tx, rx) = tokio::sync::oneshot::channel();
         super::spawn(async move {
-            let _ = tx.send(nice());
+            let blocking = tokio::task::spawn_blocking(nice).await.ok();
+            let _ = tx.send((nice(), blocking));
         });
-        assert_eq!(rx.await.ok(), Some(19));
+        assert_eq!(rx.await.ok(), Some((19, Some(19))));
         assert_eq!(nice(), before, "the caller's thread keeps its priority");
     }
 }
