@@ -16,6 +16,7 @@ pub mod kubeconfig;
 mod kubernetes_service;
 pub mod limits;
 pub mod logging;
+mod low_priority;
 pub mod metrics;
 pub mod metrics_api;
 pub mod openapi;

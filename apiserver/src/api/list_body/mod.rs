@@ -8,7 +8,7 @@
 //!
 //! The first chunk is filled before answering, so that an error reading the first page is
 //! still a Status, and a list that fits in one chunk goes out whole, with a Content-Length,
-//! as before. An error after that cannot change the status already sent: the body ends with
+//! as before. The rest of a longer list is read and encoded on the low-priority runtime. An error after that cannot change the status already sent: the body ends with
 //! it, which makes the server abort the response.
 
 mod json;
@@ -27,21 +27,25 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt};
 use registry::object::Object;
 use registry::store::ListStream;
 use registry::{RegistryError, ResourceInfo};
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::response::{Format, JSON, YAML};
 use crate::table::{IncludeObject, Now};
 
 /// How many bytes the body gathers before handing them to the connection.
 pub(crate) const CHUNK: usize = 64 * 1024;
+/// How many encoded chunks wait for the connection, at most, while the next is encoded.
+pub(super) const QUEUED_CHUNKS: usize = 2;
 /// How many bytes are encoded in one poll before the task yields. Items in memory and a fast
-/// reader leave the stream always ready: without yielding, the connection's task would
-/// encode and write a whole large list in one poll, holding a worker thread from every other
-/// request for as long (Go's scheduler preempts goroutines; tokio's does not).
+/// reader leave the stream always ready: without yielding, the task would encode a whole large
+/// list in one poll, holding a worker thread from every other task for as long (Go's scheduler
+/// preempts goroutines; tokio's does not): the first chunk's requests on the main runtime,
+/// the other large lists on the low-priority one.
 const ENCODED_PER_POLL: usize = 4 * 1024;
 
 /// How a list is written out.
@@ -113,13 +117,37 @@ pub(crate) async fn response(
             .into_response());
     }
     chunks.eager = true;
-    let rest = chunks
-        .inspect_err(move |e| {
-            tracing::error!(list = %kind, error = %e, "list failed while being sent; aborting the response");
-        })
-        ;
-    let body = Body::from_stream(futures::stream::once(async { Ok(first) }).chain(rest));
+    let body = Body::from_stream(
+        futures::stream::once(async { Ok(first) }).chain(encoded_elsewhere(chunks, kind)),
+    );
     Ok((StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// The rest of a list longer than a chunk, encoded on the low-priority runtime (see
+/// [`crate::low_priority`]): reading, decoding and encoding a large list is the bulk of its
+/// cost, and there it no longer delays short requests on a busy machine. The chunks come
+/// through a channel of [`QUEUED_CHUNKS`], so the list still holds a few chunks at most, and
+/// the encoding stops when the response is dropped (the client went away).
+fn encoded_elsewhere(
+    mut chunks: Chunks,
+    kind: String,
+) -> impl Stream<Item = Result<Bytes, RegistryError>> + Send + 'static {
+    let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
+    let encode = async move {
+        while let Some(chunk) = chunks.next().await {
+            if let Err(e) = &chunk {
+                tracing::error!(list = %kind, error = %e, "list failed while being sent; aborting the response");
+            }
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    };
+    // In the request's span, so that a failure is logged with the request.
+    crate::low_priority::spawn(encode.instrument(tracing::Span::current()));
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    })
 }
 
 /// The encoded list as a stream of chunks.

@@ -1,6 +1,8 @@
 //! Every streamed format against the encoders of a whole list (the oracle: what the server
 //! answered before lists were streamed), byte for byte.
 
+#[cfg(target_os = "linux")]
+mod elsewhere;
 mod formats;
 mod large;
 mod random;
