@@ -75,8 +75,7 @@ pub struct EventRecorder {
 
 struct Inner {
     component: String,
-    /// Aggregation key → (event name, count so far).
-    seen: Mutex<HashMap<String, (String, u64)>>,
+    seen: Mutex<Seen>,
     writers: Vec<mpsc::UnboundedSender<Box<Write>>>,
 }
 
@@ -102,7 +101,7 @@ impl EventRecorder {
         Self {
             inner: Arc::new(Inner {
                 component: component.to_string(),
-                seen: Mutex::new(HashMap::new()),
+                seen: Mutex::new(Seen::default()),
                 writers,
             }),
         }
@@ -132,28 +131,12 @@ impl EventRecorder {
         if self.inner.writers.is_empty() {
             return;
         }
-        let key = format!(
-            "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{}",
-            self.inner.component,
-            involved.kind,
-            involved.namespace,
-            involved.name,
-            involved.uid,
-            kind.as_str(),
-            reason,
-            message
-        );
-        let (name, count) = {
-            let mut seen = self.inner.seen.lock().unwrap_or_else(|p| p.into_inner());
-            if seen.len() >= CACHE_SIZE && !seen.contains_key(&key) {
-                seen.clear();
-            }
-            let entry = seen
-                .entry(key)
-                .or_insert_with(|| (event_name(&involved.name), 0));
-            entry.1 += 1;
-            entry.clone()
-        };
+        let (name, count) = self
+            .inner
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .note(&self.inner.component, involved, kind, reason, &message);
         // Events of cluster-scoped objects live in default, as upstream's recorder puts them.
         let namespace = if involved.namespace.is_empty() {
             "default".to_string()
@@ -191,6 +174,40 @@ impl EventRecorder {
             event,
             count,
         }));
+    }
+}
+
+/// The events a recorder has written, for aggregation: the aggregation key's hash → (event
+/// name, count so far). Hashed, because the key holds the whole message: 4096 of them per
+/// recorder, and every controller and kubelet has one, added up to megabytes that a
+/// long-running server carried only to recognise a repeat.
+#[derive(Default)]
+struct Seen(HashMap<u64, (String, u64)>);
+
+impl Seen {
+    /// The name and count the event is written with: a repeat of one seen bumps its count.
+    fn note(
+        &mut self,
+        component: &str,
+        involved: &InvolvedObject,
+        kind: EventType,
+        reason: &str,
+        message: &str,
+    ) -> (String, u64) {
+        // SipHash with fixed keys: the same event always hashes alike; two different ones
+        // sharing a hash among 4096 is a chance of about 1 in 10^12.
+        let mut hasher = DefaultHasher::new();
+        (component, involved, kind.as_str(), reason, message).hash(&mut hasher);
+        let key = hasher.finish();
+        if self.0.len() >= CACHE_SIZE && !self.0.contains_key(&key) {
+            self.0.clear();
+        }
+        let entry = self
+            .0
+            .entry(key)
+            .or_insert_with(|| (event_name(&involved.name), 0));
+        entry.1 += 1;
+        entry.clone()
     }
 }
 
@@ -256,6 +273,57 @@ async fn write_event(registry: &Registry, write: Write) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeat_bumps_the_count_of_the_same_event_and_a_full_cache_starts_over() {
+        let pod = InvolvedObject {
+            kind: "Pod".into(),
+            name: "web".into(),
+            uid: "u1".into(),
+            ..Default::default()
+        };
+        let mut seen = Seen::default();
+        let (name, count) = seen.note("kubelet", &pod, EventType::Normal, "Pulled", "image a");
+        assert_eq!(count, 1);
+        assert!(name.starts_with("web."), "{name}");
+        assert_eq!(
+            seen.note("kubelet", &pod, EventType::Normal, "Pulled", "image a"),
+            (name.clone(), 2)
+        );
+        // Another message, reason, type, component or object is another event.
+        for (component, kind, reason, message) in [
+            ("kubelet", EventType::Normal, "Pulled", "image b"),
+            ("kubelet", EventType::Normal, "Created", "image a"),
+            ("kubelet", EventType::Warning, "Pulled", "image a"),
+            ("scheduler", EventType::Normal, "Pulled", "image a"),
+        ] {
+            assert_eq!(seen.note(component, &pod, kind, reason, message).1, 1);
+        }
+        let other = InvolvedObject {
+            uid: "u2".into(),
+            ..pod.clone()
+        };
+        assert_eq!(
+            seen.note("kubelet", &other, EventType::Normal, "Pulled", "image a")
+                .1,
+            1
+        );
+        for i in 0..CACHE_SIZE {
+            seen.note(
+                "kubelet",
+                &pod,
+                EventType::Normal,
+                "Pulled",
+                &format!("{i}"),
+            );
+        }
+        assert!(seen.0.len() <= CACHE_SIZE);
+        assert_eq!(
+            seen.note("kubelet", &pod, EventType::Normal, "Pulled", "image a")
+                .1,
+            1
+        );
+    }
 
     #[test]
     fn involved_object_takes_kind_from_the_object_and_names_from_metadata() {
