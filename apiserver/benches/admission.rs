@@ -17,8 +17,6 @@ mod load;
 #[allow(dead_code)]
 mod webhook_server;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +28,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use load::Phase;
 use serde_json::{json, Value};
+use test_support::server::{self, Launch};
 use test_support::stats::{median, ms};
 use webhook_server::{allow, WebhookServer};
 
@@ -43,22 +42,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .and_then(|v| v.trim().parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(default)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// One request; the status and the body.
@@ -243,36 +226,23 @@ struct Row {
 fn main() {
     let objects = env_usize("BENCH_OBJECTS", 3000);
     let rounds = env_usize("BENCH_ROUNDS", 3);
-    let bin = std::env::var("APISERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
     let hooks = WebhookServer::start(
         "bench.webhooks.svc",
         Arc::new(|_path: &str, review: &Value| allow(review, json!({}))),
     );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port();
-    let _server = Stop(
-        Command::new(&bin)
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--port", &port.to_string(), "--secure-port", "0"])
-            .args(["--nodes", "0", "--scheduler=false"])
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the server"),
-    );
+    // Ready (its /readyz 200) before the clients start.
+    let server = Launch::new(server::binary(env!("CARGO_BIN_EXE_apiserver")))
+        .without_secure_port()
+        .args(["--nodes", "0", "--scheduler=false"])
+        .log_level("error")
+        .start();
+    let port = server.port;
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         let client: HttpClient = Client::builder(TokioExecutor::new()).build(connector);
         let base = format!("http://127.0.0.1:{port}");
-        let ready = Instant::now();
-        while send(&client, Method::GET, &format!("{base}/readyz"), &Value::Null).await.0 != StatusCode::OK {
-            assert!(ready.elapsed() < Duration::from_secs(60), "the server never got ready");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         let mut bench = Bench { client, base, hooks: &hooks, objects, created: 0 };
         // Warm-up: connections, caches, the allocator.
         bench.creates().await;

@@ -32,14 +32,13 @@
 //! answer, and the run goes on. Before lists were streamed, ten concurrent lists of 10,000
 //! pods peaked near 2 GB; they now add about a page per list.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use test_support::EtcdServer;
+use test_support::https::Connection;
+use test_support::server::{self, proc_status, proc_status_field, ApiServer, Launch};
+use test_support::BackendKind;
 
 const NAMESPACE: &str = "default";
 const CREATORS: usize = 8;
@@ -48,136 +47,13 @@ const IDLE_AFTER: Duration = Duration::from_secs(5);
 const SETTLE: Duration = Duration::from_secs(3);
 const MB: f64 = 1e6;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A keep-alive HTTP/1.1 connection to the loopback plain port.
-struct Conn(BufReader<TcpStream>);
-
-/// An answer: its status, its body's length, and the body when asked for.
-struct Answer {
-    status: u16,
-    length: u64,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-impl Conn {
-    fn open(port: u16) -> Self {
-        let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect to the server");
-        tcp.set_nodelay(true).expect("nodelay");
-        Self(BufReader::with_capacity(1 << 16, tcp))
-    }
-
-    fn send(&mut self, method: &str, path: &str, body: &str) -> Answer {
-        self.exchange(method, path, body, true)
-    }
-
-    /// One request; the body is kept only when `keep` (a list's is counted, then dropped).
-    fn exchange(&mut self, method: &str, path: &str, body: &str, keep: bool) -> Answer {
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        self.0
-            .get_mut()
-            .write_all(request.as_bytes())
-            .expect("write the request");
-        let mut line = String::new();
-        self.0.read_line(&mut line).expect("read the status line");
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let (mut length, mut chunked) = (None, false);
-        loop {
-            line.clear();
-            self.0.read_line(&mut line).expect("read a header");
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = Some(
-                        value
-                            .trim()
-                            .parse::<u64>()
-                            .expect("a numeric content-length"),
-                    );
-                } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                    chunked = value.trim().eq_ignore_ascii_case("chunked");
-                }
-            }
-        }
-        // An error's body is kept: it says why.
-        let keep = keep || !(200..300).contains(&status);
-        let mut answer = Answer {
-            status,
-            length: 0,
-            body: Vec::new(),
-        };
-        if chunked {
-            loop {
-                line.clear();
-                self.0.read_line(&mut line).expect("read a chunk size");
-                let size = line.trim_end().split(';').next().unwrap_or_default();
-                let size = u64::from_str_radix(size.trim(), 16).expect("a hex chunk size");
-                if size == 0 {
-                    // Trailers, up to the empty line.
-                    loop {
-                        line.clear();
-                        self.0.read_line(&mut line).expect("read a trailer");
-                        if line.trim_end().is_empty() {
-                            break;
-                        }
-                    }
-                    break;
-                }
-                self.body(size, keep, &mut answer);
-                line.clear();
-                self.0.read_line(&mut line).expect("read a chunk's end");
-            }
-        } else {
-            self.body(length.unwrap_or(0), keep, &mut answer);
-        }
-        answer
-    }
-
-    fn body(&mut self, size: u64, keep: bool, answer: &mut Answer) {
-        let mut part = (&mut self.0).take(size);
-        let read = if keep {
-            part.read_to_end(&mut answer.body).expect("read the body") as u64
-        } else {
-            std::io::copy(&mut part, &mut std::io::sink()).expect("read the body")
-        };
-        assert_eq!(read, size, "the body ended early");
-        answer.length += read;
-    }
-}
-
 fn status(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status")
+    proc_status(pid).expect("/proc status")
 }
 
 /// A field of a /proc/<pid>/status text, in bytes.
 fn field_bytes(status: &str, field: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| kib * 1024)
-        .unwrap_or_else(|| panic!("no {field} in /proc/<pid>/status"))
+    proc_status_field(status, field).unwrap_or_else(|| panic!("no {field} in /proc/<pid>/status"))
 }
 
 /// The process's memory at one moment: anonymous (the figure) and RSS (for reference).
@@ -195,90 +71,30 @@ fn memory(pid: u32) -> Memory {
     }
 }
 
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A fresh server on `backend`, its data dir and (on etcd) its etcd, all gone on drop.
+fn start(bin: &std::path::Path, backend: BackendKind) -> ApiServer {
+    Launch::new(bin)
+        .backend(backend)
+        .args(["--nodes", "0", "--scheduler=false"])
+        // Ten lists of 100,000 pods at once on two cores may take longer than the
+        // default 60 s; the figure wanted is their memory, not a 504.
+        .args(["--request-timeout", "10m"])
+        .log_level("error")
+        .start()
 }
 
-/// A running server, its data dir and (on etcd) its etcd, all gone on drop.
-struct Server {
-    process: Stop,
-    port: u16,
-    _dir: tempfile::TempDir,
-    _etcd: Option<EtcdServer>,
+/// A keep-alive connection to the plain port whose reads wait as long as the server takes
+/// (a list of 100,000 pods, ten at once, may be slow to start).
+fn connect(port: u16) -> Connection {
+    let mut conn = Connection::plain(port).expect("connect to the server");
+    conn.set_read_timeout(None).expect("no read timeout");
+    conn
 }
 
-impl Server {
-    fn start(bin: &str, backend: Backend) -> Self {
-        let etcd = match backend {
-            Backend::Embedded => None,
-            Backend::Etcd => Some(EtcdServer::start_blocking()),
-        };
-        let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let secure_port = std::iter::repeat_with(free_port)
-            .find(|p| *p != port)
-            .expect("a second free port");
-        let mut command = Command::new(bin);
-        command
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--port", &port.to_string()])
-            .args(["--secure-port", &secure_port.to_string()])
-            .args(["--nodes", "0", "--scheduler=false"])
-            // Ten lists of 100,000 pods at once on two cores may take longer than the
-            // default 60 s; the figure wanted is their memory, not a 504.
-            .args(["--request-timeout", "10m"])
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null());
-        if let Some(etcd) = &etcd {
-            command.arg(format!("--etcd-servers={}", etcd.endpoint()));
-        }
-        let process = Stop(command.spawn().expect("start the server"));
-        let ready = Instant::now();
-        loop {
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-                drop(stream);
-                if Conn::open(port).send("GET", "/readyz", "").status == 200 {
-                    break;
-                }
-            }
-            assert!(
-                ready.elapsed() < Duration::from_secs(60),
-                "the server was not ready within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Self {
-            process,
-            port,
-            _dir: dir,
-            _etcd: etcd,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.process.0.id()
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Backend {
-    Embedded,
-    Etcd,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Embedded => "embedded",
-            Backend::Etcd => "etcd",
-        }
-    }
+/// One request; panics when the connection fails (the server is gone: nothing to measure).
+fn send(conn: &mut Connection, method: &str, path: &str, body: &str) -> test_support::https::Reply {
+    conn.exchange(method, path, body.as_bytes())
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 #[derive(Clone, Copy)]
@@ -325,8 +141,8 @@ impl Kind {
 fn wait_for_service_account(port: u16) {
     let path = format!("/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default");
     let since = Instant::now();
-    let mut conn = Conn::open(port);
-    while conn.send("GET", &path, "").status != 200 {
+    let mut conn = connect(port);
+    while send(&mut conn, "GET", &path, "").status != 200 {
         assert!(
             since.elapsed() < Duration::from_secs(60),
             "the default service account did not appear within 60 s"
@@ -344,12 +160,12 @@ fn create(port: u16, kind: Kind, n: usize) -> Duration {
         for first in 0..CREATORS {
             let (path, padding) = (&path, &padding);
             scope.spawn(move || {
-                let mut conn = Conn::open(port);
+                let mut conn = connect(port);
                 for i in (first..n).step_by(CREATORS) {
                     let body = kind.body(i, padding);
                     let mut tries = 0;
                     loop {
-                        let answer = conn.send("POST", path, &body);
+                        let answer = send(&mut conn, "POST", path, &body);
                         match answer.status {
                             201 => break,
                             // Overload: back off and try again, as a client would.
@@ -381,7 +197,7 @@ struct Lists {
     failures: Vec<String>,
 }
 
-fn lists(server: &Server, path: &str) -> Lists {
+fn lists(server: &ApiServer, path: &str) -> Lists {
     let pid = server.pid();
     let before = memory(pid);
     let done = Arc::new(AtomicBool::new(false));
@@ -402,10 +218,12 @@ fn lists(server: &Server, path: &str) -> Lists {
             .map(|_| {
                 let barrier = &barrier;
                 scope.spawn(move || {
-                    let mut conn = Conn::open(server.port);
+                    let mut conn = connect(server.port);
                     barrier.wait();
                     let started = Instant::now();
-                    let answer = conn.exchange("GET", path, "", false);
+                    let answer = conn
+                        .exchange_counted("GET", path)
+                        .map_err(|e| format!("GET {path}: {e}"))?;
                     match answer.status {
                         200 => Ok((started.elapsed(), answer.length)),
                         status => Err(format!("{status} {}", answer.text().trim_end())),
@@ -456,8 +274,8 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / MB
 }
 
-fn run(bin: &str, backend: Backend, kind: Kind, n: usize) {
-    let server = Server::start(bin, backend);
+fn run(bin: &std::path::Path, backend: BackendKind, kind: Kind, n: usize) {
+    let server = start(bin, backend);
     let pid = server.pid();
     if matches!(kind, Kind::Pods) {
         wait_for_service_account(server.port);
@@ -548,8 +366,7 @@ fn run(bin: &str, backend: Backend, kind: Kind, n: usize) {
 }
 
 fn main() {
-    let bin = std::env::var("APISERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
+    let bin = server::binary(env!("CARGO_BIN_EXE_apiserver"));
     let counts: Vec<usize> = match std::env::var("MEMORY_BENCH_OBJECTS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -560,11 +377,10 @@ fn main() {
         }
         None => vec![10_000],
     };
-    let backends: Vec<Backend> = match std::env::var("MEMORY_BENCH_BACKENDS").as_deref() {
-        Ok("embedded") => vec![Backend::Embedded],
-        Ok("etcd") => vec![Backend::Etcd],
-        _ => vec![Backend::Embedded, Backend::Etcd],
-    };
+    let backends = BackendKind::chosen(
+        "MEMORY_BENCH_BACKENDS",
+        &[BackendKind::Embedded, BackendKind::Etcd],
+    );
     println!(
         "memory: a fresh server per row; anonymous memory (RssAnon) of the apiserver process only, RSS beside it"
     );

@@ -33,12 +33,10 @@
 //! cargo built.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use test_support::free_port;
-use test_support::https::Connection;
 use test_support::noisy_neighbour::{self, measure, Outcome, Request, Scenario};
+use test_support::server::{self, ApiServer, Launch};
 use test_support::stats::{median, ms};
 use test_support::wait_until;
 
@@ -52,41 +50,13 @@ fn knob(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A fresh server in `dir` with the two tenants' tokens, priority and fairness on or off.
-fn start(bin: &str, dir: &Path, apf: bool) -> (Stop, u16, u16) {
-    let tokens = dir.join("tokens.csv");
-    std::fs::write(&tokens, noisy_neighbour::TOKENS).expect("token file");
-    let (port, secure_port) = (free_port(), free_port());
-    let server = Stop(
-        Command::new(bin)
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .args(["--port", &port.to_string()])
-            .args(["--secure-port", &secure_port.to_string()])
-            .arg("--token-auth-file")
-            .arg(&tokens)
-            .arg(format!("--enable-priority-and-fairness={apf}"))
-            .args(["--nodes", "0", "--disable-controllers"])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the server"),
-    );
-    wait_until("the server ready", Duration::from_secs(60), || {
-        Connection::plain(port)
-            .and_then(|mut c| c.exchange("GET", "/readyz", b""))
-            .is_ok_and(|r| r.status == 200)
-    });
-    (server, port, secure_port)
+/// A fresh server with the two tenants' tokens, priority and fairness on or off.
+fn start(bin: &Path, apf: bool) -> ApiServer {
+    Launch::new(bin)
+        .token_file(noisy_neighbour::TOKENS)
+        .args([format!("--enable-priority-and-fairness={apf}")])
+        .args(["--nodes", "0", "--disable-controllers"])
+        .start()
 }
 
 struct Row {
@@ -113,11 +83,12 @@ impl Row {
 }
 
 /// One run: a fresh server, populated, then the list flood and the create flood.
-fn run(bin: &str, apf: bool, knobs: [usize; 5]) -> Vec<Row> {
+fn run(bin: &Path, apf: bool, knobs: [usize; 5]) -> Vec<Row> {
     let [objects, connections, gets, span, rounds] = knobs;
     let span = span as u64;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (_server, port, secure_port) = start(bin, dir.path(), apf);
+    let server = start(bin, apf);
+    let port = server.port;
+    let secure_port = server.secure_port.expect("a secure port");
     noisy_neighbour::bind_tenants(port);
     let started = Instant::now();
     noisy_neighbour::populate(port, objects);
@@ -126,10 +97,11 @@ fn run(bin: &str, apf: bool, knobs: [usize; 5]) -> Vec<Row> {
         started.elapsed()
     );
     noisy_neighbour::limit_noisy_tenant(port, apf);
-    let ca = dir.path().join("data/pki/ca.crt");
+    let ca = server.ca();
     // The bindings reach the authorizer through its watch.
     wait_until("tenant B allowed", Duration::from_secs(20), || {
-        Connection::open(&ca, secure_port, "token-b")
+        server
+            .secure("token-b")
             .and_then(|mut c| c.exchange("GET", noisy_neighbour::QUIET_TARGET, b""))
             .is_ok_and(|r| r.status == 200)
     });
@@ -184,8 +156,7 @@ fn main() {
     let gets = knob("NOISY_NEIGHBOUR_GETS", 1000);
     let span = knob("NOISY_NEIGHBOUR_SECONDS", 4);
     let rounds = knob("NOISY_NEIGHBOUR_ROUNDS", 3).max(1);
-    let bin = std::env::var("APISERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
+    let bin = server::binary(env!("CARGO_BIN_EXE_apiserver"));
     println!(
         "noisy_neighbour: A floods from {connections} HTTPS connections ({objects} × 2 KB ConfigMaps listed, or 2 KB creates); B times {gets} GETs and {span} s at least, alone, then under the flood; median of {rounds} rounds"
     );

@@ -8,11 +8,11 @@
 //! `cargo bench -p apiserver --bench secure_get` (N from `SECURE_GET_REQUESTS`, default
 //! 20000; the server binary from `APISERVER_BIN`, default the one cargo built).
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use test_support::free_port;
 use test_support::https::Connection;
+use test_support::server::{self, Launch};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/bench";
 const TOKEN: &str = "bench-token";
@@ -63,56 +63,17 @@ fn measure(pid: u32, mut c: Connection, n: usize) -> Measured {
     }
 }
 
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn main() {
     let n: usize = std::env::var("SECURE_GET_REQUESTS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let bin = std::env::var("APISERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
-    let dir = tempfile::tempdir().expect("temp dir");
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, format!("{TOKEN},bench,uid-bench\n")).expect("token file");
-    let (port, secure_port) = (free_port(), free_port());
-    let server = Stop(
-        Command::new(&bin)
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--port", &port.to_string()])
-            .args(["--secure-port", &secure_port.to_string()])
-            .arg("--token-auth-file")
-            .arg(&tokens)
-            .args(["--nodes", "0", "--disable-controllers"])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the server"),
-    );
-    let pid = server.0.id();
-    let ready = Instant::now();
-    loop {
-        let ready_now = Connection::plain(port)
-            .and_then(|mut c| c.exchange("GET", "/readyz", b""))
-            .is_ok_and(|r| r.status == 200);
-        if ready_now {
-            break;
-        }
-        assert!(
-            ready.elapsed() < Duration::from_secs(60),
-            "server not ready"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut admin = Connection::plain(port).expect("connect");
+    let server = Launch::new(server::binary(env!("CARGO_BIN_EXE_apiserver")))
+        .token_file(&format!("{TOKEN},bench,uid-bench\n"))
+        .args(["--nodes", "0", "--disable-controllers"])
+        .start();
+    let pid = server.pid();
+    let mut admin = server.plain().expect("connect");
     for (path, body) in [
         (
             "/api/v1/namespaces/default/configmaps",
@@ -130,11 +91,11 @@ fn main() {
         let r = admin.exchange("POST", path, body.as_bytes()).expect("POST");
         assert_eq!(r.status, 201, "{path}: {}", r.text());
     }
-    let ca = dir.path().join("data/pki/ca.crt");
     // The binding reaches the authorizer through its watch.
     let allowed = Instant::now();
     loop {
-        let allowed_now = Connection::open(&ca, secure_port, TOKEN)
+        let allowed_now = server
+            .secure(TOKEN)
             .and_then(|mut c| c.exchange("GET", PATH, b""))
             .is_ok_and(|r| r.status == 200);
         if allowed_now {
@@ -149,12 +110,8 @@ fn main() {
     // Two rounds, alternating: the first also pays for whatever the server still does after
     // start; the second is the figure.
     for round in 1..=2 {
-        let http = measure(pid, Connection::plain(port).expect("connect"), n);
-        let https = measure(
-            pid,
-            Connection::open(&ca, secure_port, TOKEN).expect("connect over TLS"),
-            n,
-        );
+        let http = measure(pid, server.plain().expect("connect"), n);
+        let https = measure(pid, server.secure(TOKEN).expect("connect over TLS"), n);
         println!("round {round}:");
         println!(
             "  plain HTTP (loopback user):   {:8.1} µs CPU/request  {:8.1} µs wall/request",

@@ -42,8 +42,7 @@ fn main() -> ExitCode {
             other => return usage(&format!("unknown argument {other}")),
         }
     }
-    let bin = std::env::var("APISERVER_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_apiserver").to_string());
+    let bin = test_support::server::binary(env!("CARGO_BIN_EXE_apiserver"));
     let duration = Duration::from_secs_f64(minutes * 60.0);
     let reports: Vec<Report> = backends
         .into_iter()

@@ -4,7 +4,8 @@
 //! ([`both_backends!`]), polling for a condition ([`eventually`], [`wait_until`]), the
 //! figures benchmarks report ([`stats`]), a keep-alive HTTPS client with a bearer token
 //! ([`https`]) and the noisy-neighbour measurement of priority and fairness
-//! ([`noisy_neighbour`]), and the soak under mixed churn ([`soak`]).
+//! ([`noisy_neighbour`]), the soak under mixed churn ([`soak`]), and the real binary started
+//! for a benchmark or a soak ([`server`]).
 //!
 //! None of the project's crates is a dependency, so that any crate's tests can use this one;
 //! what a crate builds on the storage (a backend, a `Registry`) stays in that crate's
@@ -17,6 +18,7 @@ mod etcd_netns;
 pub mod https;
 mod macros;
 pub mod noisy_neighbour;
+pub mod server;
 pub mod soak;
 pub mod stats;
 pub mod tmpfs;

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::http::{watch, WatchEnd};
 use super::tally::{Client, Outcome, Tally};
+use super::watch::{watch, WatchEnd};
 
 /// The namespace the steady churn works in.
 pub const NAMESPACE: &str = "soak";

@@ -8,10 +8,10 @@
 //! the drained server.
 
 mod churn;
-mod http;
 mod report;
 mod server;
 mod tally;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -24,10 +24,10 @@ use report::drained_allowance;
 pub use report::{table, Counts, Report, Series};
 pub use server::{LogLines, Sample};
 
+use crate::https::Redial;
 use crate::BackendKind;
 use churn::{Churn, GROUP, NAMESPACE, NAMESPACE_PREFIX};
-use http::Conn;
-use server::{sample, Server};
+use server::{sample, Server, REQUEST_TIMEOUT};
 use tally::{Client, Tally};
 
 /// How long the drain may take: every churn namespace deleted and gone.
@@ -73,11 +73,11 @@ impl Config {
 pub fn run(config: &Config) -> Report {
     let name = config.backend.name();
     let server = Server::start(&config.bin, config.backend, config.nodes);
-    let pid = server.pid();
-    let churn = Arc::new(Churn::new(server.port));
-    set_up(server.port);
+    let (pid, port) = (server.api.pid(), server.api.port);
+    let churn = Arc::new(Churn::new(port));
+    set_up(port);
     std::thread::sleep(Duration::from_secs(3));
-    let mut metrics = Conn::new(server.port);
+    let mut metrics = Redial::new(port, REQUEST_TIMEOUT);
     let idle = sample(pid, &mut metrics, 0.0)
         .unwrap_or_else(|e| panic!("{name}: sampling the idle server: {e}"));
 
@@ -105,7 +105,7 @@ pub fn run(config: &Config) -> Report {
             churn.tally.error("a churn thread panicked".into());
         }
     }
-    drain(server.port, &churn.tally);
+    drain(port, &churn.tally);
     let drained = settle(
         pid,
         &mut metrics,
@@ -220,7 +220,7 @@ fn drain(port: u16, tally: &Arc<Tally>) {
 }
 
 /// The drained server's figures, once its tasks are back near idle or after [`SETTLE_LIMIT`].
-fn settle(pid: u32, metrics: &mut Conn, idle: &Sample, at: f64, tally: &Tally) -> Sample {
+fn settle(pid: u32, metrics: &mut Redial, idle: &Sample, at: f64, tally: &Tally) -> Sample {
     let since = Instant::now();
     loop {
         match sample(pid, metrics, at + since.elapsed().as_secs_f64()) {

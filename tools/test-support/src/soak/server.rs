@@ -2,20 +2,22 @@
 //! etcd, its warnings and errors kept from its log, and what it holds read from /proc and
 //! /metrics.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::http::Conn;
-use crate::{free_port, BackendKind, EtcdServer};
+use crate::https::Redial;
+use crate::server::{proc_status, proc_status_field, ApiServer, Launch};
+use crate::BackendKind;
 
 /// How long the server keeps events.
 const EVENT_TTL: &str = "1m";
 
 /// Log lines kept word for word per level; the rest are counted.
 const KEPT_LINES: usize = 10;
+
+/// How long one of the soak's plain requests may wait for the server.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The server's log lines at WARN and ERROR: counted, the first few kept.
 #[derive(Default, Clone)]
@@ -26,39 +28,34 @@ pub struct LogLines {
     pub first_errors: Vec<String>,
 }
 
-pub struct Server {
-    child: Child,
-    pub port: u16,
-    log: Arc<Mutex<LogLines>>,
-    _dir: tempfile::TempDir,
-    _etcd: Option<EtcdServer>,
+impl LogLines {
+    fn add(&mut self, line: String) {
+        let (count, kept) = if line.contains("ERROR") {
+            (&mut self.errors, &mut self.first_errors)
+        } else if line.contains("WARN") {
+            (&mut self.warnings, &mut self.first_warnings)
+        } else {
+            return;
+        };
+        *count += 1;
+        if kept.len() < KEPT_LINES {
+            kept.push(line);
+        }
+    }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+pub struct Server {
+    pub api: ApiServer,
+    log: Arc<Mutex<LogLines>>,
 }
 
 impl Server {
     /// Starts `bin` on `backend` with `nodes` simulated nodes and waits until it is ready.
     pub fn start(bin: &Path, backend: BackendKind, nodes: usize) -> Self {
-        let etcd = match backend {
-            BackendKind::Embedded => None,
-            BackendKind::Etcd => Some(EtcdServer::start_blocking()),
-        };
-        let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
-        let secure_port = std::iter::repeat_with(free_port)
-            .find(|p| *p != port)
-            .expect("a second free port");
-        let mut command = Command::new(bin);
-        command
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .args(["--port", &port.to_string()])
-            .args(["--secure-port", &secure_port.to_string()])
+        let log = Arc::new(Mutex::new(LogLines::default()));
+        let kept = log.clone();
+        let api = Launch::new(bin)
+            .backend(backend)
             .args(["--nodes", &nodes.to_string()])
             // Events live an hour by default; at this churn about 14,000 are written an
             // hour, so their memory would climb for the whole first hour, leak or none. A
@@ -66,60 +63,10 @@ impl Server {
             // of the churn.
             .args(["--event-ttl", EVENT_TTL])
             // Warnings and errors only: what the soak reports of the server's own view.
-            .env("RUST_LOG", "warn")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped());
-        if let Some(etcd) = &etcd {
-            command.arg(format!("--etcd-servers={}", etcd.endpoint()));
-        }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
-        let log = Arc::new(Mutex::new(LogLines::default()));
-        if let Some(stdout) = child.stdout.take() {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-                    let log = &mut *log;
-                    let (count, kept) = if line.contains("ERROR") {
-                        (&mut log.errors, &mut log.first_errors)
-                    } else if line.contains("WARN") {
-                        (&mut log.warnings, &mut log.first_warnings)
-                    } else {
-                        continue;
-                    };
-                    *count += 1;
-                    if kept.len() < KEPT_LINES {
-                        kept.push(line);
-                    }
-                }
-            });
-        }
-        let server = Self {
-            child,
-            port,
-            log,
-            _dir: dir,
-            _etcd: etcd,
-        };
-        let since = Instant::now();
-        let mut conn = Conn::new(port);
-        while !conn
-            .send("GET", "/readyz", "text/plain", b"")
-            .is_ok_and(|a| a.status == 200)
-        {
-            assert!(
-                since.elapsed() < Duration::from_secs(60),
-                "the server was not ready within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        server
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+            .log_level("warn")
+            .on_log_line(move |line| kept.lock().unwrap_or_else(|p| p.into_inner()).add(line))
+            .start();
+        Self { api, log }
     }
 
     pub fn log(&self) -> LogLines {
@@ -140,20 +87,11 @@ pub struct Sample {
     pub fds: u64,
 }
 
-/// A field of /proc/<pid>/status (in kB for sizes).
-fn status_field(status: &str, field: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
 /// Reads what the server holds; an error says what could not be read.
-pub fn sample(pid: u32, metrics: &mut Conn, at: f64) -> Result<Sample, String> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|e| format!("/proc/{pid}/status: {e}"))?;
-    let anon = status_field(&status, "RssAnon:").ok_or("no RssAnon")? * 1024;
-    let threads = status_field(&status, "Threads:").ok_or("no Threads")?;
+pub fn sample(pid: u32, metrics: &mut Redial, at: f64) -> Result<Sample, String> {
+    let status = proc_status(pid).map_err(|e| format!("/proc/{pid}/status: {e}"))?;
+    let anon = proc_status_field(&status, "RssAnon:").ok_or("no RssAnon")?;
+    let threads = proc_status_field(&status, "Threads:").ok_or("no Threads")?;
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map_err(|e| format!("/proc/{pid}/fd: {e}"))?
         .count() as u64;

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::http::Conn;
+use super::server::REQUEST_TIMEOUT;
+use crate::https::Redial;
 
 /// How many failures are kept word for word; the rest are only counted.
 const KEPT_ERRORS: usize = 20;
@@ -73,14 +74,14 @@ impl Outcome {
 
 /// A connection whose every request is counted in the tally.
 pub struct Client {
-    conn: Conn,
+    conn: Redial,
     tally: Arc<Tally>,
 }
 
 impl Client {
     pub fn new(port: u16, tally: Arc<Tally>) -> Self {
         Self {
-            conn: Conn::new(port),
+            conn: Redial::new(port, REQUEST_TIMEOUT),
             tally,
         }
     }

@@ -1,148 +1,30 @@
-//! A plain HTTP/1.1 client for the soak: keep-alive requests and watch streams on the server's
-//! loopback port, every failure a value (the soak counts failures; it never panics on one).
+//! The soak's watch streams on the server's loopback port, every failure a value (the soak
+//! counts failures; it never panics on one). Its plain requests go through
+//! [`crate::https::Redial`].
 //!
-//! One reader serves both: bytes are gathered into a buffer and the head, a Content-Length
-//! body or chunked framing are cut from it, so a read timeout never loses a partial line.
+//! Bytes are gathered into a buffer and the head and the chunked framing are cut from it, so
+//! the short read timeout that lets a reader look at its deadline never loses a partial line.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// How long one request may take before it counts as failed.
+/// How long the server may take to answer a watch's request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a watch reader wakes to look at its deadline.
 const WATCH_POLL: Duration = Duration::from_millis(250);
 
-/// An answer: its status and body.
-pub struct Answer {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-impl Answer {
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// A keep-alive connection, opened again when the server closed it.
-pub struct Conn {
-    port: u16,
-    stream: Option<TcpStream>,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    pub fn new(port: u16) -> Self {
-        Self {
-            port,
-            stream: None,
-            buf: Vec::new(),
-        }
-    }
-
-    /// One request; an error says what failed (connect, write, read, framing).
-    pub fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &[u8],
-    ) -> Result<Answer, String> {
-        // A kept connection the server closed meanwhile fails at once: tried once more.
-        let reused = self.stream.is_some();
-        match self.exchange(method, path, content_type, body) {
-            Err(_) if reused => {
-                self.stream = None;
-                self.exchange(method, path, content_type, body)
-            }
-            other => other,
-        }
-    }
-
-    fn exchange(
-        &mut self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &[u8],
-    ) -> Result<Answer, String> {
-        if self.stream.is_none() {
-            self.stream = Some(connect(self.port)?);
-            self.buf.clear();
-        }
-        let result = self.exchange_on_open(method, path, content_type, body);
-        if result.is_err() {
-            self.stream = None;
-        }
-        result
-    }
-
-    fn exchange_on_open(
-        &mut self,
-        method: &str,
-        path: &str,
-        content_type: &str,
-        body: &[u8],
-    ) -> Result<Answer, String> {
-        let stream = self.stream.as_mut().ok_or("no connection")?;
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        stream
-            .write_all(head.as_bytes())
-            .and_then(|()| stream.write_all(body))
-            .map_err(|e| format!("write: {e}"))?;
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
-        let head = read_head(stream, &mut self.buf, deadline)?;
-        let body = match head.framing {
-            Framing::Length(n) => {
-                while self.buf.len() < n {
-                    fill(stream, &mut self.buf, deadline)?;
-                }
-                self.buf.drain(..n).collect()
-            }
-            Framing::Chunked => {
-                let mut body = Vec::new();
-                while !take_chunks(&mut self.buf, &mut body)? {
-                    fill(stream, &mut self.buf, deadline)?;
-                }
-                body
-            }
-        };
-        if head.close {
-            self.stream = None;
-        }
-        Ok(Answer {
-            status: head.status,
-            body,
-        })
-    }
-}
-
 fn connect(port: u16) -> Result<TcpStream, String> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
-    let _ = stream.set_nodelay(true);
+    let stream = crate::https::tcp(port).map_err(|e| format!("connect: {e}"))?;
     stream
         .set_read_timeout(Some(WATCH_POLL))
         .map_err(|e| format!("read timeout: {e}"))?;
     Ok(stream)
 }
 
-enum Framing {
-    Length(usize),
-    Chunked,
-}
-
 struct Head {
     status: u16,
-    framing: Framing,
-    close: bool,
+    chunked: bool,
 }
 
 /// Reads more bytes into `buf`; a read timeout only checks the deadline.
@@ -190,27 +72,13 @@ fn read_head(stream: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> Re
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("no status line in {text:?}"))?;
-    let (mut framing, mut close) = (Framing::Length(0), false);
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            framing = Framing::Length(value.parse().map_err(|_| "a bad content-length")?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding")
-            && value.eq_ignore_ascii_case("chunked")
-        {
-            framing = Framing::Chunked;
-        } else if name.eq_ignore_ascii_case("connection") && value.eq_ignore_ascii_case("close") {
-            close = true;
-        }
-    }
-    Ok(Head {
-        status,
-        framing,
-        close,
-    })
+    let chunked = lines.any(|line| {
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.eq_ignore_ascii_case("transfer-encoding")
+                && value.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    Ok(Head { status, chunked })
 }
 
 /// Moves the whole chunks in `buf` into `body`; true once the last (empty) chunk was read.
@@ -276,7 +144,7 @@ pub fn watch(
     let head = read_head(&mut stream, &mut buf, started + REQUEST_TIMEOUT)?;
     if head.status != 200 {
         let mut body = Vec::new();
-        if matches!(head.framing, Framing::Chunked) {
+        if head.chunked {
             let _ = take_chunks(&mut buf, &mut body);
         } else {
             body = buf;
