@@ -146,6 +146,29 @@ fn bytes_field(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// A length-delimited field written in place: one byte is kept for the length, which is
+/// what most nested messages need; a longer one moves the message up to make room (cheaper
+/// than a buffer of its own per message).
+fn nested(
+    out: &mut Vec<u8>,
+    number: u32,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>,
+) -> Result<(), EncodeError> {
+    tag(out, number, 2);
+    let at = out.len();
+    out.push(0);
+    write(out)?;
+    let length = out.len() - at - 1;
+    if length < 0x80 {
+        out[at] = length as u8;
+    } else {
+        let mut prefix = Vec::with_capacity(10);
+        varint(&mut prefix, length as u64);
+        out.splice(at..at + 1, prefix);
+    }
+    Ok(())
+}
+
 fn varint_field(out: &mut Vec<u8>, number: u32, value: u64) {
     tag(out, number, 0);
     varint(out, value);
@@ -304,9 +327,7 @@ impl Plans {
             if field.go.inline {
                 // An embedded struct: its members are this object's own.
                 if let Kind::Message(inner) = field.kind {
-                    let mut nested = Vec::new();
-                    self.message(inner, value, &mut nested)?;
-                    bytes_field(out, field.number, &nested);
+                    nested(out, field.number, |out| self.message(inner, value, out))?;
                 }
                 continue;
             }
@@ -346,26 +367,25 @@ impl Plans {
         name: &str,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        let mut entry = Vec::new();
         for (k, v) in entries {
-            entry.clear();
-            match key {
-                Kind::String => bytes_field(&mut entry, 1, k.as_bytes()),
-                _ => {
-                    let n: i64 = k
-                        .parse()
-                        .map_err(|_| mismatch(name, format!("map key {k:?}")))?;
-                    varint_field(&mut entry, 1, n as u64);
+            nested(out, number, |entry| {
+                match key {
+                    Kind::String => bytes_field(entry, 1, k.as_bytes()),
+                    _ => {
+                        let n: i64 = k
+                            .parse()
+                            .map_err(|_| mismatch(name, format!("map key {k:?}")))?;
+                        varint_field(entry, 1, n as u64);
+                    }
                 }
-            }
-            // A null value is the Go zero value, written like any other (a nil []byte is
-            // the one value Go leaves out).
-            match (item, v) {
-                (Kind::Bytes, Value::Null) => {}
-                (_, Value::Null) => self.single(2, item, None, name, &mut entry)?,
-                _ => self.single(2, item, Some(v), name, &mut entry)?,
-            }
-            bytes_field(out, number, &entry);
+                // A null value is the Go zero value, written like any other (a nil []byte is
+                // the one value Go leaves out).
+                match (item, v) {
+                    (Kind::Bytes, Value::Null) => Ok(()),
+                    (_, Value::Null) => self.single(2, item, None, name, entry),
+                    _ => self.single(2, item, Some(v), name, entry),
+                }
+            })?;
         }
         Ok(())
     }
@@ -412,9 +432,7 @@ impl Plans {
                 out.extend_from_slice(&f.to_le_bytes());
             }
             (Kind::Message(index), v) => {
-                let mut nested = Vec::new();
-                self.message(index, v, &mut nested)?;
-                bytes_field(out, number, &nested);
+                nested(out, number, |out| self.message(index, v, out))?;
             }
             (_, Some(v)) => return Err(wrong(v)),
         }
