@@ -63,6 +63,7 @@ fn every_upstream_fixture_encodes_byte_for_byte() {
             )),
             (_, Some(_)) => {}
             (Ok(bytes), None) => {
+                // PB_DUMP=<dir> keeps our bytes, to compare with `protoc --decode_raw`.
                 if let Some(dir) = std::env::var_os("PB_DUMP") {
                     let _ = std::fs::write(PathBuf::from(dir).join(format!("{name}.pb")), &bytes);
                 }
