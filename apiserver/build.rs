@@ -1,5 +1,6 @@
 //! Compiles the Kubernetes API's protobuf definitions into a descriptor set, so the server can
-//! decode the protobuf request bodies client-go's typed clients send (kubectl create ...).
+//! decode the protobuf request bodies client-go's typed clients send (kubectl create ...) and
+//! encode protobuf answers (`api/protobuf/encode.rs`).
 //!
 //! The definitions ship inside the `k8s-rs-pb` package (a build dependency); cargo metadata
 //! says where cargo unpacked it, and the protoc of `protoc-bin-vendored` compiles them.

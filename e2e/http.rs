@@ -81,10 +81,23 @@ fn errors_are_statuses_with_upstream_codes() {
         status(&r),
         (400, Some("Status".into()), Some("BadRequest".into()))
     );
+    // Built-in kinds answer protobuf (e2e/protobuf.rs reads it); an unknown type is 406.
     let r = s.request(
         "GET",
         "/api/v1/namespaces",
         &[("Accept", "application/vnd.kubernetes.protobuf")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    assert!(
+        r.headers.contains("application/vnd.kubernetes.protobuf"),
+        "{}",
+        r.headers
+    );
+    let r = s.request(
+        "GET",
+        "/api/v1/namespaces",
+        &[("Accept", "application/cbor")],
         b"",
     );
     assert_eq!(r.status, 406);

@@ -64,17 +64,27 @@ pub(super) fn method_not_allowed() -> RegistryError {
 /// annotations it added ride on the response to the audit filter.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
+    // An error goes out in the format the answer would have had (protobuf or JSON).
+    let error_format = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req))
+        .unwrap_or(Format::Json);
     let ((result, warnings), annotations) =
         registry::audit::collect(warning::collect(handle(store, req))).await;
     let mut response = match result {
         Ok(response) => response,
-        Err(e) => response::error_in(e, pretty),
+        Err(e) => response::error_as(e, error_format, pretty),
     };
     response::add_warnings(&mut response, &warnings);
     if !annotations.0.is_empty() {
         response.extensions_mut().insert(annotations);
     }
     response
+}
+
+/// Whether the answer may be protobuf: the resource itself (subresources answer JSON) of a
+/// built-in kind; custom resources have no protobuf form.
+fn speaks_protobuf(store: &Store, req: &Request) -> bool {
+    req.info.subresource.is_none()
+        && super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
 }
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
@@ -97,7 +107,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
     if let Some(sub) = connect_subresource(&store, &req) {
         return connect(&store, &req, verb, sub).await;
     }
-    let format = response::negotiate(&req.headers)?;
+    let format = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req))?;
     if req.info.subresource.is_none() && !info.has_verb(verb) {
         return Err(method_not_allowed());
     }
@@ -121,7 +131,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
                 StatusCode::OK,
                 store.get_json(ns, name, &req.params.list()?).await?,
             )),
-            Format::Json | Format::Yaml => Ok(out(
+            Format::Json | Format::Yaml | Format::Protobuf => Ok(out(
                 StatusCode::OK,
                 &store.get(ns, name, &req.params.list()?).await?,
             )),

@@ -14,7 +14,7 @@ mod list_body;
 mod manager;
 mod params;
 mod path;
-pub(crate) mod protobuf;
+pub mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod response;
 pub(crate) mod subresources;

@@ -18,33 +18,14 @@ use prost_reflect::{
 use registry::RegistryError;
 use serde_json::{Map, Number, Value};
 
+pub mod encode;
+mod go_fields;
+
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
-const MAGIC: &[u8; 4] = b"k8s\0";
+pub(crate) const MAGIC: &[u8; 4] = b"k8s\0";
 
 /// Go's zero time.Time as Unix seconds: what a never-set metav1.Time encodes to.
 const GO_ZERO_TIME: i64 = -62_135_596_800;
-
-/// Fields whose empty-string value means something (a pointer in Go), so it must survive.
-const MEANINGFUL_EMPTY_STRINGS: &[&str] = &["storageClassName"];
-
-/// Common fields that are plain (non-pointer) `omitempty` values in Go: Go's protobuf
-/// marshalling writes their zero, its JSON does not. Pointer fields (replicas, grace periods,
-/// enableServiceLinks, ...) keep their zeros, which mean something.
-const OMITTED_ZEROS: &[&str] = &[
-    "generation",
-    "hostPort",
-    "nodePort",
-    "healthCheckNodePort",
-    "stdin",
-    "stdinOnce",
-    "tty",
-    "hostNetwork",
-    "hostPID",
-    "hostIPC",
-    "paused",
-    "minReadySeconds",
-    "publishNotReadyAddresses",
-];
 
 const META: &str = "apimachinery.pkg.apis.meta.v1";
 
@@ -144,39 +125,30 @@ fn message_json(message: &DynamicMessage) -> Value {
         return special;
     }
     let mut out = Map::new();
-    let definition = openapi::wire_order::definition(&definition_name(descriptor.full_name()));
     for (field, value) in message.fields() {
         let name = field.name();
+        let go = go_fields::field(descriptor.full_name(), name);
         // A Go struct embedded inline (`json:",inline"`) is a field of its own in protobuf
         // (IngressRule.ingressRuleValue, Volume.volumeSource): its members are the parent's.
-        // The generated wire order knows each type's JSON fields, inline ones flattened.
-        if let (Pb::Message(inner), Some(def)) = (value, definition) {
-            if def.rank(name).is_none() {
+        if go.inline {
+            if let Pb::Message(inner) = value {
                 if let Value::Object(members) = message_json(inner) {
                     out.extend(members);
                 }
                 continue;
             }
         }
-        let keep_empty = MEANINGFUL_EMPTY_STRINGS.contains(&name);
+        // Go's protobuf marshalling writes the zeros of plain fields; its JSON leaves out the
+        // `omitempty` ones. A pointer's zero (and empty string) was set, so it stays.
         let zero = matches!(value, Pb::Bool(false) | Pb::I32(0) | Pb::I64(0));
-        if zero && OMITTED_ZEROS.contains(&name) {
+        if zero && go.omitempty {
             continue;
         }
-        if let Some(v) = json(value, keep_empty) {
-            out.insert(name.to_string(), v);
+        if let Some(v) = json(value, go.pointer) {
+            out.insert(go.json_name.unwrap_or(name).to_string(), v);
         }
     }
     Value::Object(out)
-}
-
-/// The OpenAPI definition name of a protobuf message (`api.core.v1.Volume` is
-/// `io.k8s.api.core.v1.Volume`).
-fn definition_name(message: &str) -> String {
-    match message.strip_prefix("apiextensions_apiserver.") {
-        Some(rest) => format!("io.k8s.apiextensions-apiserver.{rest}"),
-        None => format!("io.k8s.{message}"),
-    }
 }
 
 /// One value in JSON form; `None` where Go's JSON encoding would omit it (Go's protobuf

@@ -17,6 +17,9 @@ use serde_json::Value;
 
 pub const JSON: &str = "application/json";
 pub const YAML: &str = "application/yaml";
+pub const PROTOBUF: &str = super::protobuf::MEDIA_TYPE;
+/// A protobuf watch: length-delimited frames.
+pub const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 /// A plain-text body (pod logs).
 pub fn text(status: StatusCode, body: String) -> Response {
@@ -44,6 +47,10 @@ pub fn json_in(status: StatusCode, body: &Value, pretty: bool) -> Response {
 /// The body in the negotiated format; `pretty` indents JSON (see [`is_pretty`]).
 pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -> Response {
     match format {
+        Format::Protobuf => match super::protobuf::encode::encode(body) {
+            Ok(bytes) => protobuf(status, bytes),
+            Err(e) => error(RegistryError::Internal(format!("encoding protobuf: {e}"))),
+        },
         // YAML keys come sorted, as upstream's JSON-to-YAML conversion writes them.
         Format::Yaml => {
             let text = serde_yaml_ng::to_string(body).unwrap_or_default();
@@ -80,6 +87,11 @@ pub fn is_pretty_request(query: Option<&str>, headers: &HeaderMap) -> bool {
         })
     });
     is_pretty(param, headers)
+}
+
+/// A protobuf body (see `api::protobuf::encode`).
+pub fn protobuf(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, PROTOBUF)], body).into_response()
 }
 
 pub fn raw_json(status: StatusCode, body: Bytes) -> Response {
@@ -135,6 +147,12 @@ pub fn error(err: RegistryError) -> Response {
 
 /// An error's Status, indented when the request asked for pretty answers.
 pub fn error_in(err: RegistryError, pretty: bool) -> Response {
+    error_as(err, Format::Json, pretty)
+}
+
+/// An error's Status in the negotiated format (upstream's ErrorNegotiated): protobuf for a
+/// client that asked for it, JSON otherwise.
+pub fn error_as(err: RegistryError, format: Format, pretty: bool) -> Response {
     let status = err.status();
     let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if code.is_server_error() {
@@ -146,9 +164,20 @@ pub fn error_in(err: RegistryError, pretty: bool) -> Response {
     } else {
         Style::Compact
     };
-    // A Status always encodes; should it not, the answer is still the error's code.
-    let body = wire::body_of(&status, style).unwrap_or_default();
-    let mut response = raw_json(code, Bytes::from(body));
+    let protobuf_body = match format {
+        Format::Protobuf => serde_json::to_value(&status)
+            .ok()
+            .and_then(|v| super::protobuf::encode::encode(&v).ok()),
+        _ => None,
+    };
+    let mut response = match protobuf_body {
+        Some(body) => protobuf(code, body),
+        // A Status always encodes; should it not, the answer is still the error's code.
+        None => raw_json(
+            code,
+            Bytes::from(wire::body_of(&status, style).unwrap_or_default()),
+        ),
+    };
     // Upstream's writers turn a Status's retryAfterSeconds into the header clients back off by.
     if let Some(seconds) = retry_after.filter(|s| *s > 0) {
         if let Ok(value) = header::HeaderValue::from_str(&seconds.to_string()) {
@@ -185,11 +214,21 @@ pub enum Format {
     Yaml,
     /// meta.k8s.io/v1 Table (`kubectl get`).
     Table,
+    /// `application/vnd.kubernetes.protobuf`: built-in kinds only.
+    Protobuf,
 }
 
 /// Picks the response format from Accept, upstream-style: the first media type we can
-/// produce wins; only unproducible types (protobuf) is 406 so clients fall back.
+/// produce wins; only unproducible types is 406 so clients fall back. Protobuf is never
+/// produced here (see [`negotiate_for`]).
 pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
+    negotiate_for(headers, false)
+}
+
+/// [`negotiate`] for an endpoint that can answer protobuf (`protobuf`: a built-in kind), as
+/// upstream's serializers for it list protobuf after JSON and YAML; a custom resource has no
+/// protobuf serializer, so a protobuf-only Accept is 406 there and `protobuf,json` is JSON.
+pub fn negotiate_for(headers: &HeaderMap, protobuf: bool) -> Result<Format, RegistryError> {
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -218,11 +257,18 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
                 }
             }
             "application/yaml" if param("as").is_none() => return Ok(Format::Yaml),
+            // Tables and other transformed forms are served as JSON only.
+            PROTOBUF if protobuf && param("as").is_none() => return Ok(Format::Protobuf),
             _ => continue,
         }
     }
+    let protobuf = if protobuf {
+        ", application/vnd.kubernetes.protobuf"
+    } else {
+        ""
+    };
     Err(RegistryError::NotAcceptable(format!(
-        "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
+        "only the following media types are accepted: application/json, application/yaml{protobuf}, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
     )))
 }
 

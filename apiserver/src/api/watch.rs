@@ -1,5 +1,5 @@
-//! Watch responses: a chunked stream of WatchEvent JSON lines that ends cleanly on
-//! `timeoutSeconds` and on server shutdown.
+//! Watch responses: a chunked stream of WatchEvent JSON lines (or length-delimited protobuf
+//! WatchEvents) that ends cleanly on `timeoutSeconds` and on server shutdown.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use registry::store::watch::WatchEvents;
 use registry::{ResourceInfo, WatchEventType};
 use serde_json::Value;
 
-use super::response::{Format, JSON};
+use super::protobuf::encode;
+use super::response::{Format, JSON, PROTOBUF_WATCH};
 use crate::table::{self, IncludeObject};
 
 /// One watch event as upstream frames it: a metav1.WatchEvent (`type`, then `object`, the
@@ -52,7 +53,19 @@ pub fn stream(
             ) => table::table_for_watch_event(&info, &event.object, include),
             _ => event.object,
         };
-        Ok::<_, Infallible>(Bytes::from(frame(event.kind.as_str(), &object)))
+        let bytes = match format {
+            Format::Protobuf => match encode::encode(&object) {
+                Ok(body) => encode::watch_frame(event.kind.as_str(), &body),
+                // The stream cannot carry a half event; the client's decoder would end the
+                // watch on a broken frame anyway, so the event is logged and left out.
+                Err(e) => {
+                    tracing::error!(error = %e, "encoding a watch event as protobuf");
+                    Vec::new()
+                }
+            },
+            _ => frame(event.kind.as_str(), &object),
+        };
+        Ok::<_, Infallible>(Bytes::from(bytes))
     });
     let timeout = match timeout_seconds.filter(|t| *t > 0) {
         Some(t) => tokio::time::sleep(Duration::from_secs(t as u64)).boxed(),
@@ -65,5 +78,9 @@ pub fn stream(
         }
     };
     let body = Body::from_stream(lines.take_until(end));
-    (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], body).into_response()
+    let content_type = match format {
+        Format::Protobuf => PROTOBUF_WATCH,
+        _ => JSON,
+    };
+    (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }

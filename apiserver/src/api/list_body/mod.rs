@@ -12,6 +12,7 @@
 //! it, which makes the server abort the response.
 
 mod json;
+mod protobuf;
 mod table;
 mod yaml;
 
@@ -54,6 +55,8 @@ pub(crate) enum ListEncoding<'a> {
     /// `?pretty=true`.
     PrettyJson,
     Yaml,
+    /// Protobuf, written whole (its envelope leads with the list's length).
+    Protobuf,
     /// A meta.k8s.io/v1 Table whose rows are aged against `now`, indented when `pretty`.
     Table {
         info: &'a ResourceInfo,
@@ -79,6 +82,7 @@ impl<'a> ListEncoding<'a> {
                 pretty,
             },
             Format::Yaml => ListEncoding::Yaml,
+            Format::Protobuf => ListEncoding::Protobuf,
             Format::Json if pretty => ListEncoding::PrettyJson,
             Format::Json => ListEncoding::Json,
         }
@@ -102,6 +106,7 @@ pub(crate) async fn response(
     encoding: ListEncoding<'_>,
 ) -> Result<Response, RegistryError> {
     let content_type = match encoding {
+        ListEncoding::Protobuf => return protobuf::response(list).await,
         ListEncoding::Yaml => YAML,
         _ => JSON,
     };
@@ -189,6 +194,11 @@ impl Chunks {
             )?),
             ListEncoding::Yaml => {
                 Box::new(yaml::Yaml::new(&mut buf, &api_version, &kind, metadata)?)
+            }
+            ListEncoding::Protobuf => {
+                return Err(RegistryError::Internal(
+                    "a protobuf list is not chunked".to_string(),
+                ))
             }
             ListEncoding::Table {
                 info,

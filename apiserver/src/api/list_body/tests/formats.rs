@@ -124,6 +124,7 @@ async fn pods_stream_as_the_whole_list_encodes() {
         .collect();
     let parts = Parts::new("PodList", json!({"resourceVersion": "7"}), pods);
     assert_identical(&parts, &info("pods")).await;
+    assert_protobuf_identical(&parts, &info("pods")).await;
 }
 
 #[tokio::test]
@@ -173,6 +174,7 @@ async fn large_lists_leave_in_chunks() {
     let parts = Parts::new("ConfigMapList", json!({"resourceVersion": "5"}), items);
     let info = info("configmaps");
     assert_identical(&parts, &info).await;
+    assert_protobuf_identical(&parts, &info).await;
 
     let response = streamed_response(parts.clone().stream(), &info, Encoding::Json)
         .await
@@ -229,10 +231,11 @@ async fn an_error_in_the_first_chunk_is_a_status() {
 #[tokio::test]
 async fn an_error_after_the_first_chunk_ends_the_body_with_it() {
     let info = info("configmaps");
-    // An indented Table is written whole once its rows are all in: an error is a Status.
+    // An indented Table is written whole once its rows are all in, and protobuf once its
+    // items are: an error is a Status (see `a_whole_list_fails_with_a_status`).
     let streamed = ENCODINGS
         .into_iter()
-        .filter(|e| !matches!(e, Encoding::PrettyTable(_)));
+        .filter(|e| !matches!(e, Encoding::PrettyTable(_) | Encoding::Protobuf));
     for encoding in streamed {
         let response = streamed_response(failing_after(5000), &info, encoding)
             .await
@@ -252,5 +255,17 @@ async fn an_error_after_the_first_chunk_ends_the_body_with_it() {
             "{error}"
         );
         assert!(body.next().await.is_none());
+    }
+}
+
+/// A protobuf list is built whole (the rest of a large one on the low-priority runtime), so an
+/// error after its first chunk is still a Status.
+#[tokio::test]
+async fn a_whole_list_fails_with_a_status() {
+    let info = info("configmaps");
+    match streamed_response(failing_after(5000), &info, Encoding::Protobuf).await {
+        Err(RegistryError::Internal(message)) => assert_eq!(message, "the disk caught fire"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("the error was swallowed"),
     }
 }

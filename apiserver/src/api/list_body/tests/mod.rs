@@ -22,6 +22,7 @@ use crate::api::response::{encoded, Format};
 use crate::table::{self, IncludeObject};
 
 /// Every way a list is written, with the Table's inclusions.
+/// (Protobuf is checked apart, on lists of valid objects only: see [`assert_protobuf_identical`].)
 const ENCODINGS: [Encoding; 8] = [
     Encoding::Json,
     Encoding::PrettyJson,
@@ -38,6 +39,8 @@ enum Encoding {
     Json,
     PrettyJson,
     Yaml,
+    /// Built whole, not chunked; its oracle is the encoder of one object run on the list.
+    Protobuf,
     Table(IncludeObject),
     /// `?pretty=true`: json.MarshalIndent of the whole Table.
     PrettyTable(IncludeObject),
@@ -106,6 +109,7 @@ async fn old(list: Value, info: &ResourceInfo, encoding: Encoding) -> Vec<u8> {
         Encoding::Json => encoded(StatusCode::OK, &list, Format::Json, false),
         Encoding::PrettyJson => encoded(StatusCode::OK, &list, Format::Json, true),
         Encoding::Yaml => encoded(StatusCode::OK, &list, Format::Yaml, false),
+        Encoding::Protobuf => encoded(StatusCode::OK, &list, Format::Protobuf, false),
         Encoding::Table(include) | Encoding::PrettyTable(include) => {
             let items = list["items"].as_array().cloned().unwrap_or_default();
             let metadata = table::list_table_metadata(list.get("metadata"));
@@ -122,6 +126,7 @@ fn list_encoding(info: &ResourceInfo, encoding: Encoding) -> ListEncoding<'_> {
         Encoding::Json => ListEncoding::Json,
         Encoding::PrettyJson => ListEncoding::PrettyJson,
         Encoding::Yaml => ListEncoding::Yaml,
+        Encoding::Protobuf => ListEncoding::Protobuf,
         Encoding::Table(include) => ListEncoding::Table {
             info,
             include,
@@ -153,10 +158,24 @@ async fn streamed(list: ListStream, info: &ResourceInfo, encoding: Encoding) -> 
     assert_eq!(response.status(), StatusCode::OK);
     let content_type = match encoding {
         Encoding::Yaml => "application/yaml",
+        Encoding::Protobuf => "application/vnd.kubernetes.protobuf",
         _ => "application/json",
     };
     assert_eq!(response.headers()[header::CONTENT_TYPE], content_type);
     body_of(response).await
+}
+
+/// Asserts the protobuf list (items encoded as they come, the rest of a large list on the
+/// low-priority runtime) is the one-object encoder's bytes for the whole list.
+async fn assert_protobuf_identical(parts: &Parts, info: &ResourceInfo) {
+    let want = old(parts.whole(), info, Encoding::Protobuf).await;
+    let got = streamed(parts.clone().stream(), info, Encoding::Protobuf).await;
+    assert!(
+        want.starts_with(b"k8s\0"),
+        "{}",
+        String::from_utf8_lossy(&want)
+    );
+    assert_eq!(got, want);
 }
 
 /// Asserts every encoding of `parts` streams the oracle's bytes.
