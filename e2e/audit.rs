@@ -158,7 +158,10 @@ fn audits_creates_at_their_levels(on_etcd: bool) {
     assert_eq!(secret["level"], "RequestResponse");
     assert_eq!(secret["objectRef"]["name"], "audited");
     // "hunter2", base64.
-    assert_eq!(secret["requestObject"]["data"]["password"], "aHVudGVyMg==");
+    assert_eq!(
+        secret["requestObject"]["data"]["password"], "aHVudGVyMg==",
+        "{secret}"
+    );
     assert_eq!(secret["requestObject"]["kind"], "Secret");
     assert_eq!(secret["responseObject"]["data"]["password"], "aHVudGVyMg==");
     let uid = secret["responseObject"]["metadata"]["uid"].as_str();

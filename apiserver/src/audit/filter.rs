@@ -358,6 +358,8 @@ fn response_format(headers: &HeaderMap) -> Option<Format> {
     match media_type(headers).as_str() {
         "application/json" => Some(Format::Json),
         "application/yaml" => Some(Format::Yaml),
+        // client-go asks for protobuf first; upstream audits the object, not its encoding.
+        crate::api::protobuf::MEDIA_TYPE => Some(Format::Protobuf),
         _ => None,
     }
 }
