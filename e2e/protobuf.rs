@@ -20,11 +20,15 @@ const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// An answer's head and its body as bytes. HTTP/1.0, so the body is never chunked: it runs
 /// to the end of the connection.
 fn raw(s: &Server, path: &str, accept: &str) -> (String, Vec<u8>) {
+    request(s, "GET", path, accept)
+}
+
+fn request(s: &Server, method: &str, path: &str, accept: &str) -> (String, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
-    let head = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n\r\n");
+    let head = format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n\r\n");
     stream.write_all(head.as_bytes()).expect("send");
     let mut all = Vec::new();
     let _ = stream.read_to_end(&mut all);
@@ -211,21 +215,13 @@ fn protobuf_answers(s: &Server) {
 }
 
 fn delete(s: &Server, path: &str) -> (u16, Vec<u8>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
-    let head = format!("DELETE {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {CLIENT_GO}\r\n\r\n");
-    stream.write_all(head.as_bytes()).expect("send");
-    let mut all = Vec::new();
-    let _ = stream.read_to_end(&mut all);
-    let split = all
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a head");
-    let status = String::from_utf8_lossy(&all[..split])
+    let (head, body) = request(s, "DELETE", path, CLIENT_GO);
+    let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    (status, all[split + 4..].to_vec())
+    (status, body)
 }
 
 #[test]
