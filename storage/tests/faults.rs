@@ -266,6 +266,19 @@ async fn etcd_reads_leave_a_member_that_stopped_answering() {
         .await;
     assert!(written.is_ok(), "{written:?}");
     assert!(started.elapsed() < Duration::from_secs(2));
+    // A key with a ttl first takes an etcd lease (LeaseGrant): that path too goes to the
+    // member that answers. (Leader election writes coordination Leases, plain keys.)
+    let started = Instant::now();
+    let leased = backend
+        .put_if(
+            "/leased",
+            Bytes::from_static(b"1"),
+            0,
+            Some(Duration::from_secs(60)),
+        )
+        .await;
+    assert!(leased.is_ok(), "{leased:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
     backend.check_health().await.expect("one member answers");
 }
 
