@@ -2,6 +2,8 @@
 //! over a veth pair the test slows and cuts (`tools/test-support`'s `EtcdInNetns`), with
 //! `--request-timeout=3s`.
 //!
+//! 0. Slow within the timeout: the link narrowed to 64 kbit/s (the tbf qdisc, which kernels
+//!    without netem have): a create still succeeds, only later.
 //! 1. Slow: etcd answers later than the timeout (netem delay; where the kernel has no netem,
 //!    etcd stopped with SIGSTOP, which the kernel still accepts connections for). A GET and a
 //!    POST end with upstream's 504 Timeout Status at the timeout; once etcd is fast again,
@@ -130,6 +132,23 @@ fn slow_and_partitioned_etcd_end_in_504_and_recover_by_themselves() {
             .iter()
             .any(|e| e["object"]["metadata"]["name"] == "watched")
     });
+
+    // 0. Slow, within the timeout: a narrow link (tbf) makes every write's exchange with etcd
+    // take longer, and requests still succeed, only later.
+    let started = Instant::now();
+    assert_eq!(create(&server, "on-a-fast-link").status, 201);
+    let fast = started.elapsed();
+    etcd.throttle(64).expect("tbf qdisc");
+    let started = Instant::now();
+    let created = create(&server, "on-a-narrow-link");
+    let narrow = started.elapsed();
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert!(
+        narrow >= fast + Duration::from_millis(50) && narrow < TIMEOUT,
+        "a create took {fast:?} on the fast link and {narrow:?} on the narrow one"
+    );
+    etcd.restore();
+    eprintln!("narrow link (64 kbit/s): a create took {narrow:?}, {fast:?} before");
 
     // 1. Slow.
     let slowed_by = if etcd.has_netem() {

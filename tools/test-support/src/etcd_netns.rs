@@ -232,6 +232,20 @@ impl EtcdInNetns {
         self.qdisc(&self.host_if, &["netem", "delay", &format!("{ms}ms")])
     }
 
+    /// Narrows the link both ways to `kbit` kilobits a second (the `tbf` qdisc, which kernels
+    /// without netem still have): every exchange with etcd takes longer the more bytes it moves,
+    /// as over a congested link, while nothing is lost.
+    pub fn throttle(&self, kbit: u32) -> Result<(), String> {
+        let rate = format!("{kbit}kbit");
+        for dev in [&self.host_if, &self.ns_if] {
+            self.qdisc(
+                dev,
+                &["tbf", "rate", &rate, "burst", "1600", "latency", "10s"],
+            )?;
+        }
+        Ok(())
+    }
+
     /// Cuts the link: packets both ways are dropped in silence, so connections hang and new
     /// ones time out, as across a partition.
     pub fn cut(&self) -> CutBy {
