@@ -60,7 +60,9 @@ pub fn valid_index(pod: &Value, spec: &JobSpec) -> Option<i64> {
 pub fn add_index_env(pod: &mut Value) {
     let field_path = format!("metadata.annotations['{COMPLETION_INDEX}']");
     for list in ["initContainers", "containers"] {
-        let Some(containers) = pod["spec"][list].as_array_mut() else {
+        // `get_mut`, not `pod["spec"][list]`: indexing a missing list mutably adds it as null.
+        let containers = pod.get_mut("spec").and_then(|s| s.get_mut(list));
+        let Some(containers) = containers.and_then(Value::as_array_mut) else {
             continue;
         };
         for container in containers {

@@ -126,7 +126,9 @@ fn default_pod(range: &Value, pod: &mut Object) {
         ("containers", "container"),
         ("initContainers", "init container"),
     ] {
-        if let Some(list) = pod["spec"][field].as_array_mut() {
+        // `get_mut`, not `pod["spec"][field]`: indexing a missing field mutably adds it as null.
+        let list = pod.get_mut("spec").and_then(|s| s.get_mut(field));
+        if let Some(list) = list.and_then(Value::as_array_mut) {
             for container in list.iter_mut() {
                 merge_container(container, &requests, &limits, what, &mut notes);
             }
@@ -467,6 +469,8 @@ mod tests {
             pod["metadata"]["annotations"][ANNOTATION],
             "LimitRanger plugin set: cpu request for container web; cpu limit for container web"
         );
+        // A list the pod has not is not added (as null).
+        assert!(pod["spec"].get("initContainers").is_none(), "{pod}");
     }
 
     #[test]

@@ -286,6 +286,21 @@ fn token_volume_is_mounted_in_every_container() {
 }
 
 #[test]
+fn mounting_the_token_adds_no_container_list_the_pod_has_not() {
+    let mut p = pod(json!({"containers": [{"name": "c", "image": "i"}]}));
+    mount_token(&mut p);
+    let spec = p["spec"].as_object().expect("spec");
+    assert!(!spec.contains_key("initContainers"), "{p}");
+    assert!(!spec.contains_key("ephemeralContainers"), "{p}");
+    assert_eq!(
+        p["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
 fn mirror_pods_may_not_use_accounts_or_secrets() {
     assert!(check_mirror_pod(&pod(json!({"containers": []}))).is_ok());
     assert_eq!(
