@@ -59,8 +59,26 @@ spec:
     image: nginx
 "#;
 
+/// kubectl's stderr without its own klog diagnostics (`E1127 21:54:05.181913 ...`): its
+/// WebSocket client sometimes logs a frame that reaches it before it set up that stream, a
+/// race inside kubectl, not part of the server's answer.
 fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|line| !is_klog(line))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// A klog line: severity letter, month and day, then a time (`E1127 21:54:05.181913`).
+fn is_klog(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.len() > 15
+        && matches!(b[0], b'I' | b'W' | b'E' | b'F')
+        && b[1..5].iter().all(u8::is_ascii_digit)
+        && b[5] == b' '
+        && b[8] == b':'
+        && b[11] == b':'
 }
 
 /// The body kube-apiserver writes for a failure Status (compact, a newline).
