@@ -35,6 +35,15 @@ pub(crate) fn meta(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.as_object()
 }
 
+/// The array at `path` when there is one. Unlike indexing a mutable value
+/// (`pod["spec"]["initContainers"].as_array_mut()`), which adds a missing field as null that
+/// then shows in the stored object, this never changes `obj`.
+pub fn array_at_mut<'a>(obj: &'a mut Value, path: &[&str]) -> Option<&'a mut Vec<Value>> {
+    path.iter()
+        .try_fold(obj, |value, field| value.get_mut(*field))?
+        .as_array_mut()
+}
+
 /// The metadata map, created if missing (or if it was not an object).
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.is_object() {
@@ -149,6 +158,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn array_at_mut_finds_an_array_and_adds_nothing_when_there_is_none() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
+        let before = pod.clone();
+        assert!(array_at_mut(&mut pod, &["spec", "initContainers"]).is_none());
+        assert!(array_at_mut(&mut pod, &["status", "conditions"]).is_none());
+        assert_eq!(pod, before, "nothing added");
+        array_at_mut(&mut pod, &["spec", "containers"])
+            .expect("the containers")
+            .push(json!({"name": "d"}));
+        assert_eq!(pod["spec"]["containers"][1]["name"], "d");
+    }
 
     #[test]
     fn meta_access_tolerates_odd_shapes() {

@@ -64,11 +64,11 @@ pub(super) fn method_not_allowed() -> RegistryError {
 /// annotations it added ride on the response to the audit filter.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
+    let negotiated = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req));
     // An error goes out in the format the answer would have had (protobuf or JSON).
-    let error_format = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req))
-        .unwrap_or(Format::Json);
+    let error_format = negotiated.as_ref().ok().copied().unwrap_or(Format::Json);
     let ((result, warnings), annotations) =
-        registry::audit::collect(warning::collect(handle(store, req))).await;
+        registry::audit::collect(warning::collect(handle(store, req, negotiated))).await;
     let mut response = match result {
         Ok(response) => response,
         Err(e) => response::error_as(e, error_format, pretty),
@@ -99,7 +99,13 @@ pub(super) fn body(
     Ok(parsed.value)
 }
 
-async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryError> {
+/// `negotiated`: the answer's format from Accept, used past the connect subresources (which
+/// answer in their own).
+async fn handle(
+    store: Arc<Store>,
+    req: Request,
+    negotiated: Result<Format, RegistryError>,
+) -> Result<Response, RegistryError> {
     let info = store.info.clone();
     let Some(verb) = req.info.verb else {
         return Err(method_not_allowed());
@@ -107,7 +113,7 @@ async fn handle(store: Arc<Store>, req: Request) -> Result<Response, RegistryErr
     if let Some(sub) = connect_subresource(&store, &req) {
         return connect(&store, &req, verb, sub).await;
     }
-    let format = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req))?;
+    let format = negotiated?;
     if req.info.subresource.is_none() && !info.has_verb(verb) {
         return Err(method_not_allowed());
     }

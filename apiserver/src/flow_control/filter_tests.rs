@@ -14,16 +14,7 @@ fn tiny(name: &str) -> (Arc<FlowControl>, Arc<Classified>) {
         "rules": [{"subjects": [{"kind": "User", "user": {"name": "t"}}],
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}]}]}});
     flow_control.reload(&[schema], &[level]);
-    let user = UserInfo {
-        name: "t".into(),
-        ..Default::default()
-    };
-    let action = Action::Resource {
-        verb: "get".into(),
-        group: String::new(),
-        resource: "pods".into(),
-        namespace: "d".into(),
-    };
+    let (user, action) = crate::flow_control::tests::user_t();
     let classified = flow_control.classify(&user, &action).expect("classified");
     assert_eq!(classified.level.name, name);
     assert_eq!(classified.level.lock().current_limit, 1);

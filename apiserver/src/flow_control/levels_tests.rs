@@ -24,6 +24,10 @@ fn level(fc: &FlowControl, name: &str) -> Option<Arc<Level>> {
     fc.levels().into_iter().find(|l| l.name == name)
 }
 
+fn nominal(fc: &FlowControl, name: &str) -> u32 {
+    level(fc, name).expect("the level").lock().seats.nominal
+}
+
 /// Puts a request of `seats` in `level`'s queues and dispatches; its wake-up.
 fn enqueue(level: &Level, seats: u32, now: Instant) -> oneshot::Receiver<Ticket> {
     let (tx, rx) = oneshot::channel();
@@ -43,7 +47,8 @@ fn finish(level: &Level, mut ticket: Ticket) {
     state.dispatch(now);
 }
 
-fn user_t() -> (registry::auth::UserInfo, Action) {
+/// User `t` getting pods in namespace `d` (the filter tests classify it too).
+pub(super) fn user_t() -> (registry::auth::UserInfo, Action) {
     let user = registry::auth::UserInfo {
         name: "t".into(),
         groups: vec!["system:authenticated".into()],
@@ -88,14 +93,7 @@ fn a_removed_level_quiesces_until_its_requests_are_done() {
     assert!(Arc::ptr_eq(&kept, &going), "the same queues");
     assert!(going.lock().quiescing);
     // Its share still counts (catch-all keeps 5 of 6), and nothing new is classified there.
-    assert_eq!(
-        level(&fc, "catch-all")
-            .expect("mandatory")
-            .lock()
-            .seats
-            .nominal,
-        5
-    );
+    assert_eq!(nominal(&fc, "catch-all"), 5);
     let (user, action) = user_t();
     let classified = fc.classify(&user, &action).expect("classified");
     assert_eq!(classified.level.name, "catch-all");
@@ -114,14 +112,7 @@ fn a_removed_level_quiesces_until_its_requests_are_done() {
     fc.maybe_reap(&going);
     assert!(level(&fc, "going").is_none());
     assert!(!utilization_of("going"), "its series go with it");
-    assert_eq!(
-        level(&fc, "catch-all")
-            .expect("mandatory")
-            .lock()
-            .seats
-            .nominal,
-        6
-    );
+    assert_eq!(nominal(&fc, "catch-all"), 6);
 }
 
 #[test]

@@ -111,7 +111,7 @@ pub fn reconcile(svc: &Value, desired: Vec<Desired>, existing: &[Arc<Value>]) ->
     for (ports, mut remaining) in groups {
         for (slice, changed) in kept.iter_mut() {
             let same_ports = slice["ports"].as_array().is_some_and(|p| *p == ports);
-            let Some(list) = slice.get_mut("endpoints").and_then(Value::as_array_mut) else {
+            let Some(list) = object::array_at_mut(slice, &["endpoints"]) else {
                 continue;
             };
             if !same_ports || remaining.is_empty() || list.len() >= MAX_ENDPOINTS_PER_SLICE {

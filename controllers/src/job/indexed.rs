@@ -60,9 +60,7 @@ pub fn valid_index(pod: &Value, spec: &JobSpec) -> Option<i64> {
 pub fn add_index_env(pod: &mut Value) {
     let field_path = format!("metadata.annotations['{COMPLETION_INDEX}']");
     for list in ["initContainers", "containers"] {
-        // `get_mut`, not `pod["spec"][list]`: indexing a missing list mutably adds it as null.
-        let containers = pod.get_mut("spec").and_then(|s| s.get_mut(list));
-        let Some(containers) = containers.and_then(Value::as_array_mut) else {
+        let Some(containers) = object::array_at_mut(pod, &["spec", list]) else {
             continue;
         };
         for container in containers {

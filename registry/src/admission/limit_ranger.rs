@@ -126,9 +126,7 @@ fn default_pod(range: &Value, pod: &mut Object) {
         ("containers", "container"),
         ("initContainers", "init container"),
     ] {
-        // `get_mut`, not `pod["spec"][field]`: indexing a missing field mutably adds it as null.
-        let list = pod.get_mut("spec").and_then(|s| s.get_mut(field));
-        if let Some(list) = list.and_then(Value::as_array_mut) {
+        if let Some(list) = object::array_at_mut(pod, &["spec", field]) {
             for container in list.iter_mut() {
                 merge_container(container, &requests, &limits, what, &mut notes);
             }

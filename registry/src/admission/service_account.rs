@@ -244,9 +244,7 @@ pub(crate) fn mount_token(pod: &mut Value) {
     });
     let mut mounted = false;
     for list in ["initContainers", "containers"] {
-        // `get_mut`, not `pod["spec"][list]`: indexing a missing list mutably adds it as null.
-        let containers = pod.get_mut("spec").and_then(|s| s.get_mut(list));
-        let Some(containers) = containers.and_then(Value::as_array_mut) else {
+        let Some(containers) = object::array_at_mut(pod, &["spec", list]) else {
             continue;
         };
         for container in containers.iter_mut().filter(|c| c.is_object()) {

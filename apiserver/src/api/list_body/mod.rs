@@ -8,8 +8,9 @@
 //!
 //! The first chunk is filled before answering, so that an error reading the first page is
 //! still a Status, and a list that fits in one chunk goes out whole, with a Content-Length,
-//! as before. The rest of a longer list is read and encoded on the low-priority runtime. An error after that cannot change the status already sent: the body ends with
-//! it, which makes the server abort the response.
+//! as before. The rest of a longer list is read and encoded on the low-priority runtime. An
+//! error after that cannot change the status already sent: the body ends with it, which makes
+//! the server abort the response.
 
 mod json;
 mod protobuf;
