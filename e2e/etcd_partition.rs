@@ -41,7 +41,13 @@ const RECOVERY: Duration = Duration::from_secs(30);
 const PARTITION: Duration = Duration::from_secs(21);
 
 fn create(server: &Server, name: &str) -> support::Response {
-    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    create_sized(server, name, 0)
+}
+
+/// A ConfigMap with `bytes` of data.
+fn create_sized(server: &Server, name: &str, bytes: usize) -> support::Response {
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+        "data": {"filler": "x".repeat(bytes)}});
     server.send_json("POST", CONFIGMAPS, &body)
 }
 
@@ -134,13 +140,15 @@ fn slow_and_partitioned_etcd_end_in_504_and_recover_by_themselves() {
     });
 
     // 0. Slow, within the timeout: a narrow link (tbf) makes every write's exchange with etcd
-    // take longer, and requests still succeed, only later.
+    // take longer, and requests still succeed, only later. The object carries 8 KB so that its
+    // put is bigger than the bucket's burst (1,600 bytes): a small one would pass on the
+    // tokens the bucket starts with, as fast as before.
     let started = Instant::now();
-    assert_eq!(create(&server, "on-a-fast-link").status, 201);
+    assert_eq!(create_sized(&server, "on-a-fast-link", 8192).status, 201);
     let fast = started.elapsed();
-    etcd.throttle(64).expect("tbf qdisc");
+    etcd.throttle(256).expect("tbf qdisc");
     let started = Instant::now();
-    let created = create(&server, "on-a-narrow-link");
+    let created = create_sized(&server, "on-a-narrow-link", 8192);
     let narrow = started.elapsed();
     assert_eq!(created.status, 201, "{}", created.body);
     assert!(
@@ -148,7 +156,7 @@ fn slow_and_partitioned_etcd_end_in_504_and_recover_by_themselves() {
         "a create took {fast:?} on the fast link and {narrow:?} on the narrow one"
     );
     etcd.restore();
-    eprintln!("narrow link (64 kbit/s): a create took {narrow:?}, {fast:?} before");
+    eprintln!("narrow link (256 kbit/s): a create took {narrow:?}, {fast:?} before");
 
     // 1. Slow.
     let slowed_by = if etcd.has_netem() {
