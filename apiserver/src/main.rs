@@ -10,7 +10,9 @@ use clap::Parser;
 use tracing::error;
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
-// allocator's locks showed up as a large share of the registry's cost.
+// allocator's locks showed up as a large share of the registry's cost. The `heap-profile`
+// feature leaves the system allocator in place, whose calls heaptrack can see.
+#[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -25,7 +25,7 @@ use crate::status::StatusManager;
 pub const COMPONENT: &str = "kubelet";
 
 struct PodWorkerHandle {
-    updates: watch::Sender<Option<Arc<Value>>>,
+    updates: watch::Sender<bool>,
 }
 
 /// One node's kubelet: its context and its pods' workers by UID.
@@ -60,6 +60,7 @@ impl Nodes {
         };
         let cluster: Ipv4Cidr = config.cluster_cidr.parse().map_err(cidr_error)?;
         let pods_store = store(informers, "", "pods")?;
+        let pods = informers.informer("", "v1", "pods")?;
         let recorder = EventRecorder::new(informers.registry().clone(), COMPONENT);
         let mut node_objects = Vec::new();
         let mut kubelets = HashMap::new();
@@ -74,6 +75,7 @@ impl Nodes {
             node_objects.push(node::object::node(&config, index, &name, pod_cidr));
             let ctx = NodeContext {
                 node_name: name.clone(),
+                pods: pods.indexer().clone(),
                 host_ip: internal_ip(index).to_string(),
                 network: probe_network_plugin(&name, pod_cidr, &config.network),
                 status: StatusManager::new(pods_store.clone()),
@@ -89,7 +91,7 @@ impl Nodes {
             );
         }
         Ok(Arc::new(Self {
-            pods: informers.informer("", "v1", "pods")?,
+            pods,
             node_store: store(informers, "", "nodes")?,
             leases: store(informers, "coordination.k8s.io", "leases")?,
             slices: informers
@@ -174,18 +176,19 @@ impl Kubelet {
         let uid = registry::object::uid(&pod).to_string();
         let mut workers = self.workers();
         if let Some(w) = workers.get(&uid) {
-            let _ = w.updates.send(Some(pod));
+            // The worker reads the pod from the informer's cache when it wakes.
+            let _ = w.updates.send(true);
             return;
         }
-        let (tx, rx) = watch::channel(Some(pod));
-        workers.insert(uid.clone(), PodWorkerHandle { updates: tx });
-        tokio::spawn(pod_worker::run(self.ctx.clone(), rx, stop.clone()));
+        let (tx, rx) = watch::channel(true);
+        workers.insert(uid, PodWorkerHandle { updates: tx });
+        tokio::spawn(pod_worker::run(self.ctx.clone(), pod, rx, stop.clone()));
     }
 
     /// HandlePodRemoves: the worker stops what remains and ends.
     fn pod_removed(&self, uid: &str) {
         if let Some(w) = self.workers().remove(uid) {
-            let _ = w.updates.send(None);
+            let _ = w.updates.send(false);
         }
     }
 }

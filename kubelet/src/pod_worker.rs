@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use client::events::{EventRecorder, EventType};
+use client::informer::Indexer;
 use registry::object;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -33,6 +34,10 @@ const WRITE_RETRY: Duration = Duration::from_secs(1);
 /// What every pod worker of one node shares.
 pub struct NodeContext {
     pub node_name: String,
+    /// The pods informer's cache: a worker reads its pod from here when it wakes, so that
+    /// no decoded pod is held between syncs (a decoded pod is some 30 KB of maps; its
+    /// stored bytes, which the cache shares with the watch cache, a tenth of that).
+    pub pods: Arc<Indexer>,
     pub host_ip: String,
     pub network: Arc<dyn NetworkPlugin>,
     pub status: StatusManager,
@@ -40,24 +45,32 @@ pub struct NodeContext {
     pub timings: KubeletTimings,
 }
 
-/// The latest pod the informer holds; None once it is gone from the store.
-pub type PodUpdates = watch::Receiver<Option<Arc<Value>>>;
+/// A pod worker's wake-ups: `true` when the informer holds a newer pod, `false` once the
+/// pod is gone from the store.
+pub type PodUpdates = watch::Receiver<bool>;
 
 struct Worker {
     ctx: Arc<NodeContext>,
-    pod: Arc<Value>,
+    namespace: String,
+    name: String,
+    uid: String,
     rt: PodRuntime,
     sandbox: Option<(SandboxRef, Ipv4Addr)>,
     /// The sandbox was torn down: the pod has finished.
     finished: bool,
     start_time: String,
-    written: Option<Value>,
+    /// The status last written, as JSON: compared with the next one, and the base of the
+    /// next write (newer than the informer's copy may be).
+    written: Option<Box<[u8]>>,
 }
 
-pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: CancellationToken) {
-    let Some(pod) = updates.borrow().clone() else {
-        return;
-    };
+/// Runs the worker of `pod` (as the informer handed it) until the pod is gone.
+pub async fn run(
+    ctx: Arc<NodeContext>,
+    pod: Arc<Value>,
+    mut updates: PodUpdates,
+    stop: CancellationToken,
+) {
     let behavior = PodBehavior::of(&pod).unwrap_or_else(|why| {
         ctx.recorder
             .event(&pod, EventType::Warning, "FailedSimulation", why);
@@ -76,21 +89,34 @@ pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: Cancellat
         .map(str::to_string)
         .unwrap_or_else(object::now);
     let mut w = Worker {
+        namespace: object::namespace(&pod).to_string(),
+        name: object::name(&pod).to_string(),
+        uid: object::uid(&pod).to_string(),
         ctx,
-        pod,
         rt,
         sandbox: None,
         finished,
         start_time,
         written: None,
     };
-    w.resume();
+    w.resume(&pod);
+    let mut pod = Some(pod);
     loop {
-        if object::deletion_timestamp(&w.pod).is_some() {
-            w.terminate(&mut updates, &stop).await;
+        let Some(current) = pod.take().or_else(|| w.current()) else {
+            w.removed().await;
+            return;
+        };
+        if object::deletion_timestamp(&current).is_some() {
+            w.terminate(current, &mut updates, &stop).await;
             return;
         }
-        let wake = if w.finished { None } else { w.sync().await };
+        let wake = if w.finished {
+            None
+        } else {
+            w.sync(&current).await
+        };
+        // Nothing decoded is kept while the worker waits.
+        drop(current);
         let sleep = async {
             match wake {
                 Some(at) => tokio::time::sleep_until(at).await,
@@ -101,13 +127,10 @@ pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: Cancellat
             () = stop.cancelled() => return,
             () = sleep => {}
             changed = updates.changed() => {
-                let latest = updates.borrow_and_update().clone();
-                match (changed, latest) {
-                    (Ok(()), Some(pod)) => w.pod = pod,
-                    _ => {
-                        w.removed().await;
-                        return;
-                    }
+                let present = *updates.borrow_and_update();
+                if changed.is_err() || !present {
+                    w.removed().await;
+                    return;
                 }
             }
         }
@@ -116,49 +139,56 @@ pub async fn run(ctx: Arc<NodeContext>, mut updates: PodUpdates, stop: Cancellat
 
 impl Worker {
     fn namespace(&self) -> &str {
-        object::namespace(&self.pod)
+        &self.namespace
     }
 
     fn name(&self) -> &str {
-        object::name(&self.pod)
+        &self.name
     }
 
-    fn record(&self, events: Vec<RuntimeEvent>) {
+    /// The pod as the informer holds it now; None once this pod (this UID) is gone.
+    fn current(&self) -> Option<Arc<Value>> {
+        let key = format!("{}/{}", self.namespace, self.name);
+        self.ctx
+            .pods
+            .get(&key)
+            .filter(|pod| object::uid(pod) == self.uid)
+    }
+
+    fn record(&self, pod: &Value, events: Vec<RuntimeEvent>) {
         for e in events {
             let kind = if e.warning {
                 EventType::Warning
             } else {
                 EventType::Normal
             };
-            self.ctx
-                .recorder
-                .event(&self.pod, kind, e.reason, e.message);
+            self.ctx.recorder.event(pod, kind, e.reason, e.message);
         }
     }
 
     /// One SyncPod: moves the pod on to now and writes its status; when to look again.
-    async fn sync(&mut self) -> Option<Instant> {
+    async fn sync(&mut self, pod: &Value) -> Option<Instant> {
         let now = Instant::now();
         if self.written.is_none() {
             // The first status the API sees: Pending, containers creating.
-            if !self.write_status(now, false).await {
+            if !self.write_status(pod, now, false).await {
                 return Some(now + WRITE_RETRY);
             }
         }
         if self.sandbox.is_none() {
-            if let Err(retry) = self.set_up_sandbox().await {
+            if let Err(retry) = self.set_up_sandbox(pod).await {
                 return Some(now + retry);
             }
         }
         let events = self.rt.advance(now, Utc::now());
-        self.record(events);
+        self.record(pod, events);
         let phase = crate::status::generate::phase(&self.rt, false);
         if phase.is_terminal() {
             // A finished pod's sandbox goes (upstream kills it); its IP stays in the status.
             self.tear_down().await;
             self.finished = true;
         }
-        if !self.write_status(now, self.finished).await {
+        if !self.write_status(pod, now, self.finished).await {
             return Some(now + WRITE_RETRY);
         }
         if self.finished {
@@ -172,20 +202,20 @@ impl Worker {
         SandboxRef {
             namespace: self.namespace().to_string(),
             name: self.name().to_string(),
-            sandbox_id: digest(&[object::uid(&self.pod), "sandbox"]),
-            uid: object::uid(&self.pod).to_string(),
+            sandbox_id: digest(&[&self.uid, "sandbox"]),
+            uid: self.uid.clone(),
         }
     }
 
     /// A pod an earlier kubelet of this node ran (before a restart or a hand-over to this
     /// server) is taken over as its status shows it: its containers keep running and its
     /// sandbox keeps its address.
-    fn resume(&mut self) {
-        let status = &self.pod["status"];
+    fn resume(&mut self, pod: &Value) {
+        let status = &pod["status"];
         if status["containerStatuses"].is_null() && status["initContainerStatuses"].is_null() {
             return;
         }
-        self.rt.resume(&self.pod, Instant::now(), Utc::now());
+        self.rt.resume(pod, Instant::now(), Utc::now());
         if self.finished {
             return;
         }
@@ -199,7 +229,7 @@ impl Worker {
         }
     }
 
-    async fn set_up_sandbox(&mut self) -> Result<(), Duration> {
+    async fn set_up_sandbox(&mut self, pod: &Value) -> Result<(), Duration> {
         let sandbox = self.sandbox_ref();
         match self.ctx.network.set_up_pod(&sandbox).await {
             Ok(status) => {
@@ -213,12 +243,9 @@ impl Worker {
                     self.name(),
                     self.namespace()
                 );
-                self.ctx.recorder.event(
-                    &self.pod,
-                    EventType::Warning,
-                    "FailedCreatePodSandBox",
-                    message,
-                );
+                self.ctx
+                    .recorder
+                    .event(pod, EventType::Warning, "FailedCreatePodSandBox", message);
                 Err(self.ctx.timings.sandbox_retry)
             }
         }
@@ -236,11 +263,13 @@ impl Worker {
     }
 
     /// Writes the status if it changed; false if the write failed.
-    async fn write_status(&mut self, now: Instant, terminal: bool) -> bool {
-        let mut base = (*self.pod).clone();
+    async fn write_status(&mut self, pod: &Value, now: Instant, terminal: bool) -> bool {
+        let mut base = pod.clone();
         if let Some(written) = &self.written {
             // What this kubelet wrote last is newer than the informer's copy may be.
-            base["status"] = written.clone();
+            if let Ok(status) = serde_json::from_slice(written) {
+                base["status"] = status;
+            }
         }
         let wall = object::now();
         let view = PodView {
@@ -255,17 +284,16 @@ impl Worker {
             wall: &wall,
         };
         let status = generate(&view);
-        if self.written.as_ref() == Some(&status) {
+        // A status is a tree of maps whose keys serialise sorted: equal statuses are equal
+        // bytes.
+        let encoded = serde_json::to_vec(&status).unwrap_or_default();
+        if self.written.as_deref() == Some(encoded.as_slice()) {
             return true;
         }
-        let (ns, name, uid) = (
-            self.namespace().to_string(),
-            self.name().to_string(),
-            object::uid(&self.pod).to_string(),
-        );
-        match self.ctx.status.set_status(&ns, &name, &uid, &status).await {
+        let (ns, name, uid) = (&self.namespace, &self.name, &self.uid);
+        match self.ctx.status.set_status(ns, name, uid, &status).await {
             Ok(Written::Done) | Ok(Written::Gone) => {
-                self.written = Some(status);
+                self.written = Some(encoded.into_boxed_slice());
                 true
             }
             Err(e) => {
@@ -284,7 +312,12 @@ impl Worker {
     }
 
     /// seed 004: the kubelet's part of a graceful deletion.
-    async fn terminate(&mut self, updates: &mut PodUpdates, stop: &CancellationToken) {
+    async fn terminate(
+        &mut self,
+        mut pod: Arc<Value>,
+        updates: &mut PodUpdates,
+        stop: &CancellationToken,
+    ) {
         let begun = Instant::now();
         if !self.finished {
             let pre_stop = self
@@ -304,9 +337,13 @@ impl Worker {
                 let message = format!("Stopping container {}", c.name);
                 self.ctx
                     .recorder
-                    .event(&self.pod, EventType::Normal, "Killing", message);
+                    .event(&pod, EventType::Normal, "Killing", message);
             }
-            if !pre_stop.is_zero() && !self.wait_grace(begun, Some(pre_stop), updates, stop).await {
+            if !pre_stop.is_zero()
+                && !self
+                    .wait_grace(&mut pod, begun, Some(pre_stop), updates, stop)
+                    .await
+            {
                 return;
             }
             let wall = Utc::now();
@@ -326,8 +363,8 @@ impl Worker {
             }
             if self.rt.any_running() {
                 // Some ignore SIGTERM: they are killed when the grace period ends.
-                self.write_status(now, true).await;
-                if !self.wait_grace(begun, None, updates, stop).await {
+                self.write_status(&pod, now, true).await;
+                if !self.wait_grace(&mut pod, begun, None, updates, stop).await {
                     return;
                 }
                 let (now, wall) = (Instant::now(), Utc::now());
@@ -338,20 +375,16 @@ impl Worker {
             self.tear_down().await;
             self.finished = true;
         }
-        let mut written = self.write_status(Instant::now(), true).await;
+        let mut written = self.write_status(&pod, Instant::now(), true).await;
         while !written {
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(WRITE_RETRY) => {}
             }
-            written = self.write_status(Instant::now(), true).await;
+            written = self.write_status(&pod, Instant::now(), true).await;
         }
-        let (ns, name, uid) = (
-            self.namespace().to_string(),
-            self.name().to_string(),
-            object::uid(&self.pod).to_string(),
-        );
-        while let Err(e) = self.ctx.status.delete_pod(&ns, &name, &uid).await {
+        let (ns, name, uid) = (&self.namespace, &self.name, &self.uid);
+        while let Err(e) = self.ctx.status.delete_pod(ns, name, uid).await {
             warn!(pod = %format!("{ns}/{name}"), error = %e, "final delete failed; retrying");
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -364,20 +397,21 @@ impl Worker {
     /// shorten); false if the pod went away meanwhile or the kubelet stops.
     async fn wait_grace(
         &mut self,
+        pod: &mut Arc<Value>,
         begun: Instant,
         limit: Option<Duration>,
         updates: &mut PodUpdates,
         stop: &CancellationToken,
     ) -> bool {
         loop {
-            let grace = limit.unwrap_or_else(|| grace_period(&self.pod));
+            let grace = limit.unwrap_or_else(|| grace_period(pod));
             tokio::select! {
                 () = stop.cancelled() => return false,
                 () = tokio::time::sleep_until(begun + grace) => return true,
                 changed = updates.changed() => {
-                    let latest = updates.borrow_and_update().clone();
-                    match (changed, latest) {
-                        (Ok(()), Some(pod)) => self.pod = pod,
+                    let present = *updates.borrow_and_update();
+                    match self.current() {
+                        Some(latest) if changed.is_ok() && present => *pod = latest,
                         _ => {
                             self.removed().await;
                             return false;

@@ -70,6 +70,18 @@ impl PodInfo {
         }
     }
 
+    /// The info of a pod placed on a node, as the cache keeps it: what is computed from the
+    /// whole pod, beside only the fields read of placed pods (see [`placed_view`]).
+    pub fn placed(pod: &Value) -> Self {
+        Self {
+            key: format!("{}/{}", object::namespace(pod), object::name(pod)),
+            requests: pod_requests(pod),
+            non_zero: non_zero_requests(pod),
+            ports: host_ports(pod),
+            pod: Arc::new(placed_view(pod)),
+        }
+    }
+
     pub fn namespace(&self) -> &str {
         object::namespace(&self.pod)
     }
@@ -85,6 +97,61 @@ impl PodInfo {
             .map(Vec::as_slice)
             .unwrap_or_default()
     }
+}
+
+/// What the cache keeps of a placed pod: the fields that filters, scores and preemption read
+/// of pods already on nodes (identity and labels for affinity and spreading, priority and
+/// the disruption condition for preemption, the times that rank victims). The cache holds one
+/// per pod of the cluster, and a whole decoded pod is some 30 KB of maps.
+pub fn placed_view(pod: &Value) -> Value {
+    fn pick(from: &Value, fields: &[&str]) -> Value {
+        let mut out = serde_json::Map::new();
+        for f in fields {
+            if let Some(v) = from.get(*f).filter(|v| !v.is_null()) {
+                out.insert((*f).to_string(), v.clone());
+            }
+        }
+        Value::Object(out)
+    }
+    let mut view = pick(pod, &["apiVersion", "kind"]);
+    view["metadata"] = pick(
+        &pod["metadata"],
+        &[
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "labels",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "ownerReferences",
+        ],
+    );
+    view["spec"] = pick(
+        &pod["spec"],
+        &[
+            "nodeName",
+            "nodeSelector",
+            "affinity",
+            "topologySpreadConstraints",
+            "priority",
+            "preemptionPolicy",
+            "schedulerName",
+        ],
+    );
+    let mut status = pick(&pod["status"], &["phase", "startTime", "nominatedNodeName"]);
+    let disruptions: Vec<Value> = pod["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] == "DisruptionTarget")
+        .cloned()
+        .collect();
+    if !disruptions.is_empty() {
+        status["conditions"] = Value::Array(disruptions);
+    }
+    view["status"] = status;
+    view
 }
 
 /// A node and what is placed on it.
@@ -184,7 +251,8 @@ impl Cache {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let info = Arc::new(PodInfo::new(pod));
+        let info = Arc::new(PodInfo::placed(&pod));
+        drop(pod);
         self.remove_pod(&info.key);
         if node.is_empty() || PodPhase::terminal(&info.pod) {
             return;
