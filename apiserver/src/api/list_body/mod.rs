@@ -84,6 +84,8 @@ impl<'a> ListEncoding<'a> {
             },
             Format::Yaml => ListEncoding::Yaml,
             Format::Protobuf => ListEncoding::Protobuf,
+            // Already cut down to metadata (see `partial_metadata::list`).
+            Format::Metadata(meta) => Self::of(meta.encoding.format(), pretty, info, include),
             Format::Json if pretty => ListEncoding::PrettyJson,
             Format::Json => ListEncoding::Json,
         }

@@ -54,7 +54,7 @@ impl Handler for InPlace {
                 &table::table(&store.info, &[obj], None, IncludeObject::Metadata),
                 pretty,
             ),
-            _ => response::encoded(StatusCode::OK, &obj, format, pretty),
+            _ => response::answer(StatusCode::OK, &obj, format, pretty)?,
         })
     }
 }
