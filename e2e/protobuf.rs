@@ -259,6 +259,9 @@ fn custom_resources_answer_json_or_406() {
         "spec": {"group": "example.com", "scope": "Namespaced",
                  "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
                  "versions": [{"name": "v1", "served": true, "storage": true,
+                               "subresources": {"scale": {
+                                   "specReplicasPath": ".spec.replicas",
+                                   "statusReplicasPath": ".status.replicas"}},
                                "schema": {"openAPIV3Schema": {"type": "object",
                                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
     assert_eq!(
@@ -289,7 +292,7 @@ fn custom_resources_answer_json_or_406() {
     assert_eq!(list["kind"], "WidgetList");
     // Their metadata has a protobuf form (the garbage collector's metadata informers).
     let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w"}});
+        "metadata": {"name": "w"}, "spec": {"replicas": 2}});
     assert_eq!(s.send_json("POST", path, &widget).status, 201);
     let (head, body) = raw(&s, path, &format!("{PROTOBUF};{POM_LIST}"));
     assert!(head.contains(" 200 "), "{head}");
@@ -299,6 +302,17 @@ fn custom_resources_answer_json_or_406() {
     );
     let partial = protobuf::decode(&body).expect("decodes");
     assert_eq!(partial["items"][0]["metadata"]["name"], "w");
+    // So has their scale: an autoscaling/v1 Scale.
+    let (head, body) = raw(&s, &format!("{path}/w/scale"), CLIENT_GO);
+    assert!(head.contains(" 200 "), "{head}");
+    assert_eq!(
+        envelope_type(&body),
+        ("autoscaling/v1".into(), "Scale".into())
+    );
+    assert_eq!(
+        protobuf::decode(&body).expect("a Scale")["spec"]["replicas"],
+        2
+    );
     // And an error is a Status, which has one too: protobuf for a client asking for it.
     let (head, body) = raw(&s, &format!("{path}/nope"), CLIENT_GO);
     assert!(head.contains(" 404 "), "{head}");

@@ -64,7 +64,7 @@ pub(super) fn method_not_allowed() -> RegistryError {
 /// annotations it added ride on the response to the audit filter.
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
-    let negotiated = response::negotiate_for(&req.headers, speaks_protobuf(&store));
+    let negotiated = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req));
     // An error goes out as upstream's ErrorNegotiated writes it: a Status in protobuf for a
     // client that asks for protobuf first (whatever the resource), else JSON.
     let error_format = response::error_format(&req.headers);
@@ -83,9 +83,11 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
 
 /// Whether the answer may be protobuf: a built-in kind's, and its subresources' (whose
 /// answers, the object, a Scale, a TokenRequest or a Status, are all built-in kinds);
-/// custom resources have no protobuf form.
-fn speaks_protobuf(store: &Store) -> bool {
+/// custom resources have no protobuf form, but their scale subresource answers an
+/// autoscaling/v1 Scale, which has (upstream's CRD handler serves it with the Scale's codecs).
+fn speaks_protobuf(store: &Store, req: &Request) -> bool {
     super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
+        || req.info.subresource.as_deref() == Some("scale")
 }
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
