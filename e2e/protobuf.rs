@@ -627,6 +627,28 @@ fn negotiation(s: &Server) {
             "{accept}: {head}"
         );
     }
+    // YAML has no streaming form: a watch in YAML is 406 (its Status in YAML).
+    let (head, body) = raw(
+        s,
+        "/api/v1/namespaces/default/serviceaccounts?watch=true&timeoutSeconds=1",
+        "application/yaml",
+    );
+    assert_eq!(code(&head), 406, "{head}");
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains("only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"),
+        "{text}"
+    );
+    // An error is a Status in the negotiated serializer, YAML too.
+    let (head, body) = raw(s, &format!("{path}x"), "application/yaml, application/json");
+    assert_eq!(code(&head), 404, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/yaml"),
+        "{head}"
+    );
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("reason: NotFound"), "{text}");
     for accept in [
         "text/html",
         "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1",

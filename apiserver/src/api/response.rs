@@ -172,8 +172,8 @@ pub fn error_in(err: RegistryError, pretty: bool) -> Response {
     error_as(err, Format::Json, pretty)
 }
 
-/// An error's Status in the negotiated format (upstream's ErrorNegotiated): protobuf for a
-/// client that asked for it, JSON otherwise.
+/// An error's Status in the negotiated format (upstream's ErrorNegotiated): protobuf or YAML
+/// for a client that asked for it, JSON otherwise.
 pub fn error_as(err: RegistryError, format: Format, pretty: bool) -> Response {
     let status = err.status();
     let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -186,19 +186,21 @@ pub fn error_as(err: RegistryError, format: Format, pretty: bool) -> Response {
     } else {
         Style::Compact
     };
-    let protobuf_body = match format {
-        Format::Protobuf => serde_json::to_value(&status)
-            .ok()
-            .and_then(|v| super::protobuf::encode::encode(&v).ok()),
-        _ => None,
-    };
-    let mut response = match protobuf_body {
-        Some(body) => protobuf(code, body),
-        // A Status always encodes; should it not, the answer is still the error's code.
-        None => raw_json(
+    // A Status always encodes; should it not, the answer is still the error's code, in JSON.
+    let as_json = || {
+        raw_json(
             code,
             Bytes::from(wire::body_of(&status, style).unwrap_or_default()),
-        ),
+        )
+    };
+    let value = serde_json::to_value(&status).ok();
+    let mut response = match (format, value) {
+        (Format::Protobuf, Some(value)) => match super::protobuf::encode::encode(&value) {
+            Ok(body) => protobuf(code, body),
+            Err(_) => as_json(),
+        },
+        (Format::Yaml, Some(value)) => encoded(code, &value, Format::Yaml, pretty),
+        _ => as_json(),
     };
     // Upstream's writers turn a Status's retryAfterSeconds into the header clients back off by.
     if let Some(seconds) = retry_after.filter(|s| *s > 0) {
