@@ -639,6 +639,25 @@ fn negotiation(s: &Server) {
         text.contains("only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"),
         "{text}"
     );
+    // A Table in YAML, not in protobuf.
+    let (head, body) = raw(
+        s,
+        "/api/v1/namespaces/default/serviceaccounts",
+        "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/yaml;as=Table;g=meta.k8s.io;v=v1;q=0.5",
+    );
+    assert_eq!(code(&head), 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/yaml"),
+        "{head}"
+    );
+    let table: Value = serde_yaml_ng::from_slice(&body).expect("a YAML Table");
+    assert_eq!(table["kind"], "Table");
+    assert!(table["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .any(|row| row["cells"][0] == "pb"));
     // An error is a Status in the negotiated serializer, YAML too.
     let (head, body) = raw(s, &format!("{path}x"), "application/yaml, application/json");
     assert_eq!(code(&head), 404, "{head}");

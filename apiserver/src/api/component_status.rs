@@ -8,7 +8,7 @@ use registry::{RegistryError, ResourceInfo};
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
 
-use super::response::{self, Format};
+use super::response;
 use crate::table::{self, IncludeObject};
 
 /// Upstream's deprecation warning on every answer.
@@ -96,13 +96,13 @@ impl Components {
         let statuses = self.statuses().await;
         let body = match name {
             Some(name) => match statuses.into_iter().find(|s| s["metadata"]["name"] == name) {
-                Some(one) if format == Format::Table => {
+                Some(one) if format.is_table() => {
                     table::table(info, &[one], None, IncludeObject::default())
                 }
                 Some(one) => one,
                 None => return fail(RegistryError::not_found(&info.qualified_resource(), name)),
             },
-            None if format == Format::Table => {
+            None if format.is_table() => {
                 table::table(info, &statuses, None, IncludeObject::default())
             }
             None => json!({

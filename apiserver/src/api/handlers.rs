@@ -144,11 +144,11 @@ async fn handle(
                 StatusCode::OK,
                 &store.get(ns, name, &req.params.list()?).await?,
             ),
-            Format::Table => {
+            Format::Table | Format::YamlTable => {
                 let obj = store.get(ns, name, &req.params.list()?).await?;
                 // One object: a one-row Table carrying the object's resourceVersion.
                 let table = table::table_for_watch_event(&info, &obj, include);
-                Ok(response::json_in(StatusCode::OK, &table, pretty))
+                Ok(response::encoded(StatusCode::OK, &table, format, pretty))
             }
         },
         Verb::List => {

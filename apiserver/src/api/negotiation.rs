@@ -105,7 +105,8 @@ fn sort(clauses: &mut [Clause<'_>]) {
 }
 
 /// A transformed form a clause asks for (`as`, `g`, `v`), as the endpoint allows it in the
-/// serializer `encoding`: None when it does not (the clause is passed over).
+/// serializer `encoding`: None when it does not (the clause is passed over). Tables are
+/// written in JSON or YAML, metadata in any serializer.
 fn transform(clause: &Clause<'_>, encoding: Encoding, endpoint: Endpoint) -> Option<Format> {
     let (kind, group, version) = (clause.param("as"), clause.param("g"), clause.param("v"));
     if kind.is_none() && group.is_none() && version.is_none() {
@@ -120,8 +121,12 @@ fn transform(clause: &Clause<'_>, encoding: Encoding, endpoint: Endpoint) -> Opt
         _ => return None,
     };
     match kind.unwrap_or_default() {
-        // Upstream also writes Tables in YAML; ours are JSON only (the clause is passed over).
-        "Table" if encoding == Encoding::Json => Some(Format::Table),
+        "Table" => match encoding {
+            Encoding::Json => Some(Format::Table),
+            Encoding::Yaml => Some(Format::YamlTable),
+            // No protobuf Table upstream: the clause is passed over.
+            Encoding::Protobuf => None,
+        },
         kind @ ("PartialObjectMetadata" | "PartialObjectMetadataList") if endpoint.metadata => {
             Some(Format::Metadata(Metadata {
                 beta: version == "v1beta1",

@@ -74,7 +74,7 @@ pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -
             Err(e) => error(RegistryError::Internal(format!("encoding protobuf: {e}"))),
         },
         // YAML keys come sorted, as upstream's JSON-to-YAML conversion writes them.
-        Format::Yaml => {
+        Format::Yaml | Format::YamlTable => {
             let text = serde_yaml_ng::to_string(body).unwrap_or_default();
             (status, [(header::CONTENT_TYPE, YAML)], text).into_response()
         }
@@ -238,10 +238,19 @@ pub enum Format {
     Yaml,
     /// meta.k8s.io/v1 Table (`kubectl get`).
     Table,
+    /// A Table in YAML (`application/yaml;as=Table;...`).
+    YamlTable,
     /// `application/vnd.kubernetes.protobuf`: built-in kinds only.
     Protobuf,
     /// The object's metadata alone, as a meta.k8s.io PartialObjectMetadata(List).
     Metadata(Metadata),
+}
+
+impl Format {
+    /// A Table, in JSON or YAML.
+    pub fn is_table(self) -> bool {
+        matches!(self, Format::Table | Format::YamlTable)
+    }
 }
 
 /// One of the serializers, for the forms that can be written in any of them.

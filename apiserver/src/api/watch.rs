@@ -95,7 +95,7 @@ pub fn stream(
 pub fn content_type(format: Format) -> Option<&'static str> {
     let encoding = match format {
         Format::Metadata(meta) => meta.encoding,
-        Format::Yaml => Encoding::Yaml,
+        Format::Yaml | Format::YamlTable => Encoding::Yaml,
         Format::Protobuf => Encoding::Protobuf,
         Format::Json | Format::Table => Encoding::Json,
     };

@@ -115,6 +115,10 @@ fn tables_are_json_and_metadata_any_serializer() {
         Some(Format::Table)
     );
     assert!(pick("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1").is_none());
+    assert_eq!(
+        pick("application/yaml;as=Table;g=meta.k8s.io;v=v1"),
+        Some(Format::YamlTable)
+    );
     // A wildcard's first serializer is JSON.
     assert_eq!(pick("*/*;as=Table;g=meta.k8s.io;v=v1"), Some(Format::Table));
     // Other groups, versions and kinds are no transform upstream knows.
