@@ -65,8 +65,8 @@ pub(super) fn method_not_allowed() -> RegistryError {
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
     let negotiated = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req));
-    // An error goes out as upstream's ErrorNegotiated writes it: a Status in protobuf for a
-    // client that asks for protobuf first (whatever the resource), else JSON.
+    // An error goes out as upstream's ErrorNegotiated writes it: a Status in the serializer
+    // the Accept picks without transformed forms (protobuf whatever the resource), else JSON.
     let error_format = response::error_format(&req.headers);
     let ((result, warnings), annotations) =
         registry::audit::collect(warning::collect(handle(store, req, negotiated))).await;
