@@ -241,6 +241,24 @@ fn partial_object_metadata(s: &Server) {
         "{text}"
     );
 
+    // A collection's deletion answers the list of what it deleted, cut down the same way.
+    let config_maps = "/api/v1/namespaces/default/configmaps";
+    let doomed = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "doomed", "labels": {"doomed": "yes"}}});
+    assert_eq!(s.send_json("POST", config_maps, &doomed).status, 201);
+    let (head, body) = request(
+        s,
+        "DELETE",
+        &format!("{config_maps}?labelSelector=doomed%3Dyes"),
+        &format!("application/json;{POM_LIST}"),
+    );
+    assert_eq!(code(&head), 200, "{head}");
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains(r#""items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"doomed","#),
+        "{text}"
+    );
+
     // A watch: each event's object cut down.
     let (head, body) = raw(
         s,
