@@ -36,6 +36,8 @@ const PROTOS: &[&str] = &[
     "api/flowcontrol/v1",
     "apiextensions_apiserver/pkg/apis/apiextensions/v1",
     "apimachinery/pkg/apis/meta/v1",
+    // PartialObjectMetadataList of meta.k8s.io/v1beta1 (metadata clients may ask for it).
+    "apimachinery/pkg/apis/meta/v1beta1",
     "apimachinery/pkg/runtime",
 ];
 

@@ -1,88 +1,21 @@
 //! Protobuf answers from the real binary, on both backends, as client-go asks for them
 //! (`Accept: application/vnd.kubernetes.protobuf,application/json`): a get, a list, a watch
 //! and an error, each read back with the API's protobuf definitions and compared with the
-//! JSON answer for the same object; custom resources and Tables stay JSON.
+//! JSON answer for the same object; custom resources and Tables stay JSON (but for their
+//! metadata and scale). The rest (subresources, reviews, metadata, Accept) is in
+//! `protobuf_forms.rs`.
 
 mod support;
+#[path = "support/protobuf_wire.rs"]
+mod wire;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use apiserver::api::protobuf;
-use prost_reflect::{DescriptorPool, DynamicMessage, Value as Pb};
+use prost_reflect::{DynamicMessage, Value as Pb};
 use serde_json::{json, Value};
 use support::{start, start_on_etcd, Server};
-
-const CLIENT_GO: &str = "application/vnd.kubernetes.protobuf,application/json";
-const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
-
-/// An answer's head and its body as bytes. HTTP/1.0, so the body is never chunked: it runs
-/// to the end of the connection.
-fn raw(s: &Server, path: &str, accept: &str) -> (String, Vec<u8>) {
-    request(s, "GET", path, accept)
-}
-
-fn request(s: &Server, method: &str, path: &str, accept: &str) -> (String, Vec<u8>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let head = format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n\r\n");
-    stream.write_all(head.as_bytes()).expect("send");
-    let mut all = Vec::new();
-    let _ = stream.read_to_end(&mut all);
-    let split = all
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a head");
-    let head = String::from_utf8_lossy(&all[..split]).into_owned();
-    (head, all[split + 4..].to_vec())
-}
-
-fn pool() -> DescriptorPool {
-    DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/kubernetes.fds"))[..])
-        .expect("the descriptor set")
-}
-
-fn text(message: &DynamicMessage, field: &str) -> String {
-    match message.get_field_by_name(field).as_deref() {
-        Some(Pb::String(s)) => s.clone(),
-        other => panic!("{field}: {other:?}"),
-    }
-}
-
-/// The envelope's apiVersion and kind, read with the definitions alone.
-fn envelope_type(body: &[u8]) -> (String, String) {
-    let envelope = body.strip_prefix(b"k8s\0").expect("the magic");
-    let unknown = DynamicMessage::decode(
-        pool()
-            .get_message_by_name("apimachinery.pkg.runtime.Unknown")
-            .expect("Unknown"),
-        envelope,
-    )
-    .expect("an Unknown");
-    match unknown.get_field_by_name("typeMeta").as_deref() {
-        Some(Pb::Message(t)) => (text(t, "apiVersion"), text(t, "kind")),
-        other => panic!("typeMeta: {other:?}"),
-    }
-}
-
-/// The JSON answer without its null members: protobuf has no null (a nil pointer or slice is
-/// not written), and Go's JSON would not write them either (`omitempty`); the stored pod
-/// carries one (`spec.initContainers`).
-fn without_nulls(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k, without_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
-        other => other,
-    }
-}
+use wire::*;
 
 fn protobuf_answers(s: &Server) {
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -166,22 +99,8 @@ fn protobuf_answers(s: &Server) {
         head.contains("application/vnd.kubernetes.protobuf;stream=watch"),
         "{head}"
     );
-    let length = u32::from_be_bytes(body[..4].try_into().expect("a length")) as usize;
-    let event = DynamicMessage::decode(
-        pool()
-            .get_message_by_name("apimachinery.pkg.apis.meta.v1.WatchEvent")
-            .expect("WatchEvent"),
-        &body[4..4 + length],
-    )
-    .expect("a WatchEvent");
-    assert_eq!(text(&event, "type"), "ADDED");
-    let object = match event.get_field_by_name("object").as_deref() {
-        Some(Pb::Message(extension)) => match extension.get_field_by_name("raw").as_deref() {
-            Some(Pb::Bytes(raw)) => raw.to_vec(),
-            other => panic!("raw: {other:?}"),
-        },
-        other => panic!("object: {other:?}"),
-    };
+    let (event_type, object) = first_watch_event(&body);
+    assert_eq!(event_type, "ADDED");
     assert_eq!(
         protobuf::decode(&object).expect("the event's object"),
         as_json
@@ -242,6 +161,9 @@ fn custom_resources_answer_json_or_406() {
         "spec": {"group": "example.com", "scope": "Namespaced",
                  "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
                  "versions": [{"name": "v1", "served": true, "storage": true,
+                               "subresources": {"scale": {
+                                   "specReplicasPath": ".spec.replicas",
+                                   "statusReplicasPath": ".status.replicas"}},
                                "schema": {"openAPIV3Schema": {"type": "object",
                                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
     assert_eq!(
@@ -270,4 +192,31 @@ fn custom_resources_answer_json_or_406() {
     assert!(head.contains("application/json"), "{head}");
     let list: Value = serde_json::from_slice(&body).expect("JSON");
     assert_eq!(list["kind"], "WidgetList");
+    // Their metadata has a protobuf form (the garbage collector's metadata informers).
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"replicas": 2}});
+    assert_eq!(s.send_json("POST", path, &widget).status, 201);
+    let (head, body) = raw(&s, path, &format!("{PROTOBUF};{POM_LIST}"));
+    assert!(head.contains(" 200 "), "{head}");
+    assert_eq!(
+        envelope_type(&body),
+        ("meta.k8s.io/v1".into(), "PartialObjectMetadataList".into())
+    );
+    let partial = protobuf::decode(&body).expect("decodes");
+    assert_eq!(partial["items"][0]["metadata"]["name"], "w");
+    // So has their scale: an autoscaling/v1 Scale.
+    let (head, body) = raw(&s, &format!("{path}/w/scale"), CLIENT_GO);
+    assert!(head.contains(" 200 "), "{head}");
+    assert_eq!(
+        envelope_type(&body),
+        ("autoscaling/v1".into(), "Scale".into())
+    );
+    assert_eq!(
+        protobuf::decode(&body).expect("a Scale")["spec"]["replicas"],
+        2
+    );
+    // And an error is a Status, which has one too: protobuf for a client asking for it.
+    let (head, body) = raw(&s, &format!("{path}/nope"), CLIENT_GO);
+    assert!(head.contains(" 404 "), "{head}");
+    assert_eq!(envelope_type(&body), ("v1".into(), "Status".into()));
 }

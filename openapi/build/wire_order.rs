@@ -71,6 +71,17 @@ const MORE_KINDS: &[(&str, &str, &str)] = &[
         "PartialObjectMetadataList",
         "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList",
     ),
+    // v1beta1's PartialObjectMetadata is v1's; its list has v1's members in v1's order.
+    (
+        "meta.k8s.io/v1beta1",
+        "PartialObjectMetadata",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata",
+    ),
+    (
+        "meta.k8s.io/v1beta1",
+        "PartialObjectMetadataList",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList",
+    ),
     (
         "apidiscovery.k8s.io/v2",
         "APIGroupDiscoveryList",

@@ -241,9 +241,11 @@ fn typed<S: serde::Serializer>(
 /// How many members of one object are ordered on the stack.
 const MEMBERS_ON_STACK: usize = 64;
 
-/// Whether `def` is a List kind (PodList): ListMeta and items.
+/// Whether `def` is a typed List kind (PodList): ListMeta and items. Not a
+/// PartialObjectMetadataList, whose items upstream gives their kind and apiVersion one by one.
 fn is_list(def: &Def) -> bool {
     def.name.ends_with("List")
+        && def.name != "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList"
         && def
             .field_type("metadata")
             .is_some_and(|meta| meta.name == "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")

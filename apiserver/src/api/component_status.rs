@@ -8,7 +8,7 @@ use registry::{RegistryError, ResourceInfo};
 use serde_json::{json, Value};
 use storage::backend::DynBackend;
 
-use super::response::{self, Format};
+use super::response;
 use crate::table::{self, IncludeObject};
 
 /// Upstream's deprecation warning on every answer.
@@ -82,30 +82,27 @@ impl Components {
         headers: &HeaderMap,
         pretty: bool,
     ) -> Response {
+        let error_format = response::error_format(headers);
+        let fail = |e| response::error_as(e, error_format, pretty);
         if method != Method::GET && method != Method::HEAD {
-            return response::error(RegistryError::MethodNotAllowed(
+            return fail(RegistryError::MethodNotAllowed(
                 "the server does not allow this method on the requested resource".into(),
             ));
         }
-        let format = match response::negotiate(headers) {
+        let format = match response::negotiate_for(headers, true) {
             Ok(format) => format,
-            Err(e) => return response::error(e),
+            Err(e) => return fail(e),
         };
         let statuses = self.statuses().await;
         let body = match name {
             Some(name) => match statuses.into_iter().find(|s| s["metadata"]["name"] == name) {
-                Some(one) if format == Format::Table => {
+                Some(one) if format.is_table() => {
                     table::table(info, &[one], None, IncludeObject::default())
                 }
                 Some(one) => one,
-                None => {
-                    return response::error(RegistryError::not_found(
-                        &info.qualified_resource(),
-                        name,
-                    ))
-                }
+                None => return fail(RegistryError::not_found(&info.qualified_resource(), name)),
             },
-            None if format == Format::Table => {
+            None if format.is_table() => {
                 table::table(info, &statuses, None, IncludeObject::default())
             }
             None => json!({
@@ -115,7 +112,8 @@ impl Components {
                 "items": statuses,
             }),
         };
-        let mut answer = response::encoded(StatusCode::OK, &body, format, pretty);
+        let mut answer =
+            response::answer(StatusCode::OK, &body, format, pretty).unwrap_or_else(fail);
         answer
             .headers_mut()
             .insert(header::WARNING, HeaderValue::from_static(DEPRECATED));

@@ -64,13 +64,20 @@ pub(crate) async fn serve(
     body: Body,
     user: Option<&UserInfo>,
 ) -> Response {
+    let error_format = response::error_format(headers);
+    let fail = |e| response::error_as(e, error_format, false);
     if method != Method::POST {
-        return response::error(RegistryError::MethodNotAllowed(
+        return fail(RegistryError::MethodNotAllowed(
             "the server does not allow this method on the requested resource".into(),
         ));
     }
+    // Every create-only kind is built in: its answer may be protobuf.
+    let format = match response::negotiate_for(headers, true) {
+        Ok(format) => format,
+        Err(e) => return fail(e),
+    };
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
-        return response::error(RegistryError::RequestEntityTooLarge(format!(
+        return fail(RegistryError::RequestEntityTooLarge(format!(
             "limit is {MAX_BODY} bytes"
         )));
     };
@@ -81,7 +88,9 @@ pub(crate) async fn serve(
         user,
     };
     match creater.create(creation).await {
-        Ok(answer) => response::json(StatusCode::CREATED, &answer),
-        Err(e) => response::error(e),
+        Ok(answer) => {
+            response::answer(StatusCode::CREATED, &answer, format, false).unwrap_or_else(fail)
+        }
+        Err(e) => fail(e),
     }
 }

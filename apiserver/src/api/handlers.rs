@@ -65,8 +65,9 @@ pub(super) fn method_not_allowed() -> RegistryError {
 pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
     let negotiated = response::negotiate_for(&req.headers, speaks_protobuf(&store, &req));
-    // An error goes out in the format the answer would have had (protobuf or JSON).
-    let error_format = negotiated.as_ref().ok().copied().unwrap_or(Format::Json);
+    // An error goes out as upstream's ErrorNegotiated writes it: a Status in the serializer
+    // the Accept picks without transformed forms (protobuf whatever the resource), else JSON.
+    let error_format = response::error_format(&req.headers);
     let ((result, warnings), annotations) =
         registry::audit::collect(warning::collect(handle(store, req, negotiated))).await;
     let mut response = match result {
@@ -80,11 +81,13 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
     response
 }
 
-/// Whether the answer may be protobuf: the resource itself (subresources answer JSON) of a
-/// built-in kind; custom resources have no protobuf form.
+/// Whether the answer may be protobuf: a built-in kind's, and its subresources' (whose
+/// answers, the object, a Scale, a TokenRequest or a Status, are all built-in kinds);
+/// custom resources have no protobuf form, but their scale subresource answers an
+/// autoscaling/v1 Scale, which has (upstream's CRD handler serves it with the Scale's codecs).
 fn speaks_protobuf(store: &Store, req: &Request) -> bool {
-    req.info.subresource.is_none()
-        && super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
+    super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
+        || req.info.subresource.as_deref() == Some("scale")
 }
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
@@ -130,30 +133,41 @@ async fn handle(
     }
     let include = IncludeObject::try_parse(req.params.get("includeObject"))?;
     let pretty = response::is_pretty(req.params.get("pretty"), &req.headers);
-    let out = |code: StatusCode, body: &Value| response::encoded(code, body, format, pretty);
+    let out = |code: StatusCode, body: &Value| response::answer(code, body, format, pretty);
     match verb {
         Verb::Get => match format {
             Format::Json if !pretty => Ok(response::json_pieces(
                 StatusCode::OK,
                 store.get_json(ns, name, &req.params.list()?).await?,
             )),
-            Format::Json | Format::Yaml | Format::Protobuf => Ok(out(
+            Format::Json | Format::Yaml | Format::Protobuf | Format::Metadata(_) => out(
                 StatusCode::OK,
                 &store.get(ns, name, &req.params.list()?).await?,
-            )),
-            Format::Table => {
+            ),
+            Format::Table | Format::YamlTable => {
                 let obj = store.get(ns, name, &req.params.list()?).await?;
                 // One object: a one-row Table carrying the object's resourceVersion.
                 let table = table::table_for_watch_event(&info, &obj, include);
-                Ok(response::json_in(StatusCode::OK, &table, pretty))
+                Ok(response::encoded(StatusCode::OK, &table, format, pretty))
             }
         },
         Verb::List => {
             let list = store.list_stream(ns, &req.params.list()?).await?;
+            let (list, format) = match format {
+                Format::Metadata(meta) => (
+                    super::partial_metadata::list(list, meta)?,
+                    meta.encoding.format(),
+                ),
+                format => (list, format),
+            };
             let encoding = ListEncoding::of(format, pretty, &info, include);
             list_body::response(list, encoding).await
         }
         Verb::Watch => {
+            // YAML has no streaming form.
+            if watch::content_type(format).is_none() {
+                return Err(super::negotiation::not_acceptable_stream());
+            }
             let name = req.info.name.as_deref();
             let events = store.watch(ns, name, &req.params.list()?).await?;
             let timeout = req.params.timeout_seconds()?;
@@ -166,7 +180,7 @@ async fn handle(
             let mut write = write_options_of(&req, None)?;
             let obj = body(&req, &mut write, &info.kind)?;
             let obj = store.create(ns, obj, &write).await?;
-            Ok(out(StatusCode::CREATED, &obj))
+            out(StatusCode::CREATED, &obj)
         }
         Verb::Update => {
             let mut write = write_options_of(&req, None)?;
@@ -179,7 +193,7 @@ async fn handle(
             } else {
                 StatusCode::OK
             };
-            Ok(out(code, &obj))
+            out(code, &obj)
         }
         Verb::Patch => {
             let kind = patch_type(&req.headers)?;
@@ -194,12 +208,12 @@ async fn handle(
                 } else {
                     StatusCode::OK
                 };
-                return Ok(out(code, &obj));
+                return out(code, &obj);
             }
             let obj = store
                 .patch(ns, name, kind, &req.body, Subresource::Main, &write)
                 .await?;
-            Ok(out(StatusCode::OK, &obj))
+            out(StatusCode::OK, &obj)
         }
         Verb::Delete => {
             let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
@@ -211,13 +225,13 @@ async fn handle(
             } else {
                 StatusCode::OK
             };
-            Ok(out(code, &outcome.object))
+            out(code, &outcome.object)
         }
         Verb::DeleteCollection => {
             let list = req.params.list()?;
             let opts = req.params.delete(optional_body(&req.headers, &req.body)?)?;
             let deleted = store.delete_collection(ns, &list, opts).await?;
-            Ok(out(StatusCode::OK, &deleted))
+            out(StatusCode::OK, &deleted)
         }
     }
 }

@@ -15,6 +15,8 @@ use registry::wire::{self, Style};
 use registry::RegistryError;
 use serde_json::Value;
 
+use super::negotiation::{self, Endpoint};
+
 pub const JSON: &str = "application/json";
 pub const YAML: &str = "application/yaml";
 pub const PROTOBUF: &str = super::protobuf::MEDIA_TYPE;
@@ -44,15 +46,35 @@ pub fn json_in(status: StatusCode, body: &Value, pretty: bool) -> Response {
     }
 }
 
+/// An answer in the negotiated format, cut down to its metadata first when that was asked
+/// for: that failing is an error for the caller to write as it writes the request's errors
+/// (upstream negotiates an error's format again, without the transformed forms).
+pub fn answer(
+    status: StatusCode,
+    body: &Value,
+    format: Format,
+    pretty: bool,
+) -> Result<Response, RegistryError> {
+    Ok(match format {
+        Format::Metadata(meta) => {
+            let partial = super::partial_metadata::transform(body, meta)?;
+            encoded(status, &partial, format, pretty)
+        }
+        _ => encoded(status, body, format, pretty),
+    })
+}
+
 /// The body in the negotiated format; `pretty` indents JSON (see [`is_pretty`]).
 pub fn encoded(status: StatusCode, body: &Value, format: Format, pretty: bool) -> Response {
     match format {
+        // Already cut down (see [`answer`]).
+        Format::Metadata(meta) => encoded(status, body, meta.encoding.format(), pretty),
         Format::Protobuf => match super::protobuf::encode::encode(body) {
             Ok(bytes) => protobuf(status, bytes),
             Err(e) => error(RegistryError::Internal(format!("encoding protobuf: {e}"))),
         },
         // YAML keys come sorted, as upstream's JSON-to-YAML conversion writes them.
-        Format::Yaml => {
+        Format::Yaml | Format::YamlTable => {
             let text = serde_yaml_ng::to_string(body).unwrap_or_default();
             (status, [(header::CONTENT_TYPE, YAML)], text).into_response()
         }
@@ -150,8 +172,8 @@ pub fn error_in(err: RegistryError, pretty: bool) -> Response {
     error_as(err, Format::Json, pretty)
 }
 
-/// An error's Status in the negotiated format (upstream's ErrorNegotiated): protobuf for a
-/// client that asked for it, JSON otherwise.
+/// An error's Status in the negotiated format (upstream's ErrorNegotiated): protobuf or YAML
+/// for a client that asked for it, JSON otherwise.
 pub fn error_as(err: RegistryError, format: Format, pretty: bool) -> Response {
     let status = err.status();
     let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -164,19 +186,21 @@ pub fn error_as(err: RegistryError, format: Format, pretty: bool) -> Response {
     } else {
         Style::Compact
     };
-    let protobuf_body = match format {
-        Format::Protobuf => serde_json::to_value(&status)
-            .ok()
-            .and_then(|v| super::protobuf::encode::encode(&v).ok()),
-        _ => None,
-    };
-    let mut response = match protobuf_body {
-        Some(body) => protobuf(code, body),
-        // A Status always encodes; should it not, the answer is still the error's code.
-        None => raw_json(
+    // A Status always encodes; should it not, the answer is still the error's code, in JSON.
+    let as_json = || {
+        raw_json(
             code,
             Bytes::from(wire::body_of(&status, style).unwrap_or_default()),
-        ),
+        )
+    };
+    let value = serde_json::to_value(&status).ok();
+    let mut response = match (format, value) {
+        (Format::Protobuf, Some(value)) => match super::protobuf::encode::encode(&value) {
+            Ok(body) => protobuf(code, body),
+            Err(_) => as_json(),
+        },
+        (Format::Yaml, Some(value)) => encoded(code, &value, Format::Yaml, pretty),
+        _ => as_json(),
     };
     // Upstream's writers turn a Status's retryAfterSeconds into the header clients back off by.
     if let Some(seconds) = retry_after.filter(|s| *s > 0) {
@@ -207,69 +231,106 @@ pub fn not_found_in(pretty: bool) -> Response {
     json_in(StatusCode::NOT_FOUND, &status, pretty)
 }
 
-/// What the client accepts, as far as we can answer it.
+/// What the client accepts, as far as we can answer it (see `negotiation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Json,
     Yaml,
     /// meta.k8s.io/v1 Table (`kubectl get`).
     Table,
+    /// A Table in YAML (`application/yaml;as=Table;...`).
+    YamlTable,
     /// `application/vnd.kubernetes.protobuf`: built-in kinds only.
+    Protobuf,
+    /// The object's metadata alone, as a meta.k8s.io PartialObjectMetadata(List).
+    Metadata(Metadata),
+}
+
+impl Format {
+    /// A Table, in JSON or YAML.
+    pub fn is_table(self) -> bool {
+        matches!(self, Format::Table | Format::YamlTable)
+    }
+}
+
+/// One of the serializers, for the forms that can be written in any of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Json,
+    Yaml,
     Protobuf,
 }
 
-/// Picks the response format from Accept, upstream-style: the first media type we can
-/// produce wins; only unproducible types is 406 so clients fall back. Protobuf is never
-/// produced here (see [`negotiate_for`]).
-pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
-    negotiate_for(headers, false)
-}
-
-/// [`negotiate`] for an endpoint that can answer protobuf (`protobuf`: a built-in kind), as
-/// upstream's serializers for it list protobuf after JSON and YAML; a custom resource has no
-/// protobuf serializer, so a protobuf-only Accept is 406 there and `protobuf,json` is JSON.
-pub fn negotiate_for(headers: &HeaderMap, protobuf: bool) -> Result<Format, RegistryError> {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if accept.trim().is_empty() {
-        return Ok(Format::Json);
-    }
-    for item in accept.split(',') {
-        let mut params = item.split(';').map(str::trim);
-        let media = params.next().unwrap_or("");
-        let params: Vec<&str> = params.collect();
-        let param = |name: &str| {
-            params
-                .iter()
-                .find_map(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-        };
-        match media {
-            "application/json" | "application/*" | "*/*" => {
-                match (param("as"), param("g"), param("v")) {
-                    (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => {
-                        return Ok(Format::Table)
-                    }
-                    (None, _, _) => return Ok(Format::Json),
-                    // Other transformed forms (PartialObjectMetadata, ...) are not served yet.
-                    _ => continue,
-                }
-            }
-            "application/yaml" if param("as").is_none() => return Ok(Format::Yaml),
-            // Tables and other transformed forms are served as JSON only.
-            PROTOBUF if protobuf && param("as").is_none() => return Ok(Format::Protobuf),
-            _ => continue,
+impl Encoding {
+    /// The plain format of this serializer.
+    pub fn format(self) -> Format {
+        match self {
+            Encoding::Json => Format::Json,
+            Encoding::Yaml => Format::Yaml,
+            Encoding::Protobuf => Format::Protobuf,
         }
     }
-    let protobuf = if protobuf {
-        ", application/vnd.kubernetes.protobuf"
-    } else {
-        ""
+}
+
+/// `as=PartialObjectMetadata` or `as=PartialObjectMetadataList` (`list`), of meta.k8s.io/v1
+/// or (`beta`) v1beta1, in `encoding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    pub beta: bool,
+    pub list: bool,
+    pub encoding: Encoding,
+}
+
+impl Metadata {
+    pub fn api_version(self) -> &'static str {
+        if self.beta {
+            "meta.k8s.io/v1beta1"
+        } else {
+            "meta.k8s.io/v1"
+        }
+    }
+}
+
+/// [`negotiate_for`] for an endpoint that answers JSON, YAML and Tables only (the metrics
+/// API).
+pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
+    negotiate_with(
+        headers,
+        Endpoint {
+            protobuf: false,
+            metadata: false,
+        },
+    )
+}
+
+/// The format of a resource's answer (see `negotiation`): `protobuf` when the resource is
+/// built in (a custom resource has no protobuf form of its own, but its metadata has one).
+pub fn negotiate_for(headers: &HeaderMap, protobuf: bool) -> Result<Format, RegistryError> {
+    negotiate_with(
+        headers,
+        Endpoint {
+            protobuf,
+            metadata: true,
+        },
+    )
+}
+
+/// The format of an error's Status, as upstream's ErrorNegotiated picks it: from Accept with
+/// no transformed forms, protobuf included (a Status is built in); JSON when nothing fits.
+pub fn error_format(headers: &HeaderMap) -> Format {
+    let endpoint = Endpoint {
+        protobuf: true,
+        metadata: false,
     };
-    Err(RegistryError::NotAcceptable(format!(
-        "only the following media types are accepted: application/json, application/yaml{protobuf}, application/json;as=Table;v=v1;g=meta.k8s.io (requested: {accept})"
-    )))
+    negotiate_with(headers, endpoint).unwrap_or(Format::Json)
+}
+
+fn negotiate_with(headers: &HeaderMap, endpoint: Endpoint) -> Result<Format, RegistryError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+        .unwrap_or("");
+    negotiation::negotiate(accept, endpoint)
 }
 
 /// Warnings as upstream sends them: `Warning: 299 - "<text>"`, one header each, the text

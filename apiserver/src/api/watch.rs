@@ -15,7 +15,7 @@ use registry::{ResourceInfo, WatchEventType};
 use serde_json::Value;
 
 use super::protobuf::encode;
-use super::response::{Format, JSON, PROTOBUF_WATCH};
+use super::response::{Encoding, Format, Metadata, JSON, PROTOBUF_WATCH};
 use crate::table::{self, IncludeObject};
 
 /// One watch event as upstream frames it: a metav1.WatchEvent (`type`, then `object`, the
@@ -51,10 +51,19 @@ pub fn stream(
                 Format::Table,
                 WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted,
             ) => table::table_for_watch_event(&info, &event.object, include),
+            // Upstream sends the object as it is when it cannot be transformed (a watch has
+            // no lists), and never transforms an ERROR event's Status.
+            (Format::Metadata(meta), _) => {
+                super::partial_metadata::transform(&event.object, meta).unwrap_or(event.object)
+            }
             _ => event.object,
         };
         let bytes = match format {
-            Format::Protobuf => match encode::encode(&object) {
+            Format::Protobuf
+            | Format::Metadata(Metadata {
+                encoding: Encoding::Protobuf,
+                ..
+            }) => match encode::encode(&object) {
                 Ok(body) => encode::watch_frame(event.kind.as_str(), &body),
                 // The stream cannot carry a half event; the client's decoder would end the
                 // watch on a broken frame anyway, so the event is logged and left out.
@@ -78,9 +87,21 @@ pub fn stream(
         }
     };
     let body = Body::from_stream(lines.take_until(end));
-    let content_type = match format {
-        Format::Protobuf => PROTOBUF_WATCH,
-        _ => JSON,
-    };
+    let content_type = content_type(format).unwrap_or(JSON);
     (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// The content type of a watch in `format`; None for YAML, which has no streaming form.
+pub fn content_type(format: Format) -> Option<&'static str> {
+    let encoding = match format {
+        Format::Metadata(meta) => meta.encoding,
+        Format::Yaml | Format::YamlTable => Encoding::Yaml,
+        Format::Protobuf => Encoding::Protobuf,
+        Format::Json | Format::Table => Encoding::Json,
+    };
+    match encoding {
+        Encoding::Json => Some(JSON),
+        Encoding::Yaml => None,
+        Encoding::Protobuf => Some(PROTOBUF_WATCH),
+    }
 }

@@ -250,8 +250,8 @@ impl LocalApi for MetricsApi {
         match self.answer(&request).await {
             Ok(body) => {
                 let body = match (format, body["items"].as_array()) {
-                    (Format::Table, Some(list)) => table(list),
-                    (Format::Table, None) if body["kind"] != "APIResourceList" => {
+                    (format, Some(list)) if format.is_table() => table(list),
+                    (format, None) if format.is_table() && body["kind"] != "APIResourceList" => {
                         table(std::slice::from_ref(&body))
                     }
                     _ => body,

@@ -20,7 +20,7 @@ pub struct TokenReview(pub Arc<Authenticator>);
 #[async_trait::async_trait]
 impl Creater for TokenReview {
     async fn create(&self, request: Creation<'_>) -> Result<Value, RegistryError> {
-        let review = parse(request.body)?;
+        let review = parse(request.headers, request.body)?;
         let spec = &review["spec"];
         let token = spec["token"].as_str().unwrap_or_default();
         if token.is_empty() {
@@ -66,11 +66,11 @@ impl Creater for TokenReview {
     }
 }
 
-/// The body as a TokenReview: JSON (YAML is JSON's superset here as kubectl sends JSON).
-fn parse(body: &[u8]) -> Result<Value, RegistryError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        RegistryError::BadRequest(format!("the body of the request is not valid JSON: {e}"))
-    })?;
+/// The body as a TokenReview, in any of the encodings a body may have (client-go's typed
+/// clients send protobuf).
+fn parse(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<Value, RegistryError> {
+    crate::api::body::check_body_type(headers, body)?;
+    let value = crate::api::body::parse(headers, body, KIND)?.value;
     let kind = value["kind"].as_str().unwrap_or_default();
     if !value.is_object() || (!kind.is_empty() && kind != KIND) {
         return Err(RegistryError::BadRequest(format!(

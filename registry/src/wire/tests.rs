@@ -181,6 +181,31 @@ fn embedded_objects_are_ordered_by_their_own_kind() {
 }
 
 #[test]
+fn partial_object_metadata_list_items_keep_their_type() {
+    let list = json!({
+        "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+        "metadata": {"resourceVersion": "9"},
+        "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                   "metadata": {"name": "a"}}],
+    });
+    assert_eq!(
+        compact(&list),
+        concat!(
+            r#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","#,
+            r#""metadata":{"resourceVersion":"9"},"items":[{"kind":"PartialObjectMetadata","#,
+            r#""apiVersion":"meta.k8s.io/v1","metadata":{"name":"a"}}]}"#
+        )
+    );
+    // A typed list's items have none.
+    let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+        "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}}]});
+    assert_eq!(
+        compact(&pods),
+        r#"{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"a"}}]}"#
+    );
+}
+
+#[test]
 fn strings_and_numbers_as_go_writes_them() {
     let cm = json!({"kind": "ConfigMap", "apiVersion": "v1", "data": {
         "html": "<a href=\"x\">&</a>", "sep": "a\u{2028}b\u{2029}c", "ctl": "\u{1}\t\u{8}\u{c}",

@@ -20,6 +20,9 @@ pub(super) struct Json {
     style: Style,
     /// The items' struct type; None for custom resources.
     item_type: Option<&'static Def>,
+    /// Whether the items keep their kind and apiVersion: a PartialObjectMetadataList's do
+    /// (upstream sets them on each), a typed list's do not.
+    item_type_meta: bool,
     /// What follows the items' closing bracket.
     tail: Vec<u8>,
     items: usize,
@@ -37,13 +40,13 @@ impl Json {
         let metadata_type = list_type.and_then(|list| list.field_type("metadata"));
         let item_type = list_type.and_then(|list| list.field_type("items"));
         let api_version = Value::from(api_version);
-        let kind = Value::from(kind);
+        let kind_value = Value::from(kind);
         let metadata = Value::Object(metadata);
         // (name, value, its type), in the order the list's type (or a map's sorted keys) puts
         // them; `items` is where the items go.
         let members: [(&str, &Value, Option<&'static Def>); 3] = [
             ("apiVersion", &api_version, None),
-            ("kind", &kind, None),
+            ("kind", &kind_value, None),
             ("metadata", &metadata, metadata_type),
         ];
         let (head, tail): (Vec<_>, Vec<_>) = match list_type {
@@ -70,9 +73,21 @@ impl Json {
         Ok(Self {
             style,
             item_type,
+            item_type_meta: kind == "PartialObjectMetadataList",
             tail: rest,
             items: 0,
         })
+    }
+}
+
+impl Json {
+    fn write(&self, out: &mut Vec<u8>, item: &Value, style: Style) -> Result<(), RegistryError> {
+        if self.item_type_meta {
+            wire::write_as(out, item, self.item_type, style)?;
+        } else {
+            wire::write_item(out, item, self.item_type, style)?;
+        }
+        Ok(())
     }
 }
 
@@ -83,13 +98,13 @@ impl Framing for Json {
                 if self.items > 0 {
                     out.push(b',');
                 }
-                wire::write_item(out, item, self.item_type, Style::Compact)?;
+                self.write(out, item, Style::Compact)?;
             }
             Style::Pretty => {
                 out.extend_from_slice(if self.items > 0 { b",\n" } else { b"\n" });
                 out.extend_from_slice(ITEM_INDENT);
                 let mut text = Vec::new();
-                wire::write_item(&mut text, item, self.item_type, Style::Pretty)?;
+                self.write(&mut text, item, Style::Pretty)?;
                 indented(out, &text, ITEM_INDENT);
             }
         }

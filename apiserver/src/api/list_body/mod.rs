@@ -58,12 +58,14 @@ pub(crate) enum ListEncoding<'a> {
     Yaml,
     /// Protobuf, written whole (its envelope leads with the list's length).
     Protobuf,
-    /// A meta.k8s.io/v1 Table whose rows are aged against `now`, indented when `pretty`.
+    /// A meta.k8s.io/v1 Table whose rows are aged against `now`, indented when `pretty`, in
+    /// YAML when `yaml`.
     Table {
         info: &'a ResourceInfo,
         include: IncludeObject,
         now: Now,
         pretty: bool,
+        yaml: bool,
     },
 }
 
@@ -76,14 +78,17 @@ impl<'a> ListEncoding<'a> {
         include: IncludeObject,
     ) -> Self {
         match format {
-            Format::Table => ListEncoding::Table {
+            Format::Table | Format::YamlTable => ListEncoding::Table {
                 info,
                 include,
                 now: chrono::Utc::now(),
                 pretty,
+                yaml: format == Format::YamlTable,
             },
             Format::Yaml => ListEncoding::Yaml,
             Format::Protobuf => ListEncoding::Protobuf,
+            // Already cut down to metadata (see `partial_metadata::list`).
+            Format::Metadata(meta) => Self::of(meta.encoding.format(), pretty, info, include),
             Format::Json if pretty => ListEncoding::PrettyJson,
             Format::Json => ListEncoding::Json,
         }
@@ -108,7 +113,7 @@ pub(crate) async fn response(
 ) -> Result<Response, RegistryError> {
     let content_type = match encoding {
         ListEncoding::Protobuf => return protobuf::response(list).await,
-        ListEncoding::Yaml => YAML,
+        ListEncoding::Yaml | ListEncoding::Table { yaml: true, .. } => YAML,
         _ => JSON,
     };
     let kind = list.kind.clone();
@@ -206,11 +211,12 @@ impl Chunks {
                 include,
                 now,
                 pretty,
+                yaml,
             } => {
-                let style = if pretty {
-                    registry::wire::Style::Pretty
-                } else {
-                    registry::wire::Style::Compact
+                let style = match (yaml, pretty) {
+                    (true, _) => table::Style::Yaml,
+                    (false, true) => table::Style::Json(registry::wire::Style::Pretty),
+                    (false, false) => table::Style::Json(registry::wire::Style::Compact),
                 };
                 Box::new(table::Table::new(
                     &mut buf, info, metadata, include, now, style,

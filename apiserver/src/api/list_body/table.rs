@@ -2,19 +2,29 @@
 //! in the Go struct's order (registry's `wire`), a row made from each item as it comes (rows
 //! are the Table's last field, after everything known up front). With `?pretty=true` the
 //! whole Table is written at the end, indented as json.MarshalIndent writes it, without the
-//! trailing newline.
+//! trailing newline; in YAML too, as a whole (keys sorted, as upstream's JSON-to-YAML
+//! conversion writes them).
 
 use openapi::wire_order::Def;
-use registry::wire::{self, Style};
+use registry::wire;
 use serde_json::{Map, Value};
 
 use super::Framing;
 use crate::table::{self, IncludeObject, Now, RowPrinter};
 use registry::{RegistryError, ResourceInfo};
 
+/// How the Table is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    Json(wire::Style),
+    Yaml,
+}
+
 pub(super) struct Table {
-    /// Indented: the head waits here for the rows, and everything is written at the end.
+    /// Indented or YAML: the head waits here for the rows, and everything is written at the
+    /// end.
     pretty: Option<Map<String, Value>>,
+    yaml: bool,
     pretty_rows: Vec<Value>,
     printer: RowPrinter,
     /// meta.k8s.io/v1 TableRow, whose fields order each row.
@@ -39,9 +49,9 @@ impl Table {
         let row_type =
             wire::type_of(&Value::Object(head.clone())).and_then(|t| t.field_type("rows"));
         let pretty = match style {
-            Style::Pretty => Some(head),
-            Style::Compact => {
-                wire::write(out, &Value::Object(head), Style::Compact)?;
+            Style::Json(wire::Style::Pretty) | Style::Yaml => Some(head),
+            Style::Json(wire::Style::Compact) => {
+                wire::write(out, &Value::Object(head), wire::Style::Compact)?;
                 // The head's closing brace gives way to the rows, the Table's last field.
                 out.pop();
                 out.extend_from_slice(br#","rows":["#);
@@ -50,6 +60,7 @@ impl Table {
         };
         Ok(Self {
             pretty,
+            yaml: style == Style::Yaml,
             pretty_rows: Vec::new(),
             printer: RowPrinter::new(info, include, now),
             row_type,
@@ -70,7 +81,12 @@ impl Table {
             out.push(b',');
         }
         self.rows += 1;
-        wire::write_as(out, &self.printer.row(item), self.row_type, Style::Compact)
+        wire::write_as(
+            out,
+            &self.printer.row(item),
+            self.row_type,
+            wire::Style::Compact,
+        )
     }
 }
 
@@ -94,7 +110,13 @@ impl Framing for Table {
         if let Some(mut head) = self.pretty.take() {
             let rows = std::mem::take(&mut self.pretty_rows);
             head.insert("rows".to_string(), Value::Array(rows));
-            return wire::write(out, &Value::Object(head), Style::Pretty);
+            let head = Value::Object(head);
+            if self.yaml {
+                let text = serde_yaml_ng::to_string(&head).map_err(super::encode_error)?;
+                out.extend_from_slice(text.as_bytes());
+                return Ok(());
+            }
+            return wire::write(out, &head, wire::Style::Pretty);
         }
         out.extend_from_slice(b"]}\n");
         Ok(())

@@ -23,11 +23,6 @@ impl Handler for Binding {
             .store
             .bind(call.namespace, &name, &binding, &call.write)
             .await?;
-        Ok(response::encoded(
-            StatusCode::CREATED,
-            &status,
-            call.format,
-            call.pretty,
-        ))
+        response::answer(StatusCode::CREATED, &status, call.format, call.pretty)
     }
 }

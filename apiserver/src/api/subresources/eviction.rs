@@ -22,6 +22,6 @@ impl Handler for Eviction {
         let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::CREATED);
         let status =
             serde_json::to_value(status).map_err(|e| RegistryError::Internal(e.to_string()))?;
-        Ok(response::encoded(code, &status, call.format, call.pretty))
+        response::answer(code, &status, call.format, call.pretty)
     }
 }

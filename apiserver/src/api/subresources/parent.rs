@@ -49,12 +49,13 @@ impl Handler for InPlace {
             _ => return Err(method_not_allowed()),
         };
         Ok(match format {
-            Format::Table => response::json_in(
+            Format::Table | Format::YamlTable => response::encoded(
                 StatusCode::OK,
                 &table::table(&store.info, &[obj], None, IncludeObject::Metadata),
+                format,
                 pretty,
             ),
-            _ => response::encoded(StatusCode::OK, &obj, format, pretty),
+            _ => response::answer(StatusCode::OK, &obj, format, pretty)?,
         })
     }
 }

@@ -41,6 +41,6 @@ impl Handler for Scale {
             }
             _ => return Err(method_not_allowed()),
         };
-        Ok(response::encoded(StatusCode::OK, &scale, format, pretty))
+        response::answer(StatusCode::OK, &scale, format, pretty)
     }
 }

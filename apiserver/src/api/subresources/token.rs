@@ -18,11 +18,6 @@ impl Handler for Token {
         let issued = registry
             .create_token(call.namespace, call.name, &request, &call.write)
             .await?;
-        Ok(response::encoded(
-            StatusCode::CREATED,
-            &issued,
-            call.format,
-            call.pretty,
-        ))
+        response::answer(StatusCode::CREATED, &issued, call.format, call.pretty)
     }
 }

@@ -101,6 +101,7 @@ async fn both(
             include,
             now,
             pretty,
+            yaml: false,
         },
         other => other,
     };

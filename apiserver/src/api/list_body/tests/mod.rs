@@ -132,12 +132,14 @@ fn list_encoding(info: &ResourceInfo, encoding: Encoding) -> ListEncoding<'_> {
             include,
             now: noon(),
             pretty: false,
+            yaml: false,
         },
         Encoding::PrettyTable(include) => ListEncoding::Table {
             info,
             include,
             now: noon(),
             pretty: true,
+            yaml: false,
         },
     }
 }
