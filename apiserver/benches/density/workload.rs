@@ -244,11 +244,11 @@ pub fn read_periodically(port: u16, plan: &Plan, stop: &AtomicBool) -> Reader {
                 ),
             ),
         ];
-        if tick % 10 == 0 {
+        if tick.is_multiple_of(10) {
             calls.push((1, format!("/api/v1/namespaces/{ns}/pods")));
             calls.push((2, "/api/v1/nodes".into()));
         }
-        if tick % 30 == 0 {
+        if tick.is_multiple_of(30) {
             calls.push((2, "/api/v1/pods".into()));
         }
         for (class, path) in calls {
