@@ -39,7 +39,7 @@ mod workload;
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -232,7 +232,7 @@ fn raw_rate(bin: &Path, backend: BackendKind, pods: usize) -> Raw {
     });
     let requests: Vec<_> = (0..pods).map(workload::bare_pod).collect();
     let cpu = cpu_seconds(server.pid());
-    let sent = workload::send_paced(server.port, &requests, None, RAW_CONNECTIONS);
+    let sent = workload::send_paced(server.port, &requests, None, RAW_CONNECTIONS, None);
     Raw {
         pods,
         sent,
@@ -446,7 +446,7 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
             body: format!(r#"{{"metadata":{{"name":"{ns}"}}}}"#),
         })
         .collect();
-    workload::send_paced(port, &namespaces, Some(qps), 4);
+    workload::send_paced(port, &namespaces, Some(qps), 4, None);
     for ns in &plan.namespaces {
         let path = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
         wait_for(Duration::from_secs(60), || get(&mut conn, &path).is_ok());
@@ -472,10 +472,18 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
         plan.services()
     );
     let workers = (qps as usize / 10).clamp(2, 16);
-    out.created = Some(workload::send_paced(port, &creates, Some(qps), workers));
     let stop_reader = AtomicBool::new(false);
+    let answered = AtomicUsize::new(0);
     std::thread::scope(|scope| {
-        let reader = scope.spawn(|| workload::read_periodically(port, &plan, &stop_reader));
+        let reader = scope
+            .spawn(|| workload::read_periodically(port, &plan, &answered, workers, &stop_reader));
+        out.created = Some(workload::send_paced(
+            port,
+            &creates,
+            Some(qps),
+            workers,
+            Some(&answered),
+        ));
         let total = plan.pods();
         let converged = cluster.wait_running(total, since);
         let density_converged = matches!(converged, Converged::After(_));
@@ -534,7 +542,7 @@ fn load(cluster: &Cluster, plan: &Plan, out: &mut Outcome, qps: f64, workers: us
     for (name, requests, target) in steps {
         let t = Instant::now();
         eprintln!("  load: {name}");
-        workload::send_paced(port, &requests, Some(qps), workers);
+        workload::send_paced(port, &requests, Some(qps), workers, None);
         let done = cluster.wait_running(target, t);
         let stalled = matches!(done, Converged::Stalled(..));
         out.load.push((name.to_string(), done));
@@ -567,7 +575,7 @@ fn load(cluster: &Cluster, plan: &Plan, out: &mut Outcome, qps: f64, workers: us
     let name = format!("delete {} pods (10%), replaced", victims.len());
     eprintln!("  load: {name}");
     let t = Instant::now();
-    workload::send_paced(port, &victims, Some(qps), workers);
+    workload::send_paced(port, &victims, Some(qps), workers, None);
     // The deleted pods show as terminating, then gone; done when their replacements run.
     let done = cluster.wait_running(total, t);
     out.load.push((name, done));

@@ -153,8 +153,15 @@ pub struct Sent {
 
 /// Sends `requests` from `workers` kept-alive connections, request i not before
 /// `i / qps` seconds after the start (all at once without a rate), each retried on 429 and
-/// 5xx as client-go would (ten times, a second apart).
-pub fn send_paced(port: u16, requests: &[Request], qps: Option<f64>, workers: usize) -> Sent {
+/// 5xx as client-go would (ten times, a second apart). `done`, when given, counts the
+/// requests answered.
+pub fn send_paced(
+    port: u16,
+    requests: &[Request],
+    qps: Option<f64>,
+    workers: usize,
+    done: Option<&AtomicUsize>,
+) -> Sent {
     let next = AtomicUsize::new(0);
     let failures = Mutex::new((Vec::new(), 0usize));
     let started = Instant::now();
@@ -190,6 +197,9 @@ pub fn send_paced(port: u16, requests: &[Request], qps: Option<f64>, workers: us
                         tries += 1;
                         std::thread::sleep(Duration::from_secs(1));
                     };
+                    if let Some(done) = done {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
                     if let Some(f) = failure {
                         let mut g = failures.lock().unwrap_or_else(|e| e.into_inner());
                         g.1 += 1;
@@ -220,7 +230,15 @@ pub struct Reader {
 
 pub const READ_CLASSES: [&str; 3] = ["GET", "LIST (namespace)", "LIST (cluster)"];
 
-pub fn read_periodically(port: u16, plan: &Plan, stop: &AtomicBool) -> Reader {
+/// `created` counts the answered creates (each Deployment's, then its Service's if any): only Deployments created are
+/// read (the reader starts with the creates, as the SLIs cover the whole phase).
+pub fn read_periodically(
+    port: u16,
+    plan: &Plan,
+    created: &AtomicUsize,
+    workers: usize,
+    stop: &AtomicBool,
+) -> Reader {
     let mut conn = Redial::new(port, Duration::from_secs(120));
     let mut out = Reader {
         latencies: Default::default(),
@@ -229,22 +247,28 @@ pub fn read_periodically(port: u16, plan: &Plan, stop: &AtomicBool) -> Reader {
     let mut tick = 0usize;
     let started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let d = &plan.deployments[tick % plan.deployments.len().max(1)];
-        let ns = &d.namespace;
-        let mut calls = vec![
-            (
+        // Answers come out of order by at most the creating workers; a Deployment is at most
+        // the (2i/3 + 1)th create (a Service follows every other one).
+        let answered = created.load(Ordering::Relaxed).saturating_sub(workers);
+        let known = (answered * 2 / 3).min(plan.deployments.len());
+        let mut calls = Vec::new();
+        if known > 0 {
+            let d = &plan.deployments[tick % known];
+            let ns = &d.namespace;
+            calls.push((
                 0,
                 format!("/apis/apps/v1/namespaces/{ns}/deployments/{}", d.name),
-            ),
-            (
+            ));
+            calls.push((
                 1,
                 format!(
                     "/api/v1/namespaces/{ns}/pods?labelSelector=name%3D{}",
                     d.name
                 ),
-            ),
-        ];
+            ));
+        }
         if tick.is_multiple_of(10) {
+            let ns = &plan.namespaces[(tick / 10) % plan.namespaces.len().max(1)];
             calls.push((1, format!("/api/v1/namespaces/{ns}/pods")));
             calls.push((2, "/api/v1/nodes".into()));
         }
