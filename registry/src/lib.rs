@@ -16,6 +16,7 @@ pub mod go_fmt;
 pub mod object;
 pub mod options;
 pub mod patch;
+pub mod projection;
 pub mod quota;
 pub mod rbac;
 mod resources;

@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
 use registry::object;
+use registry::projection::Projection;
 use registry::store::{Decoder, Encoded};
 use serde_json::Value;
 use thiserror::Error;
@@ -396,18 +397,51 @@ impl Indexer {
         value: &str,
         keep: impl Fn(&Summary<'_>) -> bool,
     ) -> Result<Vec<Arc<Value>>, IndexerError> {
-        let held: Vec<(Bytes, i64)> = {
-            let state = self.read();
-            let Some(keys) = state.named(name)?.get(value) else {
-                return Ok(Vec::new());
-            };
-            keys.iter()
-                .filter_map(|k| state.items.get_key_value(k))
-                .filter(|(key, item)| keep(&item.summary(key)))
-                .map(|(_, item)| item.held())
-                .collect()
+        Ok(self.decode_all(self.held_by_index(name, value, keep)?))
+    }
+
+    /// Like [`Indexer::by_index_selected`], each object decoded only as far as `projection`
+    /// keeps (for a sync that reads a few fields of many objects); the values are not the
+    /// informer's shared ones, and not whole.
+    pub fn by_index_projected(
+        &self,
+        name: &str,
+        value: &str,
+        keep: impl Fn(&Summary<'_>) -> bool,
+        projection: Projection,
+    ) -> Result<Vec<Arc<Value>>, IndexerError> {
+        let held = self.held_by_index(name, value, keep)?;
+        Ok(held
+            .iter()
+            .filter_map(|(value, revision)| {
+                match self.decoder.decode_projected(value, *revision, projection) {
+                    Ok(obj) => Some(Arc::new(obj)),
+                    Err(error) => {
+                        warn!(%error, "cached object does not decode");
+                        None
+                    }
+                }
+            })
+            .collect())
+    }
+
+    /// The stored bytes of the objects under `value` in index `name` that `keep` picks.
+    fn held_by_index(
+        &self,
+        name: &str,
+        value: &str,
+        keep: impl Fn(&Summary<'_>) -> bool,
+    ) -> Result<Vec<(Bytes, i64)>, IndexerError> {
+        let state = self.read();
+        let Some(keys) = state.named(name)?.get(value) else {
+            return Ok(Vec::new());
         };
-        Ok(self.decode_all(held))
+        Ok(keys
+            .iter()
+            .filter_map(|k| state.items.get_key_value(k))
+            .filter(|(key, item)| keep(&item.summary(key)))
+            .map(|(_, item)| item.held())
+            .collect())
     }
 
     /// Every value index `name` currently has objects under.

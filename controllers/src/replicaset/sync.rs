@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::future::join_all;
 use registry::options::{ListOptions, WriteOptions};
+use registry::projection::POD_FOR_CONTROLLERS;
 use registry::{object, RegistryError, Subresource};
 use serde_json::Value;
 use tracing::{debug, warn};
@@ -49,10 +50,13 @@ impl ReplicaSetController {
         let active: Vec<Arc<Value>> = self
             .pods
             .indexer()
-            .by_index_selected(
+            // Counted, ranked and adopted by metadata, node and status: each of what may be
+            // thousands of pods is decoded without its spec and managedFields.
+            .by_index_projected(
                 NAMESPACE_INDEX,
                 namespace,
                 claim_candidate(object::uid(&set), &selector),
+                POD_FOR_CONTROLLERS,
             )
             .map_err(|e| SyncError::Failed(e.to_string()))?
             .into_iter()

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use serde_json::Value;
 use storage::{EventKind, KeyValue};
 
 use super::{decode_at, Store};
@@ -93,6 +94,25 @@ impl Decoder {
     /// Stored bytes read at `revision`, as served.
     pub fn decode_bytes(&self, value: &[u8], revision: i64) -> Result<Object> {
         served(value, revision, self.conversion.as_deref())
+    }
+
+    /// The fields `projection` keeps of the object as served, the resourceVersion stamped.
+    /// (A converted resource is decoded whole: its conversion reads the stored shape.)
+    pub fn decode_projected(
+        &self,
+        value: &[u8],
+        revision: i64,
+        projection: crate::projection::Projection,
+    ) -> Result<Object> {
+        if self.conversion.is_some() {
+            return self.decode_bytes(value, revision);
+        }
+        let mut obj = crate::projection::decode(value, projection)
+            .map_err(|e| RegistryError::Internal(format!("stored object is not JSON: {e}")))?;
+        if obj.get("metadata").is_some_and(Value::is_object) {
+            super::stamp(&mut obj, revision);
+        }
+        Ok(obj)
     }
 }
 
