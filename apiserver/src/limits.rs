@@ -204,19 +204,39 @@ async fn filter(State(limits): State<Arc<Limits>>, mut request: Request, next: N
             }
         }
     };
-    record(response.status());
-    // A streamed body (a large list) is still the request's work: it holds its place in
-    // the limit until written out, as upstream's filter holds it until the handler returns.
+    let code = response.status();
     if response.body().size_hint().exact().is_some() {
+        record(code);
         return response;
     }
+    // A streamed body (a large list) is still the request's work: it holds its place in
+    // the limit until written out, and its duration ends then, as upstream's filter holds
+    // it and its metrics observe it when the handler has written it all.
+    let recorded = labels.map(|labels| RecordedWhenWritten {
+        labels,
+        code: code.as_u16(),
+        started,
+    });
     response.map(|body| {
-        let held = (permit, inflight);
+        let held = (permit, inflight, recorded);
         Body::from_stream(body.into_data_stream().map(move |chunk| {
             let _ = &held;
             chunk
         }))
     })
+}
+
+/// A streamed answer's duration, recorded when its body is written out (or dropped).
+struct RecordedWhenWritten {
+    labels: metrics::RequestLabels,
+    code: u16,
+    started: Instant,
+}
+
+impl Drop for RecordedWhenWritten {
+    fn drop(&mut self) {
+        metrics::metrics().record(&self.labels, self.code, self.started.elapsed());
+    }
 }
 
 /// `body`, whose reads fail once `expired` is cancelled.
