@@ -155,7 +155,7 @@ async fn handle(
         }
         Verb::Watch => {
             let name = req.info.name.as_deref();
-            let events = store.watch(ns, name, &req.params.list()?).await?;
+            let events = store.watch_served(ns, name, &req.params.list()?).await?;
             let timeout = req.params.timeout_seconds()?;
             let shutdown = req.shutdown.clone().cancelled_owned();
             Ok(watch::stream(
