@@ -37,8 +37,15 @@ mod tests {
             rlim_max: 0,
         };
         // SAFETY: as in `raise`.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
         assert_eq!(limit.rlim_cur, limit.rlim_max);
-        assert_eq!(super::raise().expect("again"), None, "nothing left to raise");
+        assert_eq!(
+            super::raise().expect("again"),
+            None,
+            "nothing left to raise"
+        );
     }
 }

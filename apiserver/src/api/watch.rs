@@ -87,11 +87,15 @@ pub fn stream(
         sent.inc();
         // A change of the watch cache is decoded and framed once for all the watchers that
         // send it alike; they send the same bytes, each without a copy of them.
-        let shared = shared_format(format)
-            .and_then(|tag| event.shared().map(|(encodings, key)| (encodings.clone(), key | tag)));
+        let shared = shared_format(format).and_then(|tag| {
+            event
+                .shared()
+                .map(|(encodings, key)| (encodings.clone(), key | tag))
+        });
         let bytes = match shared {
-            Some((encodings, key)) => encodings
-                .get_or_make(key, || encoded(&info, event.into_event(), format, include)),
+            Some((encodings, key)) => {
+                encodings.get_or_make(key, || encoded(&info, event.into_event(), format, include))
+            }
             None => encoded(&info, event.into_event(), format, include),
         };
         Ok::<_, Infallible>(bytes)

@@ -42,11 +42,8 @@ impl Encodings {
     }
 
     fn other(&self, key: u64, make: impl FnOnce() -> Bytes) -> Bytes {
-        let find = |made: &[(u64, Bytes)]| {
-            made.iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, b)| b.clone())
-        };
+        let find =
+            |made: &[(u64, Bytes)]| made.iter().find(|(k, _)| *k == key).map(|(_, b)| b.clone());
         if let Some(bytes) = find(&self.others.lock().unwrap_or_else(|p| p.into_inner())) {
             return bytes;
         }

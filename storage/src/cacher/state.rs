@@ -288,7 +288,8 @@ impl CacheState {
     /// Changes after position `seq`, or None if some of them left the window.
     #[cfg(test)]
     pub fn since(&self, seq: u64) -> Option<Vec<Arc<CachedEvent>>> {
-        self.since_at_most(seq, usize::MAX).map(|(changes, _)| changes)
+        self.since_at_most(seq, usize::MAX)
+            .map(|(changes, _)| changes)
     }
 }
 

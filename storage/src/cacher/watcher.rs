@@ -85,7 +85,10 @@ pub(super) const CATCH_UP_BATCH: usize = 64;
 
 /// A batch of changes from the window, and the receiver of the live fan-out once the batch
 /// reaches the window's end.
-type CatchUp = (Vec<Arc<CachedEvent>>, Option<broadcast::Receiver<CacheMessage>>);
+type CatchUp = (
+    Vec<Arc<CachedEvent>>,
+    Option<broadcast::Receiver<CacheMessage>>,
+);
 
 /// Sets up a watcher: `range` is over relative keys; the cache is already fresh enough.
 pub fn start(
@@ -248,8 +251,15 @@ mod tests {
                 Bytes::from_static(b"frame")
             }));
         }
-        assert_eq!(made.load(Ordering::Relaxed), 1, "made once for three watchers");
-        assert!(sent.iter().all(|b| b.as_ptr() == sent[0].as_ptr()), "one allocation");
+        assert_eq!(
+            made.load(Ordering::Relaxed),
+            1,
+            "made once for three watchers"
+        );
+        assert!(
+            sent.iter().all(|b| b.as_ptr() == sent[0].as_ptr()),
+            "one allocation"
+        );
         // An initial state is the watcher's own: nothing to share.
         let mut initial = start(state.clone(), KeyRange::prefix("/"), after(0)).expect("watch");
         let added = initial.next().await.expect("an event").expect("no error");
@@ -268,7 +278,11 @@ mod tests {
             range: KeyRange::prefix("/"),
             opts: after(1),
             state: state.clone(),
-            position: state.read().expect("state").position_of(1).expect("in window"),
+            position: state
+                .read()
+                .expect("state")
+                .position_of(1)
+                .expect("in window"),
             revision: 1,
         };
         let mut batches = Vec::new();

@@ -249,7 +249,12 @@ pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
     // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     Ok(Duration::from_secs_f64(
         (field(11) + field(12)) as f64 / clock_ticks() as f64,
     ))
