@@ -24,7 +24,7 @@ pub fn raise() -> std::io::Result<Option<(u64, u64)>> {
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(Some((before as u64, limit.rlim_cur as u64)))
+    Ok(Some((before, limit.rlim_cur)))
 }
 
 #[cfg(test)]

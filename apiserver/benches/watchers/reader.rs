@@ -36,6 +36,12 @@ pub struct Histogram {
     max_micros: u64,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Histogram {
     pub fn new() -> Self {
         Self {

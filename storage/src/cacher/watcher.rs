@@ -274,19 +274,15 @@ mod tests {
         let state = cache(1000, 16);
         let mut stream = start(state.clone(), KeyRange::prefix("/"), after(1)).expect("watch");
         apply(&state, 2..=301);
-        let watcher = Watcher {
+        let position = state.read().expect("state").position_of(1);
+        let mut watcher = Watcher {
             range: KeyRange::prefix("/"),
             opts: after(1),
             state: state.clone(),
-            position: state
-                .read()
-                .expect("state")
-                .position_of(1)
-                .expect("in window"),
+            position: position.expect("in window"),
             revision: 1,
         };
         let mut batches = Vec::new();
-        let mut watcher = watcher;
         loop {
             let (batch, live) = watcher.catch_up().expect("in window");
             batches.push(batch.len());
