@@ -8,7 +8,6 @@
 //! `cargo bench -p apiserver --bench secure_get` (N from `SECURE_GET_REQUESTS`, default
 //! 20000; the server binary from `APISERVER_BIN`, default the one cargo built).
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use test_support::https::Connection;
@@ -25,23 +24,7 @@ fn get(c: &mut Connection) {
 
 /// The server's user + system CPU time so far.
 fn cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
-    // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 =
-        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
-    Duration::from_secs_f64(ticks as f64 / clock_ticks() as f64)
-}
-
-fn clock_ticks() -> u64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100)
+    server::cpu_time(pid).expect("/proc stat")
 }
 
 struct Measured {

@@ -19,6 +19,7 @@ pub mod logging;
 mod low_priority;
 pub mod metrics;
 pub mod metrics_api;
+pub mod open_files;
 pub mod openapi;
 pub mod options;
 pub mod policies;

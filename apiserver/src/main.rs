@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use apiserver::options::Options;
 use clap::Parser;
-use tracing::error;
+use tracing::{error, info, warn};
 
 // mimalloc keeps allocation cheap under many concurrent requests, where the system
 // allocator's locks showed up as a large share of the registry's cost. The `heap-profile`
@@ -20,6 +20,11 @@ fn main() -> ExitCode {
     // The flags first: they choose the log format (a bad flag is reported by clap on stderr).
     let options = Options::parse();
     apiserver::logging::init(options.logging_format);
+    match apiserver::open_files::raise() {
+        Ok(Some((before, after))) => info!(before, after, "raised the open-file limit"),
+        Ok(None) => {}
+        Err(e) => warn!(error = %e, "could not raise the open-file limit"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Blocking threads a burst started (the embedded store's scans of concurrent lists)

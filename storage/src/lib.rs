@@ -23,7 +23,7 @@ pub mod metrics;
 pub mod store;
 mod types;
 
-pub use cacher::{Cacher, CacherConfig};
+pub use cacher::{Cacher, CacherConfig, SharedEncodings};
 pub use compactor::spawn_compactor;
 pub use error::{Result, StorageError};
 pub use interface::{Interface, Update, UpdateFn, UpdateOptions, ValidateDeletion};

@@ -165,6 +165,10 @@ pub struct WatchEvent {
     pub revision: i64,
     /// Only on a bookmark that closes the initial events of `send_initial_events`.
     pub initial_events_end: bool,
+    /// The watch cache's change this event was made from, where the bytes a sender makes of
+    /// it are kept for every watcher (None for events made otherwise: initial states, a
+    /// watch of the store itself, bookmarks).
+    pub shared: Option<crate::cacher::SharedEncodings>,
 }
 
 impl WatchEvent {
@@ -176,6 +180,7 @@ impl WatchEvent {
             prev_value: None,
             revision,
             initial_events_end: false,
+            shared: None,
         }
     }
 }

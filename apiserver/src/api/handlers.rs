@@ -169,7 +169,7 @@ async fn handle(
                 return Err(super::negotiation::not_acceptable_stream());
             }
             let name = req.info.name.as_deref();
-            let events = store.watch(ns, name, &req.params.list()?).await?;
+            let events = store.watch_served(ns, name, &req.params.list()?).await?;
             let timeout = req.params.timeout_seconds()?;
             let shutdown = req.shutdown.clone().cancelled_owned();
             Ok(watch::stream(

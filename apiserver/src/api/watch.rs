@@ -10,8 +10,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
-use registry::store::watch::WatchEvents;
-use registry::{ResourceInfo, WatchEventType};
+use registry::store::watch::ServedEvents;
+use registry::{ResourceInfo, WatchEvent, WatchEventType};
 use serde_json::Value;
 
 use super::protobuf::encode;
@@ -35,9 +35,58 @@ fn frame(kind: &str, object: &Value) -> Vec<u8> {
     line
 }
 
+/// The frame of one event in `format`.
+fn encoded(
+    info: &ResourceInfo,
+    event: WatchEvent,
+    format: Format,
+    include: IncludeObject,
+) -> Bytes {
+    let object = match (format, event.kind) {
+        (
+            Format::Table,
+            WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted,
+        ) => table::table_for_watch_event(info, &event.object, include),
+        // Upstream sends the object as it is when it cannot be transformed (a watch has
+        // no lists), and never transforms an ERROR event's Status.
+        (Format::Metadata(meta), _) => {
+            super::partial_metadata::transform(&event.object, meta).unwrap_or(event.object)
+        }
+        _ => event.object,
+    };
+    let bytes = match format {
+        Format::Protobuf
+        | Format::Metadata(Metadata {
+            encoding: Encoding::Protobuf,
+            ..
+        }) => match encode::encode(&object) {
+            Ok(body) => encode::watch_frame(event.kind.as_str(), &body),
+            // The stream cannot carry a half event; the client's decoder would end the
+            // watch on a broken frame anyway, so the event is logged and left out.
+            Err(e) => {
+                tracing::error!(error = %e, "encoding a watch event as protobuf");
+                Vec::new()
+            }
+        },
+        _ => frame(event.kind.as_str(), &object),
+    };
+    Bytes::from(bytes)
+}
+
+/// The part of a shared frame's key that is the sender's: the encoding (a Table depends on
+/// the request's `includeObject`, and is made per watcher). YAML watches are sent as JSON.
+fn shared_format(format: Format) -> Option<u64> {
+    match format {
+        // PartialObjectMetadata watches are rare (metadata informers): made per watcher.
+        Format::Table | Format::YamlTable | Format::Metadata(_) => None,
+        Format::Protobuf => Some(1),
+        Format::Json | Format::Yaml => Some(0),
+    }
+}
+
 pub fn stream(
     info: Arc<ResourceInfo>,
-    events: WatchEvents,
+    events: ServedEvents,
     format: Format,
     include: IncludeObject,
     timeout_seconds: Option<i64>,
@@ -46,35 +95,20 @@ pub fn stream(
     let sent = crate::metrics::metrics().watch_events(&info.group, &info.version, &info.kind);
     let lines = events.map(move |event| {
         sent.inc();
-        let object = match (format, event.kind) {
-            (
-                Format::Table,
-                WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted,
-            ) => table::table_for_watch_event(&info, &event.object, include),
-            // Upstream sends the object as it is when it cannot be transformed (a watch has
-            // no lists), and never transforms an ERROR event's Status.
-            (Format::Metadata(meta), _) => {
-                super::partial_metadata::transform(&event.object, meta).unwrap_or(event.object)
+        // A change of the watch cache is decoded and framed once for all the watchers that
+        // send it alike; they send the same bytes, each without a copy of them.
+        let shared = shared_format(format).and_then(|tag| {
+            event
+                .shared()
+                .map(|(encodings, key)| (encodings.clone(), key | tag))
+        });
+        let bytes = match shared {
+            Some((encodings, key)) => {
+                encodings.get_or_make(key, || encoded(&info, event.into_event(), format, include))
             }
-            _ => event.object,
+            None => encoded(&info, event.into_event(), format, include),
         };
-        let bytes = match format {
-            Format::Protobuf
-            | Format::Metadata(Metadata {
-                encoding: Encoding::Protobuf,
-                ..
-            }) => match encode::encode(&object) {
-                Ok(body) => encode::watch_frame(event.kind.as_str(), &body),
-                // The stream cannot carry a half event; the client's decoder would end the
-                // watch on a broken frame anyway, so the event is logged and left out.
-                Err(e) => {
-                    tracing::error!(error = %e, "encoding a watch event as protobuf");
-                    Vec::new()
-                }
-            },
-            _ => frame(event.kind.as_str(), &object),
-        };
-        Ok::<_, Infallible>(Bytes::from(bytes))
+        Ok::<_, Infallible>(bytes)
     });
     let timeout = match timeout_seconds.filter(|t| *t > 0) {
         Some(t) => tokio::time::sleep(Duration::from_secs(t as u64)).boxed(),

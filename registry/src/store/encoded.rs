@@ -87,6 +87,10 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    pub(super) fn new(conversion: Option<Arc<dyn Conversion>>) -> Self {
+        Self { conversion }
+    }
+
     pub fn decode(&self, encoded: &Encoded) -> Result<Object> {
         self.decode_bytes(&encoded.value, encoded.revision)
     }

@@ -42,7 +42,7 @@ pub use self::encoded::{Decoder, Encoded, EncodedEvent, EncodedEvents, EncodedLi
 pub use self::list_stream::ListStream;
 pub use self::managed::DEFAULT_MANAGER;
 pub use self::raw::JsonPieces;
-pub use self::watch::{WatchEvent, WatchEventType};
+pub use self::watch::{ServedEvent, ServedEvents, WatchEvent, WatchEventType};
 
 pub struct Store {
     pub info: Arc<ResourceInfo>,
@@ -69,7 +69,14 @@ pub struct Store {
     /// The kind's Go struct, whose field order its JSON follows (see `wire`); None for
     /// custom resources, written as maps with their keys sorted.
     wire_type: Option<&'static openapi::wire_order::Def>,
+    /// This Store's own number: the bytes its watchers make of a change (the object in its
+    /// served shape) are shared under it (see `watch.rs`), apart from those of other Stores
+    /// over the same storage (another version, another shape).
+    shape: u64,
 }
+
+/// The next Store's [`Store::shape`].
+static NEXT_SHAPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Store {
     pub fn new(
@@ -100,6 +107,7 @@ impl Store {
             fields: Arc::default(),
             hooks: Vec::new(),
             guard: OnceLock::new(),
+            shape: NEXT_SHAPE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 

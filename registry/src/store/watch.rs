@@ -1,12 +1,13 @@
 //! Watch: storage events become API watch events (ADDED / MODIFIED / DELETED / BOOKMARK /
 //! ERROR) carrying objects stamped with the event's resourceVersion.
 
+use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use storage::{EventKind, WatchOptions, WatchStream};
+use storage::{EventKind, SharedEncodings, WatchOptions, WatchStream};
 
-use super::encoded::served;
+use super::encoded::Decoder;
 use super::Store;
 use crate::error::{RegistryError, Result};
 use crate::options::{parse_resource_version, ListOptions};
@@ -47,6 +48,85 @@ impl WatchEvent {
 
 pub type WatchEvents = BoxStream<'static, WatchEvent>;
 
+/// A [`WatchEvent`] as a Store hands it to a client's stream: its object may still be the
+/// watch cache's bytes, decoded only when the sender needs the object. An event made from a
+/// change of the watch cache tells where the bytes made of it are kept for every watcher
+/// ([`ServedEvent::shared`]), so that a change sent to thousands of watchers is decoded and
+/// encoded once, not once per watcher.
+pub struct ServedEvent {
+    pub kind: WatchEventType,
+    object: Served,
+}
+
+enum Served {
+    Decoded(Value),
+    Stored {
+        value: Bytes,
+        revision: i64,
+        decoder: Decoder,
+        /// The change's encodings, and this event's key among them.
+        shared: Option<(SharedEncodings, u64)>,
+    },
+}
+
+pub type ServedEvents = BoxStream<'static, ServedEvent>;
+
+impl ServedEvent {
+    fn decoded(kind: WatchEventType, object: Value) -> Self {
+        Self {
+            kind,
+            object: Served::Decoded(object),
+        }
+    }
+
+    /// The event with its object decoded; an ERROR event when the stored bytes do not
+    /// decode.
+    pub fn into_event(self) -> WatchEvent {
+        match self.object {
+            Served::Decoded(object) => WatchEvent {
+                kind: self.kind,
+                object,
+            },
+            Served::Stored {
+                value,
+                revision,
+                decoder,
+                ..
+            } => match decoder.decode_bytes(&value, revision) {
+                Ok(object) => WatchEvent {
+                    kind: self.kind,
+                    object,
+                },
+                Err(err) => WatchEvent {
+                    kind: WatchEventType::Error,
+                    object: serde_json::to_value(err.status()).unwrap_or(Value::Null),
+                },
+            },
+        }
+    }
+
+    /// Where bytes made of this event are kept for every watcher of the Store that receives
+    /// it as the same event, and the key that stands for the Store's served shape and the
+    /// event's type: a sender adds to it what else its bytes depend on (its encoding). None
+    /// when the event is this watcher's own (an initial state, a bookmark, an error, an
+    /// object converted by a webhook).
+    pub fn shared(&self) -> Option<(&SharedEncodings, u64)> {
+        match &self.object {
+            Served::Stored {
+                shared: Some((encodings, key)),
+                ..
+            } => Some((encodings, *key)),
+            _ => None,
+        }
+    }
+}
+
+/// The key of a Store's event type among a change's encodings: the Store's shape, then the
+/// type, in the low byte a sender leaves free for its own part.
+fn shared_key(shape: u64, kind: WatchEventType) -> u64 {
+    (shape << 16) | ((kind as u64) << 8)
+}
+
 impl Store {
     /// Watches the resource in `namespace` (or everywhere), or the one object `name`.
     pub async fn watch(
@@ -55,28 +135,39 @@ impl Store {
         name: Option<&str>,
         opts: &ListOptions,
     ) -> Result<WatchEvents> {
+        let served = self.watch_served(namespace, name, opts).await?;
+        Ok(served.map(ServedEvent::into_event).boxed())
+    }
+
+    /// [`Store::watch`] for a sender: objects decoded when the sender asks, and the bytes
+    /// made of a change of the watch cache shared among its watchers.
+    pub async fn watch_served(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ServedEvents> {
         let stream = self.open_watch(namespace, name, opts).await?;
         let api_version = self.info.api_version();
         let kind = self.info.kind.clone();
         let resource = self.info.qualified_resource();
-        let conversion = self.conversion.clone();
+        let decoder = Decoder::new(self.conversion.clone());
+        let shape = self.shape;
         let events = stream.map(move |event| match event {
-            Err(e) => WatchEvent {
-                kind: WatchEventType::Error,
-                object: serde_json::to_value(
-                    RegistryError::from_storage(e, &resource, "").status(),
-                )
-                .unwrap_or(Value::Null),
-            },
+            Err(e) => ServedEvent::decoded(
+                WatchEventType::Error,
+                serde_json::to_value(RegistryError::from_storage(e, &resource, "").status())
+                    .unwrap_or(Value::Null),
+            ),
             Ok(e) if e.kind == EventKind::Bookmark => {
                 let mut meta = json!({"resourceVersion": e.revision.to_string()});
                 if e.initial_events_end {
                     meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 }
-                WatchEvent {
-                    kind: WatchEventType::Bookmark,
-                    object: json!({"apiVersion": api_version, "kind": kind, "metadata": meta}),
-                }
+                ServedEvent::decoded(
+                    WatchEventType::Bookmark,
+                    json!({"apiVersion": api_version, "kind": kind, "metadata": meta}),
+                )
             }
             Ok(e) => {
                 let kind = match e.kind {
@@ -84,11 +175,13 @@ impl Store {
                     EventKind::Modified => WatchEventType::Modified,
                     _ => WatchEventType::Deleted,
                 };
-                match served(&e.value, e.revision, conversion.as_deref()) {
-                    Ok(object) => WatchEvent { kind, object },
-                    Err(err) => WatchEvent {
-                        kind: WatchEventType::Error,
-                        object: serde_json::to_value(err.status()).unwrap_or(Value::Null),
+                ServedEvent {
+                    kind,
+                    object: Served::Stored {
+                        value: e.value,
+                        revision: e.revision,
+                        decoder: decoder.clone(),
+                        shared: e.shared.map(|s| (s, shared_key(shape, kind))),
                     },
                 }
             }
@@ -100,21 +193,19 @@ impl Store {
         let converted = events.then(move |event| {
             let converting = converting.clone();
             async move {
+                let event = event.into_event();
                 if !matches!(
                     event.kind,
                     WatchEventType::Added | WatchEventType::Modified | WatchEventType::Deleted
                 ) {
-                    return event;
+                    return ServedEvent::decoded(event.kind, event.object);
                 }
                 match converting.convert_one(event.object).await {
-                    Ok(object) => WatchEvent {
-                        kind: event.kind,
-                        object,
-                    },
-                    Err(err) => WatchEvent {
-                        kind: WatchEventType::Error,
-                        object: serde_json::to_value(err.status()).unwrap_or(Value::Null),
-                    },
+                    Ok(object) => ServedEvent::decoded(event.kind, object),
+                    Err(err) => ServedEvent::decoded(
+                        WatchEventType::Error,
+                        serde_json::to_value(err.status()).unwrap_or(Value::Null),
+                    ),
                 }
             }
         });

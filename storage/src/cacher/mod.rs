@@ -4,6 +4,7 @@
 //! Writes and reads that need the latest state go to the [`KvStore`].
 
 mod feed;
+mod shared;
 mod state;
 mod watcher;
 
@@ -16,6 +17,8 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
+
+pub use self::shared::SharedEncodings;
 
 use self::feed::Feed;
 use self::state::CacheState;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
 
+use super::shared::Encodings;
 use crate::backend::{KeyRange, RawEvent, RawEventKind};
 use crate::KeyValue;
 
@@ -30,6 +31,8 @@ pub struct CachedEvent {
     pub prev: Option<Arc<KeyValue>>,
     /// When the cache received it: the window's size follows the changes' age.
     pub received: Instant,
+    /// What its watchers made of it to send, made once for all of them.
+    pub(crate) encodings: Encodings,
 }
 
 impl CachedEvent {
@@ -191,6 +194,7 @@ impl CacheState {
             kv,
             prev,
             received: now,
+            encodings: Encodings::default(),
         });
         self.next_seq += 1;
         self.make_room(now);
@@ -269,13 +273,23 @@ impl CacheState {
         self.next_seq - 1
     }
 
-    /// Changes after position `seq`, or None if some of them left the window.
-    pub fn since(&self, seq: u64) -> Option<Vec<Arc<CachedEvent>>> {
+    /// The first `limit` changes after position `seq`, and whether they reach the window's
+    /// end; None if some of them left the window.
+    pub fn since_at_most(&self, seq: u64, limit: usize) -> Option<(Vec<Arc<CachedEvent>>, bool)> {
         if seq < self.evicted_seq {
             return None;
         }
         let first = self.window.partition_point(|e| e.seq <= seq);
-        Some(self.window.range(first..).cloned().collect())
+        let end = first.saturating_add(limit).min(self.window.len());
+        let changes = self.window.range(first..end).cloned().collect();
+        Some((changes, end == self.window.len()))
+    }
+
+    /// Changes after position `seq`, or None if some of them left the window.
+    #[cfg(test)]
+    pub fn since(&self, seq: u64) -> Option<Vec<Arc<CachedEvent>>> {
+        self.since_at_most(seq, usize::MAX)
+            .map(|(changes, _)| changes)
     }
 }
 

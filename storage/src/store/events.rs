@@ -33,6 +33,7 @@ pub fn watch_event_of(
         prev_value,
         revision: kv.mod_revision,
         initial_events_end: false,
+        shared: None,
     })
 }
 
@@ -44,5 +45,6 @@ pub fn added(kv: &KeyValue) -> WatchEvent {
         prev_value: None,
         revision: kv.mod_revision,
         initial_events_end: false,
+        shared: None,
     }
 }

@@ -243,6 +243,37 @@ pub fn proc_status_field(status: &str, field: &str) -> Option<u64> {
     }
 }
 
+/// A process's user + system CPU time so far, from `/proc/<pid>/stat`.
+pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
+    let stat = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"))?;
+    // Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Ok(Duration::from_secs_f64(
+        (field(11) + field(12)) as f64 / clock_ticks() as f64,
+    ))
+}
+
+/// The kernel's clock ticks per second, the unit of `/proc/<pid>/stat`'s times.
+fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100)
+    })
+}
+
 /// `/proc/<pid>/status` of the server.
 pub fn proc_status(pid: u32) -> std::io::Result<String> {
     std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status"))
