@@ -287,3 +287,46 @@ impl Cache {
         self.placed.contains_key(key)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_placed_pod_keeps_what_is_read_of_placed_pods_and_not_its_spec() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "a"},
+                "deletionTimestamp": "2024-01-01T00:00:00Z",
+                "managedFields": [{"manager": "m"}], "annotations": {"big": "x"}},
+            "spec": {"nodeName": "n", "priority": 7, "preemptionPolicy": "Never",
+                "affinity": {"podAntiAffinity": {}},
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}},
+                    "ports": [{"hostPort": 80, "containerPort": 80}]}],
+                "tolerations": [{"key": "k"}], "volumes": [{"name": "v"}]},
+            "status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "True"},
+                    {"type": "DisruptionTarget", "reason": "PreemptionByScheduler"}],
+                "containerStatuses": [{"name": "c"}]}
+        });
+        let info = PodInfo::placed(&pod);
+        // What is computed from the whole pod is still whole.
+        assert_eq!(info.key, "ns/p");
+        assert_eq!(info.requests, pod_requests(&pod));
+        assert_eq!(info.ports.len(), 1);
+        assert_eq!(
+            *info.pod,
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "a"},
+                    "deletionTimestamp": "2024-01-01T00:00:00Z"},
+                "spec": {"nodeName": "n", "priority": 7, "preemptionPolicy": "Never",
+                    "affinity": {"podAntiAffinity": {}}},
+                "status": {"phase": "Running", "startTime": "2024-01-01T00:00:00Z",
+                    "conditions": [{"type": "DisruptionTarget",
+                        "reason": "PreemptionByScheduler"}]}
+            })
+        );
+    }
+}
