@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use test_support::https::Connection;
 use test_support::server::{self, proc_status, proc_status_field, ApiServer, Launch};
+use test_support::stats::{mb, verdict};
 use test_support::BackendKind;
 
 const NAMESPACE: &str = "default";
@@ -260,18 +261,6 @@ fn lists(server: &ApiServer, path: &str) -> Lists {
         bytes: succeeded.iter().map(|r| r.1).max().unwrap_or(0),
         failures: results.into_iter().filter_map(Result::err).collect(),
     }
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "missed"
-    }
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / MB
 }
 
 fn run(bin: &std::path::Path, backend: BackendKind, kind: Kind, n: usize) {

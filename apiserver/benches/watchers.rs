@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use reader::{now_micros, Control, Histogram, Seen};
 use test_support::https::Connection;
 use test_support::server::{self, cpu_time, proc_status, proc_status_field, ApiServer, Launch};
+use test_support::stats::{mb, ms, verdict};
 use test_support::BackendKind;
 
 const NAMESPACE: &str = "watch-bench";
@@ -57,7 +58,6 @@ const IDLE_AFTER: Duration = Duration::from_secs(5);
 const SETTLE: Duration = Duration::from_secs(3);
 /// How long the watchers may take to receive what was written, after the last write.
 const DRAIN: Duration = Duration::from_secs(60);
-const MB: f64 = 1e6;
 
 struct Config {
     watchers: usize,
@@ -231,22 +231,6 @@ fn write(port: u16, rate: u64, seconds: u64) -> Written {
         took: started.elapsed(),
         write_latency,
     }
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "missed"
-    }
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / MB
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// Samples the server's anonymous memory every 100 ms until told to stop; the highest seen.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use test_support::stats::percentile;
+use test_support::stats::{percentile, verdict};
 use test_support::BackendKind;
 
 use crate::slis::{self, Histograms};
@@ -12,14 +12,6 @@ use crate::{Converged, Outcome, Phase};
 const MB: f64 = 1e6;
 /// sig-scalability's pod startup SLO: p99 within 5 s.
 const STARTUP_SLO: Duration = Duration::from_secs(5);
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "MISSED"
-    }
-}
 
 fn secs(d: Duration) -> String {
     format!("{:.2} s", d.as_secs_f64())

@@ -15,7 +15,7 @@ mod server;
 use std::time::Instant;
 
 use load::Phase;
-use test_support::stats::{median, ms};
+use test_support::stats::{median, ms, verdict};
 use tracing_subscriber::EnvFilter;
 
 // The allocator the server binary uses, so the figures reflect what runs.
@@ -116,14 +116,6 @@ fn median_phase(phases: &[&Phase]) -> Phase {
         first_error: None,
         p50: secs(&|p| p.p50.as_secs_f64()),
         p99: secs(&|p| p.p99.as_secs_f64()),
-    }
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "MISSED"
     }
 }
 

@@ -22,3 +22,17 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+/// A goal's verdict, printed beside its figure.
+pub fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "missed"
+    }
+}
+
+/// Megabytes (10^6 bytes), the unit memory is printed in.
+pub fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
