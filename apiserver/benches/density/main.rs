@@ -69,21 +69,9 @@ fn extra_args() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The server's CPU seconds so far (user + system).
+/// The server's CPU seconds so far (user + system); 0 once it is gone.
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (ticks(11) + ticks(12)) / hz
+    test_support::server::cpu_time(pid).map_or(0.0, |t| t.as_secs_f64())
 }
 
 fn anon_bytes(pid: u32) -> u64 {
