@@ -361,3 +361,126 @@ async fn expiry_is_judged_by_the_candidates_own_clock() {
     );
     a.stop().await;
 }
+
+fn renewed_at(lease: &Value) -> chrono::DateTime<chrono::FixedOffset> {
+    let renew = lease["spec"]["renewTime"].as_str().unwrap_or_default();
+    chrono::DateTime::parse_from_rfc3339(renew).expect("renewTime is RFC 3339")
+}
+
+/// The server's runtime can be busy for longer than the renew deadline (a burst of work that
+/// does not yield); renewals on the election's own thread must go on meanwhile, so the lone
+/// leader keeps its lease and its one term. Here the runtime has one thread and the test blocks
+/// it outright for three lease durations.
+#[tokio::test(flavor = "current_thread")]
+async fn leader_on_its_own_thread_renews_while_the_runtime_is_blocked() {
+    let (leases, _backend) = embedded_leases().await;
+    let config = LeaderElectionConfig {
+        lease_duration: LEASE,
+        renew_deadline: RENEW,
+        retry_period: RETRY,
+        ..LeaderElectionConfig::new(NAMESPACE, NAME, "replica-a")
+    };
+    let elector = LeaderElector::new(leases.clone(), config).expect("valid config");
+    let status = elector.status();
+    let terms = Arc::new(AtomicUsize::new(0));
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let (t, s) = (terms.clone(), stopped.clone());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let task = elector
+        .spawn_on_own_thread(shutdown.clone(), move |stop: StopSignal| {
+            let (terms, stopped) = (t.clone(), s.clone());
+            async move {
+                terms.fetch_add(1, Ordering::SeqCst);
+                stop.stopped().await;
+                stopped.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .expect("a thread for the election");
+    eventually("a leads", Duration::from_secs(5), || {
+        status.borrow().leading
+    })
+    .await;
+    eventually("the term's work started", Duration::from_secs(2), || {
+        terms.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    let blocked_from = chrono::Utc::now();
+    std::thread::sleep(3 * LEASE);
+    let blocked_until = chrono::Utc::now();
+
+    assert!(status.borrow().leading, "the leader lost its lease");
+    let renewed = renewed_at(&lease(&leases).await);
+    assert!(
+        renewed > blocked_from + chrono::Duration::from_std(2 * LEASE).unwrap_or_default(),
+        "last renewal at {renewed}, runtime blocked from {blocked_from} to {blocked_until}"
+    );
+    sleep(3 * RETRY).await;
+    assert_eq!(
+        terms.load(Ordering::SeqCst),
+        1,
+        "leadership was lost and retaken"
+    );
+    assert_eq!(stopped.load(Ordering::SeqCst), 0);
+    assert_eq!(holder(&lease(&leases).await), "replica-a");
+
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the election stops after shutdown")
+        .expect("the election task does not panic");
+    assert_eq!(
+        stopped.load(Ordering::SeqCst),
+        1,
+        "the term's work was stopped"
+    );
+    assert_eq!(holder(&lease(&leases).await), "", "the lease was released");
+}
+
+/// The leader renews by writing over the lease it last saw; when someone else wrote in
+/// between (here: a label, not the holder), that write conflicts and the leader reads the lease
+/// again and renews it, keeping its term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_renews_over_a_lease_changed_by_someone_else() {
+    let (leases, _backend) = embedded_leases().await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
+    for round in 0..5 {
+        loop {
+            let mut stored = lease(&leases).await;
+            stored["metadata"]["labels"] = serde_json::json!({"round": round.to_string()});
+            let written = leases
+                .update(
+                    Some(NAMESPACE),
+                    NAME,
+                    stored,
+                    Subresource::Main,
+                    &WriteOptions::default(),
+                )
+                .await;
+            match written {
+                Ok(_) => break,
+                Err(RegistryError::Conflict { .. }) => continue,
+                Err(e) => panic!("labelling the lease: {e}"),
+            }
+        }
+        let before = renewed_at(&lease(&leases).await);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while renewed_at(&lease(&leases).await) <= before {
+            assert!(
+                Instant::now() < deadline,
+                "no renewal after the outside write"
+            );
+            sleep(Duration::from_millis(10)).await;
+        }
+    }
+    assert!(a.leading());
+    assert_eq!(a.terms(), 1, "the conflicts cost the leader its term");
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), "replica-a");
+    assert_eq!(
+        stored["metadata"]["labels"]["round"], "4",
+        "the renewal kept the outside write"
+    );
+    a.stop().await;
+}

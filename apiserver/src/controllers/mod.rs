@@ -140,10 +140,13 @@ pub fn start(
     }
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
-    let task = tokio::spawn(elector.run(shutdown.cancelled_owned(), move |term| {
+    let elected = elector.spawn_on_own_thread(shutdown, move |term| {
         run_controllers(informers.clone(), h.clone(), options.clone(), term.token())
-    }));
-    handle.set_task(task);
+    });
+    match elected {
+        Ok(task) => handle.set_task(task),
+        Err(e) => error!(error = %e, "no thread for the leader election: controllers do not run"),
+    }
     handle
 }
 

@@ -8,6 +8,8 @@
 //! let elector = LeaderElector::new(leases, config)?;
 //! let status = elector.status(); // status.borrow().leading
 //! tokio::spawn(elector.run(shutdown, |stop| async move { run_controllers(stop).await }));
+//! // or, with renewals kept apart from a busy runtime:
+//! elector.spawn_on_own_thread(token, |stop| async move { run_controllers(stop).await })?;
 //! ```
 
 mod config;
@@ -15,6 +17,7 @@ mod elector;
 mod lock;
 mod record;
 mod run;
+mod thread;
 
 use tokio_util::sync::CancellationToken;
 
