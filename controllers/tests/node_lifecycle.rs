@@ -215,6 +215,69 @@ async fn pods_are_evicted_from_no_execute_taints(h: &Harness) {
     stop.cancel();
 }
 
+/// A NoExecute taint put on a node later reaches the pods already on it (found through the
+/// pod index by node), and only those; a node update that leaves the NoExecute taints as they
+/// were evicts nothing.
+async fn a_taint_added_later_evicts_the_pods_already_on_the_node(h: &Harness) {
+    let controller = TaintEvictionController::new(&informers(h)).expect("controller");
+    let stop = CancellationToken::new();
+    tokio::spawn(controller.run(stop.clone()));
+    let now = object::timestamp(Utc::now());
+    node(h, "busy", &now, json!([])).await;
+    node(h, "quiet", &now, json!([])).await;
+    let pods = h.store("", "pods");
+    for name in ["a", "b", "c"] {
+        create(&pods, NS, pod(name, "busy", json!([]))).await;
+    }
+    create(&pods, NS, pod("bystander", "quiet", json!([]))).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let nodes = h.store("", "nodes");
+    let mut busy = get_node(h, "busy").await;
+    busy["metadata"]["labels"] = json!({"touched": "yes"});
+    busy["spec"]["taints"] = json!([{"key": "example.com/soft", "effect": "NoSchedule"}]);
+    nodes
+        .update(
+            None,
+            "busy",
+            busy,
+            registry::Subresource::Main,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("update the node");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let terminating =
+        |p: Option<Value>| p.is_some_and(|p| object::deletion_timestamp(&p).is_some());
+    assert!(
+        !terminating(get(&pods, NS, "a").await),
+        "evicted without a NoExecute taint"
+    );
+
+    let mut busy = get_node(h, "busy").await;
+    busy["spec"]["taints"] = json!([{"key": "example.com/maintenance", "effect": "NoExecute",
+                                     "timeAdded": object::timestamp(Utc::now())}]);
+    nodes
+        .update(
+            None,
+            "busy",
+            busy,
+            registry::Subresource::Main,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("taint the node");
+    for name in ["a", "b", "c"] {
+        wait_for("the pods on the tainted node to be evicted", || async {
+            terminating(get(&pods, NS, name).await)
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!terminating(get(&pods, NS, "bystander").await));
+    stop.cancel();
+}
+
 async fn a_pod_on_a_missing_node_waits_with_an_event(h: &Harness) {
     let controller = TaintEvictionController::new(&informers(h)).expect("controller");
     let stop = CancellationToken::new();
@@ -237,5 +300,6 @@ test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
     a_silent_node_turns_unknown_and_is_tainted,
     pods_are_evicted_from_no_execute_taints,
+    a_taint_added_later_evicts_the_pods_already_on_the_node,
     a_pod_on_a_missing_node_waits_with_an_event,
 );

@@ -352,3 +352,85 @@ async fn etcd_watch_cache_moves_off_a_member_that_stops_answering() {
     let more = tokio::time::timeout(Duration::from_secs(2), support::take_changes(&mut w, 1));
     assert!(more.await.is_err(), "an event after the last write");
 }
+
+/// The embedded store compacts a long history a chunk at a time with writes let through in
+/// between: a write made while a compaction of 30,000 revisions runs is answered long before
+/// the compaction ends (a lease renewal waiting behind a whole compaction missed its deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_go_on_while_a_long_history_is_compacted() {
+    let h = Harness::embedded().await;
+    let backend = h.backend.clone();
+    // 300 keys written 100 times each, in concurrent rounds so group commit keeps it quick.
+    for round in 0..100 {
+        let writes = (0..300).map(|k| {
+            let backend = backend.clone();
+            async move {
+                let key = format!("/registry/history/{k:03}");
+                let current = backend
+                    .range(storage::backend::RangeRequest {
+                        range: Some(storage::backend::KeyRange::key(&key)),
+                        ..Default::default()
+                    })
+                    .await
+                    .expect("read")
+                    .kvs
+                    .first()
+                    .map_or(0, |kv| kv.mod_revision);
+                backend
+                    .put_if(&key, Bytes::from(format!("{round}")), current, None)
+                    .await
+                    .expect("write")
+            }
+        });
+        futures::future::join_all(writes).await;
+    }
+    let target = h
+        .store
+        .create("/history-end", Bytes::from_static(b"x"))
+        .await
+        .expect("write")
+        .mod_revision;
+    assert!(target > 30_000, "history of {target} revisions");
+
+    let started = Instant::now();
+    let compaction = tokio::spawn({
+        let backend = backend.clone();
+        async move {
+            backend.compact(target).await.expect("compact");
+            started.elapsed()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut latencies = Vec::new();
+    while !compaction.is_finished() {
+        let at = Instant::now();
+        h.store
+            .create(&format!("/during/{}", latencies.len()), Bytes::new())
+            .await
+            .expect("write during the compaction");
+        latencies.push(at.elapsed());
+    }
+    let took = compaction.await.expect("compaction task");
+    let worst = latencies.iter().max().copied().unwrap_or_default();
+    assert!(
+        latencies.len() >= 3,
+        "{} writes landed during a compaction of {took:?}",
+        latencies.len()
+    );
+    assert!(
+        worst * 3 < took,
+        "a write waited {worst:?} during a compaction of {took:?}"
+    );
+    // The history is gone and the latest state kept.
+    let old = h
+        .store
+        .get("/history/000", ReadRevision::Exact(target - 1))
+        .await;
+    assert!(matches!(old, Err(StorageError::TooOld { .. })), "{old:?}");
+    let kept = h
+        .store
+        .get("/history/000", ReadRevision::Latest)
+        .await
+        .expect("latest state");
+    assert_eq!(&kept.value[..], b"99");
+}

@@ -16,13 +16,18 @@ pub enum Eviction {
     At(DateTime<Utc>),
 }
 
-pub fn eviction(pod: &Value, node: &Value, now: DateTime<Utc>) -> Eviction {
-    let taints: Vec<&Value> = node["spec"]["taints"]
+/// The node's NoExecute taints, the only ones that evict.
+pub fn no_execute_taints(node: &Value) -> Vec<&Value> {
+    node["spec"]["taints"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|t| t["effect"] == "NoExecute")
-        .collect();
+        .collect()
+}
+
+pub fn eviction(pod: &Value, node: &Value, now: DateTime<Utc>) -> Eviction {
+    let taints = no_execute_taints(node);
     if taints.is_empty() {
         return Eviction::Never;
     }

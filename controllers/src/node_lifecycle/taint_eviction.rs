@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::eviction::{eviction, Eviction};
+use super::eviction::{eviction, no_execute_taints, Eviction};
 use super::missing_node::MissingNodes;
 use client::clock::{self, Clock};
 use client::controller::Controller;
@@ -26,6 +26,17 @@ use client::workqueue::RateLimitingQueue;
 
 /// Pods looked at at once.
 const WORKERS: usize = 4;
+
+/// The pod index by `spec.nodeName` (bound pods only), named as upstream's.
+const NODE_NAME_INDEX: &str = "spec.nodeName";
+
+fn node_name_index(pod: &Value) -> Vec<String> {
+    pod["spec"]["nodeName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .map(|n| vec![n.to_string()])
+        .unwrap_or_default()
+}
 
 pub struct TaintEvictionController {
     clock: Arc<dyn Clock>,
@@ -47,9 +58,14 @@ impl TaintEvictionController {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>, FactoryError> {
         let pods = informers.store("", "v1", "pods")?;
+        let pod_informer = informers.informer_for(&pods);
+        // Upstream's index of pods by node; already there when the controllers restart.
+        let _ = pod_informer
+            .indexer()
+            .add_index(NODE_NAME_INDEX, Arc::new(node_name_index));
         Ok(Arc::new(Self {
             clock,
-            pod_informer: informers.informer_for(&pods),
+            pod_informer,
             node_informer: informers.informer("", "v1", "nodes")?,
             recorder: EventRecorder::new(informers.registry().clone(), "taint-eviction-controller"),
             missing_nodes: MissingNodes::new(EventRecorder::new(
@@ -74,8 +90,15 @@ impl TaintEvictionController {
                 }
             })
             .handles(&self.node_informer, |te, n| {
-                if let Notification::Add(node) | Notification::Update { new: node, .. } = n {
-                    te.enqueue_pods_on(object::name(&node));
+                // As upstream: only a change of NoExecute taints can change what is evicted,
+                // and node updates (status, heartbeats) far outnumber such changes.
+                let (old, node) = match &n {
+                    Notification::Add(node) => (Vec::new(), node),
+                    Notification::Update { old, new } => (no_execute_taints(old), new),
+                    Notification::Delete(_) => return,
+                };
+                if no_execute_taints(node) != old {
+                    te.enqueue_pods_on(object::name(node));
                 }
             })
             .run(stop, |te, key| async move {
@@ -99,12 +122,16 @@ impl TaintEvictionController {
         }
     }
 
-    /// A node's taints changed: every pod on it is looked at again.
+    /// A node's NoExecute taints changed: every pod on it is looked at again (found by the
+    /// index, none decoded here; the sync skips those being deleted).
     fn enqueue_pods_on(&self, node: &str) {
-        for pod in self.pod_informer.indexer().list() {
-            if pod["spec"]["nodeName"] == node {
-                self.enqueue(&pod);
-            }
+        match self
+            .pod_informer
+            .indexer()
+            .index_keys(NODE_NAME_INDEX, node)
+        {
+            Ok(keys) => keys.into_iter().for_each(|key| self.queue.add(key)),
+            Err(e) => warn!(%node, error = %e, "pods on the node cannot be found"),
         }
     }
 

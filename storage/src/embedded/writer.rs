@@ -3,6 +3,7 @@
 //! concurrent writers share one fsync (group commit). Nothing is acknowledged before its
 //! commit is durable.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
@@ -25,8 +26,10 @@ use crate::{KeyValue, Result, StorageError};
 
 /// Most writes one commit takes; bounds the latency a large burst adds to its first writer.
 const MAX_BATCH: usize = 4096;
-/// Events one compaction transaction walks, so a large compaction never stalls writers long.
-const COMPACT_CHUNK: u64 = 10_000;
+/// Events one compaction transaction walks. Writes wait for at most one such transaction:
+/// 10,000 took 3.3 s on a 2-core machine under load (81k revisions of 30k pods compacted in
+/// 27 s, and a leader's lease renewal missed its deadline meanwhile).
+const COMPACT_CHUNK: u64 = 1_000;
 
 pub enum WriteOp {
     Put {
@@ -94,17 +97,26 @@ pub fn run(store: Arc<DbHandle>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
         shared,
         failed: None,
     };
+    // Compactions under way, in the order asked. One chunk runs between batches of writes,
+    // so a compaction of a long history delays a write by one chunk, not by all of it.
+    let mut compactions: VecDeque<Compaction> = VecDeque::new();
     loop {
-        // While a failed reopen left the store closed, reads fail too: try again on a timer
-        // rather than waiting for the next write.
-        let first = if writer.store.is_open() {
+        let first = if !compactions.is_empty() {
+            match rx.try_recv() {
+                Ok(op) => Some(op),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => break,
+            }
+        } else if writer.store.is_open() {
+            // While a failed reopen left the store closed, reads fail too: try again on a
+            // timer rather than waiting for the next write.
             match rx.recv() {
-                Ok(op) => op,
+                Ok(op) => Some(op),
                 Err(_) => break,
             }
         } else {
             match rx.recv_timeout(RETRY_AFTER) {
-                Ok(op) => op,
+                Ok(op) => Some(op),
                 Err(RecvTimeoutError::Timeout) => {
                     let _ = writer.recover();
                     continue;
@@ -112,32 +124,88 @@ pub fn run(store: Arc<DbHandle>, rx: Receiver<WriteOp>, shared: Arc<Shared>) {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(op) => batch.push(op),
-                Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+        if let Some(first) = first {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => break,
+                }
+            }
+            let mut writes = Vec::with_capacity(batch.len());
+            for op in batch {
+                match op {
+                    WriteOp::Compact { revision, reply } => {
+                        compactions.push_back(Compaction::new(revision, reply))
+                    }
+                    op => writes.push(op),
+                }
+            }
+            if !writes.is_empty() {
+                writer.commit_writes(writes);
             }
         }
-        let (compactions, writes): (Vec<_>, Vec<_>) = batch
-            .into_iter()
-            .partition(|op| matches!(op, WriteOp::Compact { .. }));
-        if !writes.is_empty() {
-            writer.commit_writes(writes);
-        }
-        for op in compactions {
-            if let WriteOp::Compact { revision, reply } = op {
-                let result = writer.db().and_then(|db| {
-                    compact(&db, revision).inspect_err(|e| writer.after_failure(db, e))
-                });
-                if let Err(e) = &result {
-                    error!(revision, error = %e, "embedded compaction failed");
+        if let Some(compaction) = compactions.front_mut() {
+            let step = writer.db().and_then(|db| {
+                compaction
+                    .step(&db)
+                    .inspect_err(|e| writer.after_failure(db, e))
+            });
+            match step {
+                Ok(false) => {}
+                Ok(true) => {
+                    if let Some(done) = compactions.pop_front() {
+                        done.finish(Ok(()));
+                    }
                 }
-                let _ = reply.send(result);
+                Err(e) => {
+                    if let Some(failed) = compactions.pop_front() {
+                        failed.finish(Err(e));
+                    }
+                }
             }
         }
     }
     debug!("embedded writer stopped");
+}
+
+/// A compaction under way: what it aims at, who waits for it, what it has done so far.
+struct Compaction {
+    target: i64,
+    reply: oneshot::Sender<Result<()>>,
+    started: Instant,
+    removed: u64,
+}
+
+impl Compaction {
+    fn new(target: i64, reply: oneshot::Sender<Result<()>>) -> Self {
+        Self {
+            target,
+            reply,
+            started: Instant::now(),
+            removed: 0,
+        }
+    }
+
+    /// Compacts one more chunk; true once the history before the target is gone.
+    fn step(&mut self, db: &Database) -> Result<bool> {
+        let (removed, done) = compact_chunk(db, self.target)?;
+        self.removed += removed;
+        Ok(done)
+    }
+
+    fn finish(self, result: Result<()>) {
+        match &result {
+            Ok(()) => info!(
+                revision = self.target,
+                removed = self.removed,
+                elapsed_ms = self.started.elapsed().as_millis() as u64,
+                "compacted embedded store"
+            ),
+            Err(e) => error!(revision = self.target, error = %e, "embedded compaction failed"),
+        }
+        let _ = self.reply.send(result);
+    }
 }
 
 struct Writer {
@@ -503,62 +571,51 @@ pub(super) fn apply_expire(
     Ok(expired)
 }
 
-/// Drops history before `target`, keeping for every key its state as of `target` so reads at
-/// `target` and later still work (etcd's compaction rule). Done in chunks of events.
-fn compact(db: &Database, target: i64) -> Result<()> {
+/// Drops one chunk of the history before `target`, keeping for every key its state as of
+/// `target` so reads at `target` and later still work (etcd's compaction rule). Returns the
+/// records removed and whether the history before `target` is all gone.
+fn compact_chunk(db: &Database, target: i64) -> Result<(u64, bool)> {
     let target = u64::try_from(target)
         .map_err(|_| StorageError::Invalid(format!("compaction revision {target} < 0")))?;
-    let started = std::time::Instant::now();
+    let txn = db.begin_write().map_err(storage_err)?;
     let mut removed = 0u64;
-    loop {
-        let txn = db.begin_write().map_err(storage_err)?;
-        let done;
+    let done;
+    {
+        let mut meta = txn.open_table(META).map_err(storage_err)?;
+        let current = current_revision(&meta)?;
+        if target > current {
+            return Err(StorageError::TooLargeResourceVersion {
+                requested: target as i64,
+                current: current as i64,
+            });
+        }
+        let compacted = meta
+            .get(META_COMPACTED)
+            .map_err(storage_err)?
+            .map(|g| g.value())
+            .unwrap_or(0);
+        if compacted >= target {
+            return Ok((0, true));
+        }
+        let upto = target.min(compacted + COMPACT_CHUNK);
+        let mut tables = Tables::open(&txn)?;
+        let mut touched = std::collections::BTreeSet::new();
+        for item in tables
+            .events
+            .range(compacted + 1..=upto)
+            .map_err(storage_err)?
         {
-            let mut meta = txn.open_table(META).map_err(storage_err)?;
-            let current = current_revision(&meta)?;
-            if target > current {
-                return Err(StorageError::TooLargeResourceVersion {
-                    requested: target as i64,
-                    current: current as i64,
-                });
-            }
-            let compacted = meta
-                .get(META_COMPACTED)
-                .map_err(storage_err)?
-                .map(|g| g.value())
-                .unwrap_or(0);
-            if compacted >= target {
-                return Ok(());
-            }
-            let upto = target.min(compacted + COMPACT_CHUNK);
-            let mut tables = Tables::open(&txn)?;
-            let mut touched = std::collections::BTreeSet::new();
-            for item in tables
-                .events
-                .range(compacted + 1..=upto)
-                .map_err(storage_err)?
-            {
-                let (_, raw) = item.map_err(storage_err)?;
-                touched.insert(Record::decode(raw.value())?.key);
-            }
-            for key in touched {
-                removed += compact_key(&mut tables, &key, upto)?;
-            }
-            meta.insert(META_COMPACTED, upto).map_err(storage_err)?;
-            done = upto == target;
+            let (_, raw) = item.map_err(storage_err)?;
+            touched.insert(Record::decode(raw.value())?.key);
         }
-        txn.commit().map_err(storage_err)?;
-        if done {
-            break;
+        for key in touched {
+            removed += compact_key(&mut tables, &key, upto)?;
         }
+        meta.insert(META_COMPACTED, upto).map_err(storage_err)?;
+        done = upto == target;
     }
-    info!(
-        revision = target,
-        removed,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "compacted embedded store"
-    );
-    Ok(())
+    txn.commit().map_err(storage_err)?;
+    Ok((removed, done))
 }
 
 /// Removes the key's changes older than its state at `upto`, and that state too if it is a
