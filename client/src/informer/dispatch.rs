@@ -1,15 +1,14 @@
 //! A controller's event loop: every notification of an informer's subscription handed to
 //! the controller until it stops.
 
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Notification;
+use super::{Notification, Subscription};
 
 /// Calls `handle` with each notification until `stop` fires or the informer closes.
 pub fn dispatch(
-    mut notifications: mpsc::UnboundedReceiver<Notification>,
+    mut notifications: Subscription,
     stop: CancellationToken,
     handle: impl Fn(Notification) + Send + 'static,
 ) -> JoinHandle<()> {
