@@ -90,8 +90,8 @@ impl Core {
 
     /// Applies one object's deltas to the indexer and tells the listeners. Each object is
     /// decoded once per delta (the old state of an update, or a deleted object, once more
-    /// when some listener is there to be told), and not at all for a relist's unchanged
-    /// objects when no listener wants to hear of them.
+    /// when some listener is there to be told); a resync's or a relist's unchanged object
+    /// once if some listener wants to hear of it, else not at all.
     fn handle(&self, deltas: &Deltas) -> Result<(), ProcessError> {
         let mut listeners = self.listeners();
         for delta in deltas {
@@ -112,11 +112,23 @@ impl Core {
                     let old = self.indexer.get_encoded(&encoded.key);
                     // A resync, or a relist that found the same revision: the indexer holds
                     // this very state already.
-                    let unchanged = old.as_ref().is_some_and(|old| {
+                    let unchanged = old.as_ref().filter(|old| {
                         kind == DeltaType::Sync
                             || (kind == DeltaType::Replaced && old.revision == encoded.revision)
                     });
-                    if unchanged && !listeners.iter().any(|l| l.resync) {
+                    if let Some(current) = unchanged {
+                        // Nothing to put in the indexer; the listeners that want resyncs
+                        // hear of the state it holds, decoded once for old and new alike.
+                        if !listeners.iter().any(|l| l.resync) {
+                            continue;
+                        }
+                        if let Some(obj) = self.decode(current) {
+                            let update = Notification::Update {
+                                old: obj.clone(),
+                                new: obj,
+                            };
+                            fan_out(&mut listeners, update, true);
+                        }
                         continue;
                     }
                     let obj = self
@@ -134,7 +146,7 @@ impl Core {
                         continue;
                     };
                     let update = Notification::Update { old, new: obj };
-                    fan_out(&mut listeners, update, unchanged);
+                    fan_out(&mut listeners, update, false);
                 }
                 (kind, DeltaObject::DeletedFinalStateUnknown(t)) => {
                     warn!(key = t.key, ?kind, "tombstone outside a deletion; ignored");

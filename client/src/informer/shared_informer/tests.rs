@@ -338,3 +338,23 @@ async fn with_no_one_listening_changes_decode_no_old_or_deleted_state() {
         "3"
     );
 }
+
+#[tokio::test]
+async fn an_unchanged_object_is_decoded_once_for_the_resync_listeners_only() {
+    let informer = with_objects(&[("a", 1)]);
+    let mut plain = informer.subscribe();
+    let mut resyncing = informer.subscribe_with_resync();
+    assert_eq!(next(&mut plain, 1).await, ["add a@1"]);
+    assert_eq!(next(&mut resyncing, 1).await, ["add a@1"]);
+    apply(&informer, DeltaType::Sync, obj("a", 1));
+    apply(&informer, DeltaType::Replaced, obj("a", 1));
+    for _ in 0..2 {
+        let Ok(Notification::Update { old, new }) = resyncing.try_recv() else {
+            panic!("an update for the resync listener");
+        };
+        assert!(Arc::ptr_eq(&old, &new), "one decode serves old and new");
+        assert_eq!(new["metadata"]["resourceVersion"], "1");
+    }
+    nothing_more(&mut resyncing);
+    nothing_more(&mut plain);
+}
