@@ -1,15 +1,14 @@
 //! A controller's event loop: every notification of an informer's subscription handed to
 //! the controller until it stops.
 
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Notification;
+use super::{Notification, Subscription};
 
 /// Calls `handle` with each notification until `stop` fires or the informer closes.
 pub fn dispatch(
-    mut notifications: mpsc::UnboundedReceiver<Notification>,
+    mut notifications: Subscription,
     stop: CancellationToken,
     handle: impl Fn(Notification) + Send + 'static,
 ) -> JoinHandle<()> {
@@ -29,7 +28,8 @@ pub fn dispatch(
 /// Calls `reload` once each informer has synced and again on every change any of them
 /// delivers, until `stop` fires: for configuration built whole from a few small collections
 /// (admission webhooks and policies, priority and fairness), where rebuilding on each change is
-/// simpler than applying deltas.
+/// simpler than applying deltas. Notifications that are ready together (the replay of what was
+/// known at subscription, a relist) cause one reload, not one each.
 pub fn reload_on_change(
     informers: impl IntoIterator<Item = super::SharedInformer>,
     stop: CancellationToken,
@@ -37,13 +37,58 @@ pub fn reload_on_change(
 ) {
     let reload = std::sync::Arc::new(reload);
     for informer in informers {
-        let notifications = informer.subscribe();
+        let mut notifications = informer.subscribe();
         let (reload, stop) = (reload.clone(), stop.clone());
         tokio::spawn(async move {
             if informer.wait_for_sync().await {
                 reload();
             }
-            let _ = dispatch(notifications, stop, move |_| reload()).await;
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    n = notifications.recv() => match n {
+                        Some(_) => {
+                            while notifications.try_recv().is_ok() {}
+                            reload();
+                        }
+                        None => break,
+                    },
+                }
+            }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::informer::fake::{list_of, obj, Fake};
+    use crate::informer::{InformerConfig, SharedInformer};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replay_reloads_once_not_once_per_object() {
+        let fake = Fake::default();
+        fake.script_list(Ok(list_of(
+            10,
+            (0..50).map(|i| obj(&format!("o{i}"), i + 1)).collect(),
+        )));
+        let informer = SharedInformer::new(Arc::new(fake), InformerConfig::default());
+        informer.start();
+        assert!(informer.wait_for_sync().await);
+        let reloads = Arc::new(AtomicUsize::new(0));
+        let counted = reloads.clone();
+        let stop = CancellationToken::new();
+        reload_on_change([informer.clone()], stop.clone(), move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Once at sync, once for the 50 replayed Adds.
+        assert_eq!(reloads.load(Ordering::SeqCst), 2);
+        stop.cancel();
+        informer.stop().await;
     }
 }

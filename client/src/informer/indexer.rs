@@ -52,6 +52,10 @@ pub enum IndexerError {
     Decode { key: String, message: String },
 }
 
+/// An object as held: its stored bytes (shared with the watch cache) and its revision, which
+/// [`Indexer::decode_held`] turns into the object as served.
+pub(super) type Held = (Bytes, i64);
+
 /// index value -> keys of the objects indexed under it. Values and keys are shared with the
 /// items, so a namespace's name is held once however many objects it has.
 type Index = HashMap<Arc<str>, HashSet<Arc<str>>>;
@@ -81,7 +85,7 @@ impl Item {
         }
     }
 
-    fn held(&self) -> (Bytes, i64) {
+    fn held(&self) -> Held {
         (self.value.clone(), self.revision)
     }
 }
@@ -235,22 +239,32 @@ impl Indexer {
 
     /// The object as served, or None (logged) if its bytes do not decode, which bytes that
     /// decoded when put in cannot fail to do.
-    fn decode(&self, value: &Bytes, revision: i64) -> Option<Arc<Value>> {
+    pub(super) fn decode_held(&self, (value, revision): &Held) -> Option<Arc<Value>> {
+        self.decode(value, *revision, None)
+    }
+
+    /// A stored state handed to the informer (held here or not), as served; None, logged,
+    /// if it does not decode.
+    pub(super) fn decode_encoded(&self, encoded: &Encoded) -> Option<Arc<Value>> {
+        self.decode(&encoded.value, encoded.revision, Some(&encoded.key))
+    }
+
+    fn decode(&self, value: &Bytes, revision: i64, key: Option<&str>) -> Option<Arc<Value>> {
         #[cfg(test)]
         self.decodes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         match self.decoder.decode_bytes(value, revision) {
             Ok(obj) => Some(Arc::new(obj)),
             Err(error) => {
-                warn!(%error, "cached object does not decode");
+                warn!(key, %error, "object does not decode");
                 None
             }
         }
     }
 
-    fn decode_all(&self, held: Vec<(Bytes, i64)>) -> Vec<Arc<Value>> {
+    fn decode_all(&self, held: Vec<Held>) -> Vec<Arc<Value>> {
         held.iter()
-            .filter_map(|(value, revision)| self.decode(value, *revision))
+            .filter_map(|held| self.decode_held(held))
             .collect()
     }
 
@@ -263,7 +277,7 @@ impl Indexer {
         let at = state.indices.len();
         let mut index = Index::new();
         for (key, item) in state.items.iter_mut() {
-            let Some(obj) = self.decode(&item.value, item.revision) else {
+            let Some(obj) = self.decode(&item.value, item.revision, Some(key)) else {
                 continue;
             };
             let filed = func(&obj)
@@ -329,7 +343,7 @@ impl Indexer {
             let item = state.items.get(key)?;
             (item.value.clone(), item.revision)
         };
-        self.decode(&value, revision)
+        self.decode(&value, revision, Some(key))
     }
 
     /// The object under `key` as stored: the watch cache's bytes.
@@ -351,14 +365,22 @@ impl Indexer {
     /// The objects `keep` picks from what is known of them undecoded; only those are
     /// decoded. `keep` runs under the indexer's lock: it must not call back into it.
     pub fn list_selected(&self, keep: impl Fn(&Summary<'_>) -> bool) -> Vec<Arc<Value>> {
-        let held: Vec<(Bytes, i64)> = self
-            .read()
+        self.decode_all(self.held_selected(keep))
+    }
+
+    /// Every object as held, undecoded: a snapshot that costs a reference count per object,
+    /// for a reader that decodes them one at a time later ([`Indexer::decode_held`]).
+    pub(super) fn list_held(&self) -> Vec<Held> {
+        self.held_selected(|_| true)
+    }
+
+    fn held_selected(&self, keep: impl Fn(&Summary<'_>) -> bool) -> Vec<Held> {
+        self.read()
             .items
             .iter()
             .filter(|(key, item)| keep(&item.summary(key)))
             .map(|(_, item)| item.held())
-            .collect();
-        self.decode_all(held)
+            .collect()
     }
 
     pub fn list_keys(&self) -> Vec<String> {
@@ -431,7 +453,7 @@ impl Indexer {
         name: &str,
         value: &str,
         keep: impl Fn(&Summary<'_>) -> bool,
-    ) -> Result<Vec<(Bytes, i64)>, IndexerError> {
+    ) -> Result<Vec<Held>, IndexerError> {
         let state = self.read();
         let Some(keys) = state.named(name)?.get(value) else {
             return Ok(Vec::new());
@@ -453,6 +475,11 @@ impl Indexer {
 
 #[cfg(test)]
 impl Indexer {
+    /// How many reads have decoded an object so far.
+    pub(super) fn decodes(&self) -> usize {
+        self.decodes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// (distinct strings, distinct label-and-controller records) held for the objects.
     fn interned_sizes(&self) -> (usize, usize) {
         self.read().interned.sizes()

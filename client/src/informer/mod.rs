@@ -14,6 +14,7 @@ mod key;
 mod lister_watcher;
 mod reflector;
 mod shared_informer;
+mod subscription;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas, Keyed};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
@@ -29,3 +30,4 @@ pub use key::{object_key, split_key, KeyError};
 pub use lister_watcher::ListerWatcher;
 pub use reflector::{Reflector, ReflectorConfig};
 pub use shared_informer::{EventHandler, HandlerId, InformerConfig, Notification, SharedInformer};
+pub use subscription::Subscription;

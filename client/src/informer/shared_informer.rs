@@ -18,6 +18,7 @@ use super::delta_fifo::{DeltaFifo, KnownObjects, PopError, ProcessError};
 use super::indexer::Indexer;
 use super::lister_watcher::ListerWatcher;
 use super::reflector::{Reflector, ReflectorConfig};
+use super::subscription::Subscription;
 
 /// A change as handlers see it.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,8 +89,9 @@ impl Core {
     }
 
     /// Applies one object's deltas to the indexer and tells the listeners. Each object is
-    /// decoded once per delta (the old state of an update once more), and not at all for a
-    /// relist's unchanged objects when no listener wants to hear of them.
+    /// decoded once per delta (the old state of an update, or a deleted object, once more
+    /// when some listener is there to be told); a resync's or a relist's unchanged object
+    /// once if some listener wants to hear of it, else not at all.
     fn handle(&self, deltas: &Deltas) -> Result<(), ProcessError> {
         let mut listeners = self.listeners();
         for delta in deltas {
@@ -99,6 +101,10 @@ impl Core {
                         .key()
                         .map_err(|e| ProcessError::Failed(Box::new(e)))?;
                     self.indexer.delete(&key);
+                    // An informer read only through its indexer has no one to tell.
+                    if listeners.is_empty() {
+                        continue;
+                    }
                     let gone = self.decoded(key, object);
                     fan_out(&mut listeners, Notification::Delete(gone), false);
                 }
@@ -106,11 +112,23 @@ impl Core {
                     let old = self.indexer.get_encoded(&encoded.key);
                     // A resync, or a relist that found the same revision: the indexer holds
                     // this very state already.
-                    let unchanged = old.as_ref().is_some_and(|old| {
+                    let unchanged = old.as_ref().filter(|old| {
                         kind == DeltaType::Sync
                             || (kind == DeltaType::Replaced && old.revision == encoded.revision)
                     });
-                    if unchanged && !listeners.iter().any(|l| l.resync) {
+                    if let Some(current) = unchanged {
+                        // Nothing to put in the indexer; the listeners that want resyncs
+                        // hear of the state it holds, decoded once for old and new alike.
+                        if !listeners.iter().any(|l| l.resync) {
+                            continue;
+                        }
+                        if let Some(obj) = self.decode(current) {
+                            let update = Notification::Update {
+                                old: obj.clone(),
+                                new: obj,
+                            };
+                            fan_out(&mut listeners, update, true);
+                        }
                         continue;
                     }
                     let obj = self
@@ -121,11 +139,14 @@ impl Core {
                         fan_out(&mut listeners, Notification::Add(obj), false);
                         continue;
                     };
+                    if listeners.is_empty() {
+                        continue;
+                    }
                     let Some(old) = self.decode(&old) else {
                         continue;
                     };
                     let update = Notification::Update { old, new: obj };
-                    fan_out(&mut listeners, update, unchanged);
+                    fan_out(&mut listeners, update, false);
                 }
                 (kind, DeltaObject::DeletedFinalStateUnknown(t)) => {
                     warn!(key = t.key, ?kind, "tombstone outside a deletion; ignored");
@@ -136,13 +157,7 @@ impl Core {
     }
 
     fn decode(&self, encoded: &Encoded) -> Option<Arc<Value>> {
-        match self.indexer.decoder().decode(encoded) {
-            Ok(obj) => Some(Arc::new(obj)),
-            Err(error) => {
-                warn!(key = encoded.key, %error, "object does not decode");
-                None
-            }
-        }
+        self.indexer.decode_encoded(encoded)
     }
 
     /// A deletion as handlers see it; an object that does not decode leaves a tombstone.
@@ -231,30 +246,33 @@ impl SharedInformer {
         &self.inner.core.indexer
     }
 
-    fn add_listener(&self, resync: bool) -> (u64, mpsc::UnboundedReceiver<Notification>) {
+    fn add_listener(&self, resync: bool) -> (u64, Subscription) {
         let (tx, rx) = mpsc::unbounded_channel();
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut listeners = self.inner.core.listeners();
+        let core = &self.inner.core;
+        let mut listeners = core.listeners();
         // A late subscriber first learns of everything already known, as upstream replays
-        // the indexer to a handler added to a running informer.
-        for obj in self.inner.core.indexer.list() {
-            let _ = tx.send(Notification::Add(obj));
-        }
+        // the indexer to a handler added to a running informer. The snapshot is taken with
+        // the listener added, under the lock the processing loop holds while it changes the
+        // indexer, so no change falls between the two; it holds the stored bytes only (a
+        // reference count each) and the subscriber decodes them as it reads.
+        let known = core.indexer.list_held();
         if !self.inner.stop.is_cancelled() {
             listeners.push(Listener { id, tx, resync });
         }
-        (id, rx)
+        drop(listeners);
+        (id, Subscription::new(known, core.indexer.clone(), rx))
     }
 
     /// Notifications of every change from now on (after an Add for each object already
-    /// known). The channel closes when the informer stops; dropping the receiver unsubscribes.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Notification> {
+    /// known). It ends when the informer stops; dropping it unsubscribes.
+    pub fn subscribe(&self) -> Subscription {
         self.add_listener(false).1
     }
 
     /// Like [`SharedInformer::subscribe`], plus an Update for every object at each resync
     /// and for relisted objects that did not change.
-    pub fn subscribe_with_resync(&self) -> mpsc::UnboundedReceiver<Notification> {
+    pub fn subscribe_with_resync(&self) -> Subscription {
         self.add_listener(true).1
     }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use client::informer::{DeltaObject, Notification};
+use client::informer::{DeltaObject, Notification, Subscription};
 use futures::StreamExt;
 use registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use registry::{Store, Subresource};
@@ -26,7 +26,6 @@ use storage::backend::{
 };
 use storage::{CacherConfig, StorageError};
 use test_support::{FromBackend, TestBackend};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
 /// Watches under this prefix (the configmaps' watch cache) can be cut.
@@ -302,7 +301,7 @@ pub fn describe(n: &Notification) -> String {
 }
 
 /// The next `n` notifications, failing the test after 10 seconds.
-pub async fn next(rx: &mut UnboundedReceiver<Notification>, n: usize) -> Vec<Notification> {
+pub async fn next(rx: &mut Subscription, n: usize) -> Vec<Notification> {
     let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {

@@ -178,10 +178,6 @@ fn pod(ns: &str, name: &str, rv: u32, labels: Value, controller: Option<&str>) -
     encode(&o)
 }
 
-fn decodes(idx: &Indexer) -> usize {
-    idx.decodes.load(Ordering::SeqCst)
-}
-
 fn selector(text: &str) -> LabelSelector {
     LabelSelector::parse(text).expect("selector")
 }
@@ -204,16 +200,16 @@ fn selections_decode_only_what_the_labels_and_controller_pick() {
     idx.add(pod("b", "other", 20, json!({"app": "web"}), None))
         .expect("decodes");
     let web = selector("app=web,tier in (front,back)");
-    let before = decodes(&idx);
+    let before = idx.decodes();
 
     let picked = idx
         .by_index_selected(NAMESPACE_INDEX, "a", |s| s.labels().matches(&web))
         .expect("index");
     assert_eq!(names(picked), ["p0", "p2", "p4", "p6", "p8"]);
-    assert_eq!(decodes(&idx) - before, 5);
+    assert_eq!(idx.decodes() - before, 5);
 
     // What claiming looks at: matching orphans and whatever the owner controls.
-    let before = decodes(&idx);
+    let before = idx.decodes();
     let claimable = idx
         .by_index_selected(NAMESPACE_INDEX, "a", |s| match s.controller_uid() {
             Some(uid) => uid == "rs-1",
@@ -221,16 +217,16 @@ fn selections_decode_only_what_the_labels_and_controller_pick() {
         })
         .expect("index");
     assert_eq!(names(claimable), ["p0", "p1", "p2", "p4", "p6", "p8"]);
-    assert_eq!(decodes(&idx) - before, 6);
+    assert_eq!(idx.decodes() - before, 6);
 
-    let before = decodes(&idx);
+    let before = idx.decodes();
     let app_web = selector("app=web");
     let everywhere = idx.list_selected(|s| s.labels().matches(&app_web) && s.name() != "p0");
     assert_eq!(names(everywhere), ["other", "p2", "p4", "p6", "p8"]);
-    assert_eq!(decodes(&idx) - before, 5);
+    assert_eq!(idx.decodes() - before, 5);
 
     // The summary says what the decoded object says.
-    let before = decodes(&idx);
+    let before = idx.decodes();
     let none = idx
         .by_index_selected(NAMESPACE_INDEX, "a", |s| {
             assert_eq!(s.key(), format!("a/{}", s.name()));
@@ -241,7 +237,7 @@ fn selections_decode_only_what_the_labels_and_controller_pick() {
         })
         .expect("index");
     assert!(none.is_empty());
-    assert_eq!(decodes(&idx), before);
+    assert_eq!(idx.decodes(), before);
     assert!(matches!(
         idx.by_index_selected("nope", "a", |_| true),
         Err(IndexerError::NoSuchIndex(_))

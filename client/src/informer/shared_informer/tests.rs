@@ -1,12 +1,14 @@
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::error::TryRecvError;
 
 use super::*;
-use crate::informer::fake::{event, expired_event, gone, list_of, obj, Fake, Script};
+use crate::informer::fake::{encode, event, expired_event, gone, list_of, obj, Fake, Script};
 use crate::informer::NAMESPACE_INDEX;
+use crate::informer::{Delta, Subscription};
 use registry::WatchEventType;
 
 fn config() -> InformerConfig {
@@ -41,7 +43,7 @@ fn describe(n: &Notification) -> String {
     }
 }
 
-async fn next(rx: &mut UnboundedReceiver<Notification>, n: usize) -> Vec<String> {
+async fn next(rx: &mut Subscription, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     while out.len() < n {
         match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
@@ -195,4 +197,164 @@ async fn late_handlers_get_the_cache_replayed_and_can_be_removed() {
     let fresh = SharedInformer::new(Arc::new(Fake::default()), config());
     fresh.stop().await;
     assert!(!fresh.wait_for_sync().await);
+}
+
+/// Feeds the processing loop one object's change directly, as a popped FIFO item would.
+fn apply(informer: &SharedInformer, kind: DeltaType, object: Value) {
+    let delta = Delta {
+        kind,
+        object: DeltaObject::Object(encode(&object)),
+    };
+    informer.inner.core.handle(&vec![delta]).expect("applies");
+}
+
+fn with_objects(objects: &[(&str, u32)]) -> SharedInformer {
+    let informer = SharedInformer::new(Arc::new(Fake::default()), config());
+    for (name, rv) in objects {
+        apply(&informer, DeltaType::Added, obj(name, *rv));
+    }
+    informer
+}
+
+fn sorted(mut seen: Vec<String>) -> Vec<String> {
+    seen.sort();
+    seen
+}
+
+fn nothing_more(rx: &mut Subscription) {
+    assert!(
+        matches!(rx.try_recv(), Err(TryRecvError::Empty)),
+        "nothing more"
+    );
+}
+
+#[tokio::test]
+async fn a_late_subscriber_replays_the_snapshot_before_changes_made_while_it_had_not_read() {
+    let informer = with_objects(&[("a", 1), ("b", 2), ("c", 3)]);
+    let mut rx = informer.subscribe();
+    assert_eq!(rx.replay_remaining(), 3);
+    apply(&informer, DeltaType::Updated, obj("a", 4));
+    apply(&informer, DeltaType::Deleted, obj("b", 5));
+    apply(&informer, DeltaType::Added, obj("d", 6));
+
+    // The replay is the state at subscription (a@1, not a@4; b though deleted since), each
+    // object once, and the changes follow it in order.
+    let seen = next(&mut rx, 6).await;
+    assert_eq!(
+        sorted(seen[..3].to_vec()),
+        ["add a@1", "add b@2", "add c@3"]
+    );
+    assert_eq!(seen[3..], ["update a@1->a@4", "delete b@5", "add d@6"]);
+    nothing_more(&mut rx);
+
+    let mut later = informer.subscribe();
+    let seen = next(&mut later, 3).await;
+    assert_eq!(sorted(seen), ["add a@4", "add c@3", "add d@6"]);
+    nothing_more(&mut later);
+}
+
+#[tokio::test]
+async fn an_object_deleted_while_the_replay_is_read_is_replayed_then_deleted() {
+    let informer = with_objects(&[("a", 1), ("b", 1), ("c", 1)]);
+    let mut rx = informer.subscribe();
+    let first = next(&mut rx, 1).await.remove(0);
+    let read = ["a", "b", "c"]
+        .into_iter()
+        .find(|n| first == format!("add {n}@1"))
+        .expect("one of the three");
+    let unread: Vec<&str> = ["a", "b", "c"].into_iter().filter(|n| *n != read).collect();
+    // Half-way through the replay: an object not yet replayed goes, one already read
+    // changes.
+    apply(&informer, DeltaType::Deleted, obj(unread[0], 7));
+    apply(&informer, DeltaType::Updated, obj(read, 8));
+    assert_eq!(rx.replay_remaining(), 2);
+
+    let seen = next(&mut rx, 4).await;
+    let replayed: Vec<String> = unread.iter().map(|n| format!("add {n}@1")).collect();
+    assert_eq!(sorted(seen[..2].to_vec()), replayed);
+    assert_eq!(
+        seen[2..],
+        [
+            format!("delete {}@7", unread[0]),
+            format!("update {read}@1->{read}@8")
+        ]
+    );
+    nothing_more(&mut rx);
+    assert_eq!(names(&informer).len(), 2);
+}
+
+#[tokio::test]
+async fn subscribing_decodes_nothing_the_subscriber_decodes_as_it_reads() {
+    const OBJECTS: u32 = 2_000;
+    let informer = SharedInformer::new(Arc::new(Fake::default()), config());
+    for i in 0..OBJECTS {
+        apply(&informer, DeltaType::Added, obj(&format!("p{i}"), i + 1));
+    }
+    let indexer = informer.indexer().clone();
+    let before = indexer.decodes();
+    let mut subscribers: Vec<Subscription> = (0..12).map(|_| informer.subscribe()).collect();
+    assert_eq!(indexer.decodes(), before, "subscribing decoded objects");
+
+    let rx = &mut subscribers[0];
+    let mut seen = HashSet::new();
+    for read in 1..=OBJECTS {
+        let Some(Notification::Add(obj)) = rx.recv().await else {
+            panic!("a replayed Add");
+        };
+        assert!(
+            seen.insert(obj["metadata"]["name"].to_string()),
+            "replayed twice"
+        );
+        assert_eq!(
+            indexer.decodes() - before,
+            read as usize,
+            "one decode per read"
+        );
+    }
+    assert_eq!(rx.replay_remaining(), 0);
+    nothing_more(rx);
+    // Dropped subscribers are forgotten at the next change; the rest hear of it.
+    subscribers.truncate(2);
+    apply(&informer, DeltaType::Added, obj("new", OBJECTS + 1));
+    assert_eq!(informer.inner.core.listeners().len(), 2);
+    assert_eq!(
+        next(&mut subscribers[0], 1).await,
+        [format!("add new@{}", OBJECTS + 1)]
+    );
+    assert_eq!(subscribers[1].replay_remaining(), OBJECTS as usize);
+}
+
+#[tokio::test]
+async fn with_no_one_listening_changes_decode_no_old_or_deleted_state() {
+    let informer = with_objects(&[("a", 1), ("b", 2)]);
+    let indexer = informer.indexer().clone();
+    let before = indexer.decodes();
+    apply(&informer, DeltaType::Updated, obj("a", 3));
+    apply(&informer, DeltaType::Deleted, obj("b", 4));
+    assert_eq!(indexer.decodes(), before);
+    assert_eq!(names(&informer), ["ns/a"]);
+    assert_eq!(
+        indexer.get("ns/a").expect("cached")["metadata"]["resourceVersion"],
+        "3"
+    );
+}
+
+#[tokio::test]
+async fn an_unchanged_object_is_decoded_once_for_the_resync_listeners_only() {
+    let informer = with_objects(&[("a", 1)]);
+    let mut plain = informer.subscribe();
+    let mut resyncing = informer.subscribe_with_resync();
+    assert_eq!(next(&mut plain, 1).await, ["add a@1"]);
+    assert_eq!(next(&mut resyncing, 1).await, ["add a@1"]);
+    apply(&informer, DeltaType::Sync, obj("a", 1));
+    apply(&informer, DeltaType::Replaced, obj("a", 1));
+    for _ in 0..2 {
+        let Ok(Notification::Update { old, new }) = resyncing.try_recv() else {
+            panic!("an update for the resync listener");
+        };
+        assert!(Arc::ptr_eq(&old, &new), "one decode serves old and new");
+        assert_eq!(new["metadata"]["resourceVersion"], "1");
+    }
+    nothing_more(&mut resyncing);
+    nothing_more(&mut plain);
 }
