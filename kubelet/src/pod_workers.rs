@@ -76,21 +76,21 @@ impl PodWorkers {
     /// stepped with the pod as the informer holds it then.
     pub fn update(&self, ctx: &Arc<NodeContext>, pod: &Value) {
         let uid = registry::object::uid(pod);
-        let mut slots = self.slots();
-        if !slots.contains_key(uid) {
+        let known = self.slots().contains_key(uid);
+        if !known {
             // Made here, in the informer's order, so that a pod taken over keeps its address
-            // before a pod seen after it sets up its network.
-            let worker = Worker::new(ctx.clone(), pod);
-            slots.insert(
+            // before a pod seen after it sets up its network; outside the lock, which steps
+            // take. Only this handler inserts, so nothing else can have inserted meanwhile.
+            let worker = Box::new(Worker::new(ctx.clone(), pod));
+            self.slots().insert(
                 uid.to_string(),
                 Slot {
-                    worker: Some(Box::new(worker)),
+                    worker: Some(worker),
                     removed: false,
                     wake: None,
                 },
             );
         }
-        drop(slots);
         self.queue.add(uid.to_string());
     }
 

@@ -80,10 +80,14 @@ async fn idle_pods_hold_no_task(h: &Harness) {
     settled(&nodes, 4 + more, 0).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = alive_tasks();
+    println!(
+        "alive tasks with 4 idle pods: {before}; with {}: {after}",
+        4 + more
+    );
     // A task per pod would add `more`; the steps' tasks are a fixed set started with the
-    // nodes (the bound leaves room for transient tasks of the harness).
+    // nodes (the slack is for transient tasks of the harness: none were seen).
     assert!(
-        after < before + more / 2,
+        after < before + 10,
         "{more} more idle pods took {} more tasks ({before} -> {after}; {WORKERS} step tasks)",
         after.saturating_sub(before)
     );
