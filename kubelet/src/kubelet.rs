@@ -10,7 +10,6 @@ use std::sync::Arc;
 use client::events::EventRecorder;
 use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
 use registry::Store;
-
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 

@@ -9,12 +9,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use client::worker::{run_workers, Next};
 use client::workqueue::RateLimitingQueue;
 use serde_json::Value;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 use crate::pod_worker::{NodeContext, Step, Worker};
 
@@ -61,8 +63,8 @@ impl PodWorkers {
     pub fn new() -> Self {
         Self {
             slots: Mutex::new(HashMap::new()),
-            // Unnamed: no workqueue metrics; steps are retried by their own timings, never
-            // by the rate limiter.
+            // Unnamed: no workqueue metrics. Steps wait by their own timings (back-offs,
+            // grace periods, retries), never by the rate limiter.
             queue: RateLimitingQueue::with_default_rate_limiter(""),
             stepping: AtomicUsize::new(0),
         }
@@ -115,61 +117,64 @@ impl PodWorkers {
         }
     }
 
-    /// Runs the steps until `stop`.
+    /// Runs the steps until `stop`. Unlike a controller's workers (`client::worker`), a step
+    /// in flight when `stop` fires runs to its end, as a pod's sync did when each pod had its
+    /// own task: a CNI ADD or DEL is not cut off midway. No step starts after it.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        let this = self.clone();
-        run_workers(
-            "pod-workers",
-            self.queue.clone(),
-            WORKERS,
-            stop,
-            move |uid| {
-                let this = this.clone();
-                async move { this.step(uid).await }
-            },
-        )
-        .await;
+        let mut tasks = JoinSet::new();
+        for _ in 0..WORKERS {
+            let this = self.clone();
+            tasks.spawn(async move {
+                while let Some(uid) = this.queue.get().await {
+                    // Boxed: held inline, the step's future would size every idle task to it.
+                    if let Some(after) = Box::pin(this.step(&uid)).await {
+                        this.queue.add_after(uid.clone(), after);
+                    }
+                    this.queue.done(&uid);
+                }
+            });
+        }
+        stop.cancelled().await;
+        self.queue.shut_down();
+        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = joined {
+                warn!(error = %e, "a pod worker task failed");
+            }
+        }
     }
 
-    /// One step of the pod with `uid`. The worker is taken out of its slot meanwhile; the
-    /// queue never hands the UID to a second task before this one is done.
-    async fn step(&self, uid: String) -> Next {
+    /// One step of the pod with `uid`; when to step it again. The worker is taken out of its
+    /// slot meanwhile; the queue never hands the UID to a second task before this one is done.
+    async fn step(&self, uid: &str) -> Option<Duration> {
         let (mut worker, removed) = {
             let mut slots = self.slots();
-            let Some(slot) = slots.get_mut(&uid) else {
-                return Next::Done;
-            };
-            let Some(worker) = slot.worker.take() else {
-                return Next::Done;
-            };
-            (worker, slot.removed)
+            let slot = slots.get_mut(uid)?;
+            (slot.worker.take()?, slot.removed)
         };
         self.stepping.fetch_add(1, Ordering::Relaxed);
         let _counted = Counted(&self.stepping);
         let step = worker.step(removed).await;
         let mut slots = self.slots();
         if step == Step::Finished {
-            slots.remove(&uid);
-            return Next::Done;
+            slots.remove(uid);
+            return None;
         }
-        let Some(slot) = slots.get_mut(&uid) else {
-            return Next::Done;
-        };
+        let slot = slots.get_mut(uid)?;
         slot.worker = Some(worker);
         match step {
             Step::At(at) => {
                 slot.wake = Some(at);
-                Next::After(at.saturating_duration_since(Instant::now()))
+                Some(at.saturating_duration_since(Instant::now()))
             }
             Step::Idle | Step::Finished => {
                 slot.wake = None;
-                Next::Done
+                None
             }
         }
     }
 }
 
-/// Takes one off the count of running steps when a step ends (or is dropped at stop).
+/// Takes one off the count of running steps when a step ends.
 struct Counted<'a>(&'a AtomicUsize);
 
 impl Drop for Counted<'_> {
