@@ -1,16 +1,15 @@
 //! Every simulated node of the process: registration and heartbeats, and one kubelet per
 //! node. The kubelets share the process's pods informer (upstream's kubelet watches with the
 //! field selector spec.nodeName; here one informer serves all, and each notification goes to
-//! the kubelet of the node it names), and run one worker per pod.
+//! the kubelet of the node it names). Pods' workers are state stepped from one shared queue
+//! (`pod_workers`), not a task per pod.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use client::events::EventRecorder;
 use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
 use registry::Store;
-use serde_json::Value;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -18,21 +17,12 @@ use crate::config::NodeConfig;
 use crate::error::{KubeletError, Result};
 use crate::network::{probe_network_plugin, Ipv4Cidr};
 use crate::node::{self, object::internal_ip};
-use crate::pod_worker::{self, NodeContext};
+use crate::pod_worker::NodeContext;
+use crate::pod_workers::{PodWorkStats, PodWorkers};
 use crate::status::StatusManager;
 
 /// The component name of the kubelet's events.
 pub const COMPONENT: &str = "kubelet";
-
-struct PodWorkerHandle {
-    updates: watch::Sender<bool>,
-}
-
-/// One node's kubelet: its context and its pods' workers by UID.
-struct Kubelet {
-    ctx: Arc<NodeContext>,
-    workers: Mutex<HashMap<String, PodWorkerHandle>>,
-}
 
 pub struct Nodes {
     config: NodeConfig,
@@ -42,7 +32,9 @@ pub struct Nodes {
     /// Where the simulated DRA driver publishes (None when resource.k8s.io is not served).
     slices: Option<Arc<Store>>,
     node_objects: Vec<serde_json::Value>,
-    kubelets: HashMap<String, Arc<Kubelet>>,
+    /// Each node's kubelet, by node name.
+    kubelets: HashMap<String, Arc<NodeContext>>,
+    workers: Arc<PodWorkers>,
 }
 
 fn store(informers: &InformerFactory, group: &str, plural: &str) -> Result<Arc<Store>> {
@@ -82,13 +74,7 @@ impl Nodes {
                 recorder: recorder.clone(),
                 timings: config.timings.clone(),
             };
-            kubelets.insert(
-                name,
-                Arc::new(Kubelet {
-                    ctx: Arc::new(ctx),
-                    workers: Mutex::new(HashMap::new()),
-                }),
-            );
+            kubelets.insert(name, Arc::new(ctx));
         }
         Ok(Arc::new(Self {
             pods,
@@ -100,6 +86,7 @@ impl Nodes {
             config,
             node_objects,
             kubelets,
+            workers: Arc::new(PodWorkers::new()),
         }))
     }
 
@@ -127,20 +114,24 @@ impl Nodes {
                 )));
             }
         }
+        let workers = tokio::spawn(self.workers.clone().run(stop.clone()));
         let this = self.clone();
-        let worker_stop = stop.clone();
-        let events = dispatch(self.pods.subscribe(), stop.clone(), move |n| {
-            this.handle(n, &worker_stop)
-        });
+        let events = dispatch(self.pods.subscribe(), stop.clone(), move |n| this.handle(n));
         stop.cancelled().await;
         let _ = events.await;
+        let _ = workers.await;
         for t in tasks {
             let _ = t.await;
         }
         info!("simulated nodes stopped");
     }
 
-    fn handle(&self, notification: Notification, stop: &CancellationToken) {
+    /// What the pod workers hold now (tests prove idle pods hold nothing).
+    pub fn pod_work(&self) -> PodWorkStats {
+        self.workers.stats()
+    }
+
+    fn handle(&self, notification: Notification) {
         match notification {
             Notification::Add(pod) | Notification::Update { new: pod, .. } => {
                 let Some(kubelet) = pod["spec"]["nodeName"]
@@ -149,46 +140,15 @@ impl Nodes {
                 else {
                     return;
                 };
-                kubelet.pod_update(pod, stop);
+                self.workers.update(kubelet, &pod);
             }
             Notification::Delete(gone) => {
                 let Some(pod) = gone.object() else {
                     return;
                 };
-                if let Some(kubelet) = pod["spec"]["nodeName"]
-                    .as_str()
-                    .and_then(|n| self.kubelets.get(n))
-                {
-                    kubelet.pod_removed(registry::object::uid(pod));
-                }
+                // Removal goes by UID: a pod's node never changes once it is bound.
+                self.workers.remove(registry::object::uid(pod));
             }
-        }
-    }
-}
-
-impl Kubelet {
-    fn workers(&self) -> std::sync::MutexGuard<'_, HashMap<String, PodWorkerHandle>> {
-        self.workers.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// HandlePodAdditions / HandlePodUpdates: the pod's worker gets the latest pod.
-    fn pod_update(&self, pod: Arc<Value>, stop: &CancellationToken) {
-        let uid = registry::object::uid(&pod).to_string();
-        let mut workers = self.workers();
-        if let Some(w) = workers.get(&uid) {
-            // The worker reads the pod from the informer's cache when it wakes.
-            let _ = w.updates.send(true);
-            return;
-        }
-        let (tx, rx) = watch::channel(true);
-        workers.insert(uid, PodWorkerHandle { updates: tx });
-        tokio::spawn(pod_worker::run(self.ctx.clone(), pod, rx, stop.clone()));
-    }
-
-    /// HandlePodRemoves: the worker stops what remains and ends.
-    fn pod_removed(&self, uid: &str) {
-        if let Some(w) = self.workers().remove(uid) {
-            let _ = w.updates.send(false);
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod logs;
 pub mod network;
 pub mod node;
 pub mod pod_worker;
+pub mod pod_workers;
 pub mod proxy;
 pub mod runtime;
 pub mod status;

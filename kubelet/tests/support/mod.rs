@@ -31,12 +31,16 @@ pub fn config(count: usize) -> NodeConfig {
 }
 
 pub fn start(h: &Harness, config: NodeConfig) -> CancellationToken {
+    start_nodes(h, config).0
+}
+
+/// Starts the kubelets; the nodes too, to read what their pod workers hold.
+pub fn start_nodes(h: &Harness, config: NodeConfig) -> (CancellationToken, Arc<Nodes>) {
     let informers = InformerFactory::new(h.registry.clone(), InformerConfig::default());
     let nodes = Nodes::new(&informers, config).expect("nodes");
     let stop = CancellationToken::new();
-    tokio::spawn(nodes.run(stop.clone()));
-    let _: &Arc<_> = informers.registry();
-    stop
+    tokio::spawn(nodes.clone().run(stop.clone()));
+    (stop, nodes)
 }
 
 pub const NS: &str = "default";
@@ -45,7 +49,7 @@ pub fn pods(h: &Harness) -> Arc<Store> {
     h.store("", "pods")
 }
 
-/// Creates a pod bound to node-0, `extra` merged into it.
+/// Creates a pod bound to node-0 (unless `extra` names another), `extra` merged into it.
 pub async fn create(h: &Harness, name: &str, extra: Value) -> Value {
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name},

@@ -1,7 +1,13 @@
-//! One pod's worker (upstream's podWorkers goroutine with SyncPod / SyncTerminatingPod):
+//! One pod's worker state (upstream's podWorkers entry with SyncPod / SyncTerminatingPod):
 //! sets up the sandbox and its network, runs the containers through the simulated runtime,
-//! writes every change of status, and on deletion runs seed 004's flow: preStop, SIGTERM,
-//! the grace period, kill, network tear-down, the final status, the final DELETE.
+//! writes every change of status, and on deletion runs seed 004's flow (`terminate`). It is
+//! plain state, not a task: [`Worker::step`] does what is due now and says when it wants to
+//! be looked at again, and `pod_workers` runs steps from a shared queue, so a pod with
+//! nothing to do costs no task and no sleeping future.
+
+mod terminate;
+
+pub use terminate::Stopping;
 
 use registry::types::PodPhase;
 use std::net::Ipv4Addr;
@@ -13,21 +19,17 @@ use client::events::{EventRecorder, EventType};
 use client::informer::Indexer;
 use registry::object;
 use serde_json::Value;
-use tokio::sync::watch;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::behavior::{owned_by_job, PodBehavior};
 use crate::config::KubeletTimings;
 use crate::network::{NetworkPlugin, SandboxRef};
-use crate::runtime::container::{digest, KILLED};
-use crate::runtime::{PodRuntime, RuntimeEvent, State, Termination};
+use crate::runtime::container::digest;
+use crate::runtime::{PodRuntime, RuntimeEvent};
 use crate::status::manager::Written;
 use crate::status::{generate, PodView, StatusManager};
 
-/// upstream's minimumGracePeriodInSeconds for killing a container.
-const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 /// A failed status write is tried again after this long.
 const WRITE_RETRY: Duration = Duration::from_secs(1);
 
@@ -45,11 +47,7 @@ pub struct NodeContext {
     pub timings: KubeletTimings,
 }
 
-/// A pod worker's wake-ups: `true` when the informer holds a newer pod, `false` once the
-/// pod is gone from the store.
-pub type PodUpdates = watch::Receiver<bool>;
-
-struct Worker {
+pub struct Worker {
     ctx: Arc<NodeContext>,
     namespace: String,
     name: String,
@@ -62,78 +60,79 @@ struct Worker {
     /// The status last written, as JSON: compared with the next one, and the base of the
     /// next write (newer than the informer's copy may be).
     written: Option<Box<[u8]>>,
+    /// How far the pod's deletion has gone.
+    stopping: Stopping,
 }
 
-/// Runs the worker of `pod` (as the informer handed it) until the pod is gone.
-pub async fn run(
-    ctx: Arc<NodeContext>,
-    pod: Arc<Value>,
-    mut updates: PodUpdates,
-    stop: CancellationToken,
-) {
-    let behavior = PodBehavior::of(&pod).unwrap_or_else(|why| {
-        ctx.recorder
-            .event(&pod, EventType::Warning, "FailedSimulation", why);
-        PodBehavior::default()
-    });
-    let rt = PodRuntime::new(
-        &pod,
-        &behavior,
-        ctx.timings.completing_run,
-        ctx.timings.crash_loop_backoff,
-        owned_by_job(&pod),
-    );
-    let finished = PodPhase::terminal(&pod);
-    let start_time = pod["status"]["startTime"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(object::now);
-    let mut w = Worker {
-        namespace: object::namespace(&pod).to_string(),
-        name: object::name(&pod).to_string(),
-        uid: object::uid(&pod).to_string(),
-        ctx,
-        rt,
-        sandbox: None,
-        finished,
-        start_time,
-        written: None,
-    };
-    w.resume(&pod);
-    let mut pod = Some(pod);
-    loop {
-        let Some(current) = pod.take().or_else(|| w.current()) else {
-            w.removed().await;
-            return;
+/// What a step leaves to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Nothing until the pod changes.
+    Idle,
+    /// Look again at this moment (a container's next change, a grace period's end, a retry).
+    At(Instant),
+    /// The pod is gone and everything of it released: the worker can be dropped.
+    Finished,
+}
+
+impl Step {
+    fn from_deadline(at: Option<Instant>) -> Self {
+        at.map_or(Step::Idle, Step::At)
+    }
+}
+
+impl Worker {
+    /// The worker of `pod` as the informer handed it. A pod an earlier kubelet ran is taken
+    /// over here, before any other pod of the node sets up its network.
+    pub fn new(ctx: Arc<NodeContext>, pod: &Value) -> Self {
+        let behavior = PodBehavior::of(pod).unwrap_or_else(|why| {
+            ctx.recorder
+                .event(pod, EventType::Warning, "FailedSimulation", why);
+            PodBehavior::default()
+        });
+        let rt = PodRuntime::new(
+            pod,
+            &behavior,
+            ctx.timings.completing_run,
+            ctx.timings.crash_loop_backoff,
+            owned_by_job(pod),
+        );
+        let start_time = pod["status"]["startTime"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(object::now);
+        let mut w = Worker {
+            namespace: object::namespace(pod).to_string(),
+            name: object::name(pod).to_string(),
+            uid: object::uid(pod).to_string(),
+            ctx,
+            rt,
+            sandbox: None,
+            finished: PodPhase::terminal(pod),
+            start_time,
+            written: None,
+            stopping: Stopping::NotYet,
         };
-        if object::deletion_timestamp(&current).is_some() {
-            w.terminate(current, &mut updates, &stop).await;
-            return;
+        w.resume(pod);
+        w
+    }
+
+    /// Does what is due for the pod now (`removed`: the informer saw it deleted). The pod is
+    /// read from the informer's cache and dropped before the step returns, so nothing
+    /// decoded is kept between steps.
+    pub async fn step(&mut self, removed: bool) -> Step {
+        let current = if removed { None } else { self.current() };
+        let Some(pod) = current else {
+            self.removed().await;
+            return Step::Finished;
+        };
+        if self.stopping != Stopping::NotYet || object::deletion_timestamp(&pod).is_some() {
+            return self.terminate(&pod).await;
         }
-        let wake = if w.finished {
-            None
-        } else {
-            w.sync(&current).await
-        };
-        // Nothing decoded is kept while the worker waits.
-        drop(current);
-        let sleep = async {
-            match wake {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = sleep => {}
-            changed = updates.changed() => {
-                let present = *updates.borrow_and_update();
-                if changed.is_err() || !present {
-                    w.removed().await;
-                    return;
-                }
-            }
+        if self.finished {
+            return Step::Idle;
         }
+        Step::from_deadline(self.sync(&pod).await)
     }
 }
 
@@ -310,137 +309,4 @@ impl Worker {
         self.tear_down().await;
         self.finished = true;
     }
-
-    /// seed 004: the kubelet's part of a graceful deletion.
-    async fn terminate(
-        &mut self,
-        mut pod: Arc<Value>,
-        updates: &mut PodUpdates,
-        stop: &CancellationToken,
-    ) {
-        let begun = Instant::now();
-        if !self.finished {
-            let pre_stop = self
-                .rt
-                .all_mut()
-                .filter(|c| c.is_running())
-                .map(|c| c.script.pre_stop)
-                .max()
-                .unwrap_or_default();
-            for c in self
-                .rt
-                .containers
-                .iter()
-                .chain(&self.rt.init)
-                .filter(|c| c.is_running())
-            {
-                let message = format!("Stopping container {}", c.name);
-                self.ctx
-                    .recorder
-                    .event(&pod, EventType::Normal, "Killing", message);
-            }
-            if !pre_stop.is_zero()
-                && !self
-                    .wait_grace(&mut pod, begun, Some(pre_stop), updates, stop)
-                    .await
-            {
-                return;
-            }
-            let wall = Utc::now();
-            let now = Instant::now();
-            for c in self.rt.all_mut() {
-                match &c.state {
-                    State::Running { .. } if !c.script.ignore_sigterm => {
-                        let code = c.script.sigterm_exit_code;
-                        c.terminate(code, now, wall);
-                    }
-                    State::Waiting { .. } => {
-                        c.state =
-                            State::Terminated(c.last.clone().unwrap_or_else(|| unknown(now, wall)));
-                    }
-                    _ => {}
-                }
-            }
-            if self.rt.any_running() {
-                // Some ignore SIGTERM: they are killed when the grace period ends.
-                self.write_status(&pod, now, true).await;
-                if !self.wait_grace(&mut pod, begun, None, updates, stop).await {
-                    return;
-                }
-                let (now, wall) = (Instant::now(), Utc::now());
-                for c in self.rt.all_mut().filter(|c| c.is_running()) {
-                    c.terminate(KILLED, now, wall);
-                }
-            }
-            self.tear_down().await;
-            self.finished = true;
-        }
-        let mut written = self.write_status(&pod, Instant::now(), true).await;
-        while !written {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(WRITE_RETRY) => {}
-            }
-            written = self.write_status(&pod, Instant::now(), true).await;
-        }
-        let (ns, name, uid) = (&self.namespace, &self.name, &self.uid);
-        while let Err(e) = self.ctx.status.delete_pod(ns, name, uid).await {
-            warn!(pod = %format!("{ns}/{name}"), error = %e, "final delete failed; retrying");
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(WRITE_RETRY) => {}
-            }
-        }
-    }
-
-    /// Waits until `limit` after `begun` (default: the grace period, which a later delete may
-    /// shorten); false if the pod went away meanwhile or the kubelet stops.
-    async fn wait_grace(
-        &mut self,
-        pod: &mut Arc<Value>,
-        begun: Instant,
-        limit: Option<Duration>,
-        updates: &mut PodUpdates,
-        stop: &CancellationToken,
-    ) -> bool {
-        loop {
-            let grace = limit.unwrap_or_else(|| grace_period(pod));
-            tokio::select! {
-                () = stop.cancelled() => return false,
-                () = tokio::time::sleep_until(begun + grace) => return true,
-                changed = updates.changed() => {
-                    let present = *updates.borrow_and_update();
-                    match self.current() {
-                        Some(latest) if changed.is_ok() && present => *pod = latest,
-                        _ => {
-                            self.removed().await;
-                            return false;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A container that never ran, reported as upstream reports it once the pod is stopped.
-fn unknown(now: Instant, wall: chrono::DateTime<Utc>) -> Termination {
-    Termination {
-        exit_code: KILLED,
-        reason: "ContainerStatusUnknown".to_string(),
-        message: Some("The container could not be located when the pod was terminated".to_string()),
-        started_at: None,
-        finished_at: wall,
-        container_id: None,
-        finished: now,
-    }
-}
-
-/// The pod's grace period (killContainer's choice), no shorter than upstream's minimum.
-fn grace_period(pod: &Value) -> Duration {
-    let seconds = object::deletion_grace_period(pod)
-        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
-        .unwrap_or(30)
-        .max(0) as u64;
-    Duration::from_secs(seconds).max(MINIMUM_GRACE)
 }
