@@ -85,9 +85,22 @@ pub async fn serve(store: Arc<Store>, req: Request) -> Response {
 /// answers, the object, a Scale, a TokenRequest or a Status, are all built-in kinds);
 /// custom resources have no protobuf form, but their scale subresource answers an
 /// autoscaling/v1 Scale, which has (upstream's CRD handler serves it with the Scale's codecs).
+/// Asked only when Accept names protobuf (JSON comes first in the server's order, so no
+/// wildcard picks it): the schema lookup builds the descriptor pool of every Kubernetes
+/// message, 3.5 MB, which a server whose clients all speak JSON never needs.
 fn speaks_protobuf(store: &Store, req: &Request) -> bool {
-    super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
-        || req.info.subresource.as_deref() == Some("scale")
+    names_protobuf(&req.headers)
+        && (super::protobuf::encode::has_schema(&store.info.api_version(), &store.info.kind)
+            || req.info.subresource.as_deref() == Some("scale"))
+}
+
+/// Whether an Accept header names the protobuf media type (media types compare without case).
+fn names_protobuf(headers: &HeaderMap) -> bool {
+    headers.get_all(axum::http::header::ACCEPT).iter().any(|v| {
+        v.as_bytes()
+            .windows(super::protobuf::MEDIA_TYPE.len())
+            .any(|w| w.eq_ignore_ascii_case(super::protobuf::MEDIA_TYPE.as_bytes()))
+    })
 }
 
 /// The request body as an object; its strict decoding errors ride in `write` to the
@@ -339,4 +352,34 @@ async fn subresource(
         write,
     };
     handler.serve(call).await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{header, HeaderMap, HeaderValue};
+
+    use super::names_protobuf;
+
+    fn accept(values: &[&'static str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for v in values {
+            headers.append(header::ACCEPT, HeaderValue::from_static(v));
+        }
+        headers
+    }
+
+    /// Only a request naming protobuf makes the server look for (and so build) its schemas.
+    #[test]
+    fn protobuf_is_looked_up_only_when_asked_for() {
+        assert!(!names_protobuf(&accept(&[])));
+        assert!(!names_protobuf(&accept(&["application/json, */*"])));
+        assert!(!names_protobuf(&accept(&["application/*"])));
+        assert!(names_protobuf(&accept(&[
+            "application/vnd.kubernetes.protobuf, application/json"
+        ])));
+        assert!(names_protobuf(&accept(&[
+            "application/json;q=0.5",
+            "Application/Vnd.Kubernetes.Protobuf"
+        ])));
+    }
 }

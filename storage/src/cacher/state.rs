@@ -1,7 +1,9 @@
 //! What the watch cache holds: the current objects, a window of recent changes, and the
 //! channel that fans each change out to every watcher.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -53,23 +55,55 @@ pub enum CacheMessage {
 
 /// The current objects by key. Shared pointers, so a list or an initial watch state is a
 /// snapshot of pointers taken under the lock, and its values are the cache's own bytes. The
-/// key is kept beside the pointer (a second copy of it), in the tree's nodes, so a lookup
-/// compares keys without following a pointer per comparison.
+/// tree holds only the pointers, ordered by the key inside them: a key held beside each
+/// pointer was a second copy of every key (its `String` in the tree's nodes and its bytes on
+/// the heap, about 60 bytes an object), for the price of following a pointer per comparison
+/// of a lookup.
 #[derive(Default)]
-pub struct Objects(BTreeMap<String, Arc<KeyValue>>);
+pub struct Objects(BTreeSet<ByKey>);
+
+/// A cached object ordered (and looked up) by its key.
+struct ByKey(Arc<KeyValue>);
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for ByKey {}
+
+impl PartialOrd for ByKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key.cmp(&other.0.key)
+    }
+}
+
+/// Agrees with the order above: a key orders as its `str`.
+impl Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        &self.0.key
+    }
+}
 
 impl Objects {
     /// Adds or replaces the object under its key; returns the one replaced.
     pub fn insert(&mut self, kv: Arc<KeyValue>) -> Option<Arc<KeyValue>> {
-        self.0.insert(kv.key.clone(), kv)
+        self.0.replace(ByKey(kv)).map(|old| old.0)
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Arc<KeyValue>> {
-        self.0.remove(key)
+        self.0.take(key).map(|old| old.0)
     }
 
     pub fn get(&self, key: &str) -> Option<&Arc<KeyValue>> {
-        self.0.get(key)
+        self.0.get(key).map(|kv| &kv.0)
     }
 
     pub fn len(&self) -> usize {
@@ -81,10 +115,12 @@ impl Objects {
         &'a self,
         range: &'a KeyRange,
     ) -> impl Iterator<Item = &'a Arc<KeyValue>> + 'a {
-        let start = String::from_utf8_lossy(&range.start).into_owned();
+        // Keys are text; a start that is not (never made by a caller) is walked to.
+        let from = std::str::from_utf8(&range.start).map_or(Bound::Unbounded, Bound::Included);
         self.0
-            .range(start..)
-            .map(|(_, kv)| kv)
+            .range::<str, _>((from, Bound::Unbounded))
+            .map(|kv| &kv.0)
+            .skip_while(|kv| kv.key.as_bytes() < range.start.as_slice())
             .take_while(|kv| range.contains(kv.key.as_bytes()))
     }
 }
@@ -311,6 +347,27 @@ mod tests {
             },
             prev: None,
         }
+    }
+
+    /// The tree keeps a pointer per object and finds objects by the key inside it.
+    #[test]
+    fn objects_are_held_by_pointer_alone_and_found_by_key() {
+        assert_eq!(std::mem::size_of::<ByKey>(), std::mem::size_of::<usize>());
+        let kv = |key: &str, revision| Arc::new(put(key, revision).kv);
+        let mut objects = Objects::default();
+        for key in ["/a/2", "/b/1", "/a/1", "/ab"] {
+            assert!(objects.insert(kv(key, 1)).is_none());
+        }
+        let newer = kv("/a/1", 2);
+        let replaced = objects.insert(newer.clone()).expect("replaced");
+        assert_eq!(replaced.mod_revision, 1);
+        assert!(Arc::ptr_eq(objects.get("/a/1").expect("held"), &newer));
+        let range = KeyRange::prefix("/a/");
+        let keys: Vec<_> = objects.within(&range).map(|kv| kv.key.as_str()).collect();
+        assert_eq!(keys, ["/a/1", "/a/2"]);
+        assert_eq!(objects.remove("/a/2").expect("removed").key, "/a/2");
+        assert!(objects.get("/a/2").is_none());
+        assert_eq!(objects.len(), 3);
     }
 
     #[test]
