@@ -9,6 +9,7 @@ mod filters;
 mod fit_error;
 mod preemption;
 mod resources;
+mod sampling;
 mod scheduler;
 mod scores;
 mod topology;

@@ -8,6 +8,7 @@
 
 use registry::types::PodPhase;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use crate::error::SchedulerError;
 use crate::filters::{node_filters, Rejection};
 use crate::fit_error;
 use crate::preemption::{self, Candidate};
+use crate::sampling;
 use crate::scores;
 use crate::topology::TopologyState;
 use crate::volume_binding;
@@ -46,6 +48,9 @@ pub struct SchedulerConfig {
     /// Upstream's podMaxInUnschedulablePodsDuration: an unschedulable pod is tried again at
     /// least this often.
     pub unschedulable_flush: Duration,
+    /// Upstream's percentageOfNodesToScore: the share of nodes a decision finds feasible
+    /// before it stops filtering; 0 is upstream's adaptive default (see `sampling`).
+    pub percentage_of_nodes_to_score: u32,
 }
 
 impl Default for SchedulerConfig {
@@ -55,6 +60,7 @@ impl Default for SchedulerConfig {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
             unschedulable_flush: Duration::from_secs(300),
+            percentage_of_nodes_to_score: 0,
         }
     }
 }
@@ -78,6 +84,8 @@ pub struct Scheduler {
     queue: RateLimitingQueue<String>,
     /// Unschedulable pods: key → (attempts, when the last one failed).
     unschedulable: Mutex<HashMap<String, (u32, Instant)>>,
+    /// Where the next decision starts filtering (upstream's nextStartNodeIndex).
+    next_start_node: AtomicUsize,
 }
 
 enum Decision {
@@ -147,6 +155,7 @@ impl Scheduler {
             cache: Mutex::new(Cache::default()),
             queue: RateLimitingQueue::with_default_rate_limiter(""),
             unschedulable: Mutex::new(HashMap::new()),
+            next_start_node: AtomicUsize::new(0),
             pod_store,
             config,
         }))
@@ -381,7 +390,16 @@ impl Scheduler {
         let mut allocations: HashMap<String, Vec<ClaimAllocation>> = HashMap::new();
         let mut feasible = Vec::new();
         let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
-        for node in cache.nodes() {
+        let nodes: Vec<&NodeInfo> = cache.nodes().collect();
+        let wanted =
+            sampling::feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, nodes.len());
+        let start = self.next_start_node.load(Ordering::Relaxed) % nodes.len().max(1);
+        let mut processed = 0;
+        for node in nodes.iter().cycle().skip(start).take(nodes.len()).copied() {
+            if feasible.len() >= wanted {
+                break;
+            }
+            processed += 1;
             let fits = node_filters(&info, node)
                 .and_then(|()| state.spread_filter(node))
                 .and_then(|()| state.affinity_filter(node))
@@ -398,6 +416,8 @@ impl Scheduler {
                 Err(r) => rejected.push((node, r)),
             }
         }
+        self.next_start_node
+            .store((start + processed) % nodes.len().max(1), Ordering::Relaxed);
         if feasible.is_empty() {
             let rejections: Vec<Rejection> = rejected.iter().map(|(_, r)| r.clone()).collect();
             if rejected.is_empty() {
