@@ -71,6 +71,29 @@ fn transitions(lease: &Value) -> i64 {
     lease["spec"]["leaseTransitions"].as_i64().unwrap_or(-1)
 }
 
+/// Writes the lease as `change` makes it from the stored one, again on a conflict with a
+/// renewal; returns what `change` returned for the write that landed.
+async fn overwrite_lease<T>(leases: &Store, mut change: impl FnMut(&mut Value) -> T) -> T {
+    loop {
+        let mut stored = lease(leases).await;
+        let made = change(&mut stored);
+        let written = leases
+            .update(
+                Some(NAMESPACE),
+                NAME,
+                stored,
+                Subresource::Main,
+                &WriteOptions::default(),
+            )
+            .await;
+        match written {
+            Ok(_) => return made,
+            Err(RegistryError::Conflict { .. }) => continue,
+            Err(e) => panic!("overwriting the lease: {e}"),
+        }
+    }
+}
+
 struct Candidate {
     identity: String,
     status: watch::Receiver<Leadership>,
@@ -277,26 +300,13 @@ async fn leader_whose_lease_is_taken_stops_and_campaigns_again() {
     eventually("a leads", Duration::from_secs(5), || a.leading()).await;
 
     // Another holder writes itself in (and then never renews).
-    let intruder_transitions = loop {
-        let mut stored = lease(&leases).await;
-        let next = transitions(&stored) + 1;
+    let intruder_transitions = overwrite_lease(&leases, |stored| {
+        let next = transitions(stored) + 1;
         stored["spec"]["holderIdentity"] = "intruder".into();
         stored["spec"]["leaseTransitions"] = next.into();
-        let written = leases
-            .update(
-                Some(NAMESPACE),
-                NAME,
-                stored,
-                Subresource::Main,
-                &WriteOptions::default(),
-            )
-            .await;
-        match written {
-            Ok(_) => break next,
-            Err(RegistryError::Conflict { .. }) => continue,
-            Err(e) => panic!("overwriting the lease: {e}"),
-        }
-    };
+        next
+    })
+    .await;
 
     let took = eventually("a's work is stopped", Duration::from_secs(2), || {
         a.stopped() == 1
@@ -446,24 +456,10 @@ async fn leader_renews_over_a_lease_changed_by_someone_else() {
     let a = Candidate::spawn(leases.clone(), "replica-a");
     eventually("a leads", Duration::from_secs(5), || a.leading()).await;
     for round in 0..5 {
-        loop {
-            let mut stored = lease(&leases).await;
+        overwrite_lease(&leases, |stored| {
             stored["metadata"]["labels"] = serde_json::json!({"round": round.to_string()});
-            let written = leases
-                .update(
-                    Some(NAMESPACE),
-                    NAME,
-                    stored,
-                    Subresource::Main,
-                    &WriteOptions::default(),
-                )
-                .await;
-            match written {
-                Ok(_) => break,
-                Err(RegistryError::Conflict { .. }) => continue,
-                Err(e) => panic!("labelling the lease: {e}"),
-            }
-        }
+        })
+        .await;
         let before = renewed_at(&lease(&leases).await);
         let deadline = Instant::now() + Duration::from_secs(2);
         while renewed_at(&lease(&leases).await) <= before {

@@ -53,6 +53,20 @@ async fn get_node(h: &Harness, name: &str) -> Value {
         .expect("node")
 }
 
+async fn update_node(h: &Harness, node: Value) {
+    let name = object::name(&node).to_string();
+    h.store("", "nodes")
+        .update(
+            None,
+            &name,
+            node,
+            registry::Subresource::Main,
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("update the node");
+}
+
 fn taint_keys(node: &Value) -> Vec<String> {
     node["spec"]["taints"]
         .as_array()
@@ -232,20 +246,10 @@ async fn a_taint_added_later_evicts_the_pods_already_on_the_node(h: &Harness) {
     create(&pods, NS, pod("bystander", "quiet", json!([]))).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let nodes = h.store("", "nodes");
     let mut busy = get_node(h, "busy").await;
     busy["metadata"]["labels"] = json!({"touched": "yes"});
     busy["spec"]["taints"] = json!([{"key": "example.com/soft", "effect": "NoSchedule"}]);
-    nodes
-        .update(
-            None,
-            "busy",
-            busy,
-            registry::Subresource::Main,
-            &WriteOptions::default(),
-        )
-        .await
-        .expect("update the node");
+    update_node(h, busy).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let terminating =
         |p: Option<Value>| p.is_some_and(|p| object::deletion_timestamp(&p).is_some());
@@ -257,16 +261,7 @@ async fn a_taint_added_later_evicts_the_pods_already_on_the_node(h: &Harness) {
     let mut busy = get_node(h, "busy").await;
     busy["spec"]["taints"] = json!([{"key": "example.com/maintenance", "effect": "NoExecute",
                                      "timeAdded": object::timestamp(Utc::now())}]);
-    nodes
-        .update(
-            None,
-            "busy",
-            busy,
-            registry::Subresource::Main,
-            &WriteOptions::default(),
-        )
-        .await
-        .expect("taint the node");
+    update_node(h, busy).await;
     for name in ["a", "b", "c"] {
         wait_for("the pods on the tainted node to be evicted", || async {
             terminating(get(&pods, NS, name).await)
