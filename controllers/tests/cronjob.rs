@@ -198,9 +198,13 @@ async fn forbid_skips_while_a_job_runs(h: &Harness) {
         },
     )
     .await;
-    assert!(event_reasons(h, NS, "once")
-        .await
-        .contains(&"SawCompletedJob".into()));
+    // Events are written in the background, after the status that reports the completion.
+    wait_for("the completion to be reported", || async {
+        event_reasons(h, NS, "once")
+            .await
+            .contains(&"SawCompletedJob".into())
+    })
+    .await;
     c.stop.cancel();
 }
 
