@@ -156,9 +156,12 @@ async fn creates_a_job_per_schedule_tick(h: &Harness) {
             && cj["status"]["lastScheduleTime"] == registry::object::timestamp(scheduled)
     })
     .await;
-    assert!(event_reasons(h, NS, "tick")
-        .await
-        .contains(&"SuccessfulCreate".into()));
+    wait_for("the creation to be reported", || async {
+        event_reasons(h, NS, "tick")
+            .await
+            .contains(&"SuccessfulCreate".into())
+    })
+    .await;
     c.stop.cancel();
 }
 
@@ -230,9 +233,12 @@ async fn replace_replaces_the_running_job(h: &Harness) {
             && active_names(&get_cronjob(h, "swap").await) == [second.clone()]
     })
     .await;
-    assert!(event_reasons(h, NS, "swap")
-        .await
-        .contains(&"SuccessfulDelete".into()));
+    wait_for("the deletion to be reported", || async {
+        event_reasons(h, NS, "swap")
+            .await
+            .contains(&"SuccessfulDelete".into())
+    })
+    .await;
     c.stop.cancel();
 }
 
