@@ -447,6 +447,25 @@ async fn leader_on_its_own_thread_renews_while_the_runtime_is_blocked() {
     assert_eq!(holder(&lease(&leases).await), "", "the lease was released");
 }
 
+/// A renewal cancelled by the shutdown may land without the leader seeing its result; the
+/// release must not write over the stale copy (a Conflict taken for "already taken" left the
+/// lease held for its whole duration). Here an outside write changes the lease, holder kept,
+/// right before shutdown: the release still gives it up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_lands_over_a_lease_changed_since_last_seen() {
+    let (leases, _backend) = embedded_leases().await;
+    let a = Candidate::spawn(leases.clone(), "replica-a");
+    eventually("a leads", Duration::from_secs(5), || a.leading()).await;
+    overwrite_lease(&leases, |stored| {
+        stored["metadata"]["labels"] = serde_json::json!({"changed": "before-release"});
+    })
+    .await;
+    a.stop().await;
+    let stored = lease(&leases).await;
+    assert_eq!(holder(&stored), "", "the lease was released");
+    assert_eq!(stored["spec"]["leaseDurationSeconds"], 1);
+}
+
 /// The leader renews by writing over the lease it last saw; when someone else wrote in
 /// between (here: a label, not the holder), that write conflicts and the leader reads the lease
 /// again and renews it, keeping its term.

@@ -157,9 +157,15 @@ impl LeaderElector {
     }
 
     /// Gives the lease up so the next candidate need not wait out its duration: no holder, a
-    /// one-second duration, transitions kept. A Conflict means someone already took it, which
-    /// is as good.
+    /// one-second duration, transitions kept. It reads the lease first, as upstream: a renewal
+    /// cancelled by the shutdown may have landed without this candidate seeing its result, and
+    /// writing over the stale copy would conflict and leave the lease held. A Conflict after
+    /// the read means someone took it meanwhile, which is as good.
     pub(super) async fn release(&mut self) -> Result<(), LockError> {
+        match self.lock.get().await? {
+            Some(spec) => self.observe(spec),
+            None => return Ok(()),
+        }
         if !self.holds() {
             return Ok(());
         }
