@@ -33,6 +33,9 @@ const PROTOS: &[&str] = &[
     "api/node/v1",
     "api/certificates/v1",
     "api/admissionregistration/v1",
+    // Aggregated discovery documents (APIGroupDiscoveryList).
+    "api/apidiscovery/v2",
+    "api/apidiscovery/v2beta1",
     "api/flowcontrol/v1",
     "apiextensions_apiserver/pkg/apis/apiextensions/v1",
     "apimachinery/pkg/apis/meta/v1",

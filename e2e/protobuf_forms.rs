@@ -1,8 +1,8 @@
 //! What kube-apiserver answers in protobuf besides a resource's own verbs, from the real
 //! binary on both backends: subresources, the create-only reviews, componentstatuses and
 //! objects cut down to their metadata (PartialObjectMetadata[List]); and Accept headers with
-//! several types and qualities, negotiated as upstream's goautoneg does. kubectl, which asks
-//! for protobuf first, keeps working.
+//! several types and qualities, negotiated as upstream's goautoneg does; discovery documents,
+//! per-version and aggregated. kubectl, which asks for protobuf first, keeps working.
 
 mod support;
 #[path = "support/protobuf_wire.rs"]
@@ -194,6 +194,7 @@ fn subresources_reviews_and_metadata(s: &Server) {
 
     partial_object_metadata(s);
     negotiation(s);
+    discovery(s);
     kubectl_still_works(s);
 }
 
@@ -368,6 +369,124 @@ fn negotiation(s: &Server) {
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
         );
     }
+}
+
+/// Discovery documents in protobuf, as upstream serves them: the per-version ones (meta/v1
+/// APIVersions, APIGroupList, APIGroup, APIResourceList) for a plain protobuf Accept, the
+/// aggregated APIGroupDiscoveryList for protobuf with its g/v/as; each the bytes our encoder
+/// makes of the JSON document, and read back with the definitions alone. No Tables.
+fn discovery(s: &Server) {
+    for (path, api_version, kind) in [
+        ("/api", "", "APIVersions"),
+        ("/apis", "v1", "APIGroupList"),
+        ("/apis/apps", "v1", "APIGroup"),
+        ("/apis/apps/v1", "v1", "APIResourceList"),
+        // The legacy group's list carries no apiVersion upstream, in JSON or the envelope.
+        ("/api/v1", "", "APIResourceList"),
+    ] {
+        let as_json = s.get(path).json();
+        let (head, body) = raw(s, path, CLIENT_GO);
+        assert_eq!(code(&head), 200, "{path}: {head}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains(&format!("content-type: {PROTOBUF}\r")),
+            "{path}: {head}"
+        );
+        assert_eq!(envelope_type(&body), (api_version.into(), kind.into()));
+        assert_eq!(
+            protobuf::encode::encode(&as_json).expect("encodes"),
+            body,
+            "{path}"
+        );
+        let message = message_of(&body, &format!("apimachinery.pkg.apis.meta.v1.{kind}"));
+        let read = serde_json::to_value(&message).expect("as protobuf JSON");
+        match kind {
+            "APIVersions" => assert_eq!(read["versions"], json!(["v1"])),
+            "APIGroupList" => assert!(read["groups"]
+                .as_array()
+                .expect("groups")
+                .iter()
+                .any(|g| g["name"] == "apps")),
+            "APIGroup" => assert_eq!(read["preferredVersion"]["groupVersion"], "apps/v1"),
+            _ => {
+                // Verbs is a message of one repeated string in protobuf, a list in JSON.
+                let resources = read["resources"].as_array().expect("resources");
+                let first = &as_json["resources"][0];
+                assert_eq!(resources[0]["name"], first["name"]);
+                assert_eq!(resources[0]["verbs"]["items"], first["verbs"]);
+                let decoded = protobuf::decode(&body).expect("decodes");
+                assert_eq!(decoded["resources"][0]["verbs"], first["verbs"]);
+            }
+        }
+    }
+    // Aggregated, in protobuf when asked for first (as upstream's handler negotiates it).
+    let aggregated = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let json_accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let (_, json_body) = raw(s, "/apis", json_accept);
+    let as_json: Value = serde_json::from_slice(&json_body).expect("aggregated JSON");
+    let (head, body) = raw(s, "/apis", aggregated);
+    assert_eq!(code(&head), 200, "{head}");
+    assert!(
+        head.contains(
+            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ),
+        "{head}"
+    );
+    assert_eq!(
+        envelope_type(&body),
+        (
+            "apidiscovery.k8s.io/v2".into(),
+            "APIGroupDiscoveryList".into()
+        )
+    );
+    assert_eq!(protobuf::encode::encode(&as_json).expect("encodes"), body);
+    let message = message_of(&body, "api.apidiscovery.v2.APIGroupDiscoveryList");
+    let read = serde_json::to_value(&message).expect("as protobuf JSON");
+    let apps = read["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|g| g["metadata"]["name"] == "apps")
+        .expect("the apps group");
+    let deployments = apps["versions"][0]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .expect("deployments");
+    assert_eq!(deployments["responseKind"]["kind"], "Deployment");
+    assert_eq!(deployments["scope"], "Namespaced");
+    // YAML when asked for; a Table is passed over (discovery has none); HTML is 406.
+    let (head, body) = raw(s, "/apis", "application/yaml");
+    assert!(head.contains("application/yaml"), "{head}");
+    let groups: Value = serde_yaml_ng::from_slice(&body).expect("YAML");
+    assert_eq!(groups["kind"], "APIGroupList");
+    let (head, _) = raw(
+        s,
+        "/apis/apps/v1",
+        "application/json;as=Table;g=meta.k8s.io;v=v1, application/vnd.kubernetes.protobuf;q=0.5",
+    );
+    assert!(head.contains(PROTOBUF), "{head}");
+    let (head, _) = raw(s, "/apis", "text/html");
+    assert_eq!(code(&head), 406, "{head}");
+}
+
+/// The message inside a protobuf answer's envelope, read with the definitions alone.
+fn message_of(body: &[u8], message: &str) -> prost_reflect::DynamicMessage {
+    use prost_reflect::{DynamicMessage, Value as Pb};
+    let envelope = DynamicMessage::decode(
+        pool()
+            .get_message_by_name("apimachinery.pkg.runtime.Unknown")
+            .expect("Unknown"),
+        &body[4..],
+    )
+    .expect("an Unknown");
+    let raw = match envelope.get_field_by_name("raw").as_deref() {
+        Some(Pb::Bytes(bytes)) => bytes.clone(),
+        other => panic!("raw: {other:?}"),
+    };
+    DynamicMessage::decode(pool().get_message_by_name(message).expect(message), raw).expect(message)
 }
 
 /// kubectl asks for protobuf first; what it does with the answers must not change.

@@ -90,6 +90,7 @@ SERVED = ("api.core.v1.", "api.apps.v1.", "api.batch.v1.", "api.autoscaling.v1."
           "api.authorization.v1.", "api.coordination.v1.", "api.events.v1.", "api.policy.v1.",
           "api.storage.v1.", "api.scheduling.v1.", "api.discovery.v1.", "api.node.v1.",
           "api.certificates.v1.", "api.admissionregistration.v1.", "api.flowcontrol.v1.",
+          "api.apidiscovery.v2.", "api.apidiscovery.v2beta1.",
           "apiextensions_apiserver.pkg.apis.apiextensions.v1.", "apimachinery.pkg.apis.meta.v1.",
           "apimachinery.pkg.runtime.", "apimachinery.pkg.util.intstr.",
           "apimachinery.pkg.api.resource.")

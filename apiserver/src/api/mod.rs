@@ -92,25 +92,45 @@ fn discovery_response(headers: &HeaderMap, legacy: bool, api: &Api) -> Response 
     let resources = api.registry.catalogue().all();
     let external = api.aggregator.external_versions();
     match discovery::wants_aggregated(accept(headers)) {
-        Some(version) => (
+        Some(wanted) => {
+            let doc = discovery::aggregated_with(&resources, legacy, wanted.version, &external);
+            aggregated_discovery(&doc, wanted)
+        }
+        None if legacy => plain_discovery(headers, &discovery::core_versions()),
+        None => plain_discovery(headers, &discovery::api_groups_with(&resources, &external)),
+    }
+}
+
+/// An aggregated document in the serializer asked for, under its own Content-Type.
+fn aggregated_discovery(doc: &serde_json::Value, wanted: discovery::Aggregated) -> Response {
+    use discovery::Encoding;
+    let body = match wanted.encoding {
+        Encoding::Json => registry::wire::body(doc, registry::wire::Style::Compact)
+            .map_err(|e| RegistryError::Internal(format!("encoding discovery: {e}"))),
+        Encoding::Yaml => serde_yaml_ng::to_string(doc)
+            .map(String::into_bytes)
+            .map_err(|e| RegistryError::Internal(format!("encoding discovery: {e}"))),
+        Encoding::Protobuf => protobuf::encode::encode(doc)
+            .map_err(|e| RegistryError::Internal(format!("encoding discovery: {e}"))),
+    };
+    match body {
+        Ok(body) => (
             StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                discovery::aggregated_content_type(version),
-            )],
-            // A discovery document always encodes; should it not, the body is empty.
-            registry::wire::body(
-                &discovery::aggregated_with(&resources, legacy, version, &external),
-                registry::wire::Style::Compact,
-            )
-            .unwrap_or_default(),
+            [(header::CONTENT_TYPE, wanted.content_type())],
+            body,
         )
             .into_response(),
-        None if legacy => response::json(StatusCode::OK, &discovery::core_versions()),
-        None => response::json(
-            StatusCode::OK,
-            &discovery::api_groups_with(&resources, &external),
-        ),
+        Err(e) => response::error(e),
+    }
+}
+
+/// A per-version document (APIVersions, APIGroupList, APIGroup, APIResourceList) in JSON,
+/// YAML or protobuf as Accept negotiates, with no transformed form (upstream's
+/// DefaultEndpointRestrictions); 406 when none of those is acceptable.
+fn plain_discovery(headers: &HeaderMap, doc: &serde_json::Value) -> Response {
+    match response::negotiate_discovery(headers) {
+        Ok(format) => response::encoded(StatusCode::OK, doc, format, false),
+        Err(e) => response::error(e),
     }
 }
 
@@ -269,7 +289,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
         }
     };
     let Some(info) = info else {
-        return group_discovery(&api, legacy, &path);
+        return group_discovery(&api, legacy, &path, &headers);
     };
     let Some(store) = store else {
         return response::error(RegistryError::NoSuchResource);
@@ -290,7 +310,7 @@ async fn dispatch(api: Api, legacy: bool, incoming: Incoming) -> Response {
 }
 
 /// `/api/v1`, `/apis/<group>` and `/apis/<group>/<version>`.
-fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
+fn group_discovery(api: &Api, legacy: bool, path: &str, headers: &HeaderMap) -> Response {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let resources = api.registry.catalogue().all();
     let external = api.aggregator.external_versions();
@@ -301,7 +321,7 @@ fn group_discovery(api: &Api, legacy: bool, path: &str) -> Response {
         _ => None,
     };
     match doc {
-        Some(doc) => response::json(StatusCode::OK, &doc),
+        Some(doc) => plain_discovery(headers, &doc),
         None => response::error(RegistryError::NoSuchResource),
     }
 }

@@ -25,6 +25,9 @@ pub struct Endpoint {
     /// meta.k8s.io PartialObjectMetadata(List) in any of the serializers (every resource's
     /// endpoint; not the metrics API).
     pub metadata: bool,
+    /// meta.k8s.io Tables (resources and the metrics API; not discovery, whose documents
+    /// upstream writes with no transformed form at all).
+    pub tables: bool,
 }
 
 /// One clause of an Accept header, as goautoneg parses it.
@@ -121,7 +124,7 @@ fn transform(clause: &Clause<'_>, encoding: Encoding, endpoint: Endpoint) -> Opt
         _ => return None,
     };
     match kind.unwrap_or_default() {
-        "Table" => match encoding {
+        "Table" if endpoint.tables => match encoding {
             Encoding::Json => Some(Format::Table),
             Encoding::Yaml => Some(Format::YamlTable),
             // No protobuf Table upstream: the clause is passed over.

@@ -226,7 +226,7 @@ fn well_known(descriptor: &MessageDescriptor, message: &DynamicMessage) -> Optio
         ("apimachinery.pkg.api.resource", "Quantity") => Value::String(text("string")),
         ("apimachinery.pkg.runtime", "RawExtension") => raw_json("raw"),
         (p, "JSON") if p.starts_with("apiextensions") => raw_json("raw"),
-        (_, "ExtraValue") => match field("items").as_deref() {
+        (_, "ExtraValue") | (META, "Verbs") => match field("items").as_deref() {
             Some(Pb::List(items)) => {
                 Value::Array(items.iter().filter_map(|v| json(v, true)).collect())
             }

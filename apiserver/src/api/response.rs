@@ -299,6 +299,7 @@ pub fn negotiate(headers: &HeaderMap) -> Result<Format, RegistryError> {
         Endpoint {
             protobuf: false,
             metadata: false,
+            tables: true,
         },
     )
 }
@@ -311,6 +312,20 @@ pub fn negotiate_for(headers: &HeaderMap, protobuf: bool) -> Result<Format, Regi
         Endpoint {
             protobuf,
             metadata: true,
+            tables: true,
+        },
+    )
+}
+
+/// The format of a per-version discovery document: JSON, YAML or protobuf, no Tables or
+/// metadata (upstream writes discovery with DefaultEndpointRestrictions).
+pub fn negotiate_discovery(headers: &HeaderMap) -> Result<Format, RegistryError> {
+    negotiate_with(
+        headers,
+        Endpoint {
+            protobuf: true,
+            metadata: false,
+            tables: false,
         },
     )
 }
@@ -321,6 +336,7 @@ pub fn error_format(headers: &HeaderMap) -> Format {
     let endpoint = Endpoint {
         protobuf: true,
         metadata: false,
+        tables: true,
     };
     negotiate_with(headers, endpoint).unwrap_or(Format::Json)
 }

@@ -16,6 +16,8 @@ use serde_json::{json, Map, Value};
 
 use external::ExternalVersion;
 
+pub use crate::api::response::Encoding;
+
 const DISCOVERY_GROUP: &str = "apidiscovery.k8s.io";
 const DISCOVERY_KIND: &str = "APIGroupDiscoveryList";
 /// The apidiscovery.k8s.io versions served; both have the same shape.
@@ -144,17 +146,34 @@ pub fn aggregated_with(
     })
 }
 
-/// The Content-Type of an aggregated document, which clients check before decoding it as
-/// one.
-pub fn aggregated_content_type(version: &str) -> String {
-    format!("application/json;g={DISCOVERY_GROUP};v={version};as={DISCOVERY_KIND}")
+/// The aggregated document a client asked for: its apidiscovery.k8s.io version, in which
+/// serializer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aggregated {
+    pub version: &'static str,
+    pub encoding: Encoding,
 }
 
-/// Which aggregated discovery version, if any, an Accept header selects: the first
-/// acceptable media range in the client's preference order decides, so plain JSON listed
+impl Aggregated {
+    /// The Content-Type of the document, which clients check before decoding it as one.
+    pub fn content_type(self) -> String {
+        let media = match self.encoding {
+            Encoding::Json => "application/json",
+            Encoding::Yaml => "application/yaml",
+            Encoding::Protobuf => crate::api::protobuf::MEDIA_TYPE,
+        };
+        format!(
+            "{media};g={DISCOVERY_GROUP};v={};as={DISCOVERY_KIND}",
+            self.version
+        )
+    }
+}
+
+/// Which aggregated discovery document, if any, an Accept header selects: the first
+/// acceptable media range in the client's preference order decides, so a plain type listed
 /// first (or alone) means the per-version documents. Higher q-values come first, and at
 /// equal q a concrete type beats a wildcard, as upstream's negotiation sorts them.
-pub fn wants_aggregated(accept: &str) -> Option<&'static str> {
+pub fn wants_aggregated(accept: &str) -> Option<Aggregated> {
     let mut ranges: Vec<MediaRange> = accept.split(',').filter_map(MediaRange::parse).collect();
     // Stable, so the client's own order stands among equals.
     ranges.sort_by(|a, b| {
@@ -191,7 +210,7 @@ struct MediaRange {
 }
 
 enum Choice {
-    Aggregated(&'static str),
+    Aggregated(Aggregated),
     Plain,
     Unacceptable,
 }
@@ -227,19 +246,25 @@ impl MediaRange {
         u8::from(self.kind == "*") + u8::from(self.subtype == "*")
     }
 
-    fn choice(&self) -> Choice {
-        let json = matches!(
-            (self.kind.as_str(), self.subtype.as_str()),
-            ("application", "json") | ("application", "*") | ("*", "*")
-        );
-        if !json {
-            return Choice::Unacceptable;
+    /// The serializer this range names; a wildcard is JSON, the first of the server's.
+    fn encoding(&self) -> Option<Encoding> {
+        match (self.kind.as_str(), self.subtype.as_str()) {
+            ("application", "json" | "*") | ("*", "*") => Some(Encoding::Json),
+            ("application", "yaml") => Some(Encoding::Yaml),
+            ("application", "vnd.kubernetes.protobuf") => Some(Encoding::Protobuf),
+            _ => None,
         }
+    }
+
+    fn choice(&self) -> Choice {
+        let Some(encoding) = self.encoding() else {
+            return Choice::Unacceptable;
+        };
         match &self.convert {
             [None, None, None] => Choice::Plain,
             [Some(g), Some(v), Some(kind)] if g == DISCOVERY_GROUP && kind == DISCOVERY_KIND => {
                 match AGGREGATED_VERSIONS.iter().find(|known| *known == v) {
-                    Some(version) => Choice::Aggregated(version),
+                    Some(version) => Choice::Aggregated(Aggregated { version, encoding }),
                     None => Choice::Unacceptable,
                 }
             }

@@ -335,33 +335,52 @@ fn aggregated_named_groups() {
 
 #[test]
 fn accept_selects_aggregated_version() {
-    assert_eq!(wants_aggregated(KUBECTL_ACCEPT), Some("v2"));
+    assert_eq!(wants_aggregated(KUBECTL_ACCEPT), Some(json_doc("v2")));
     assert_eq!(
         wants_aggregated(
             "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
         ),
-        Some("v2beta1")
+        Some(json_doc("v2beta1"))
     );
     // Parameters in any order, with spaces.
     assert_eq!(
         wants_aggregated(
             "application/json; as=APIGroupDiscoveryList; v=v2 ; g=apidiscovery.k8s.io, application/json"
         ),
-        Some("v2")
+        Some(json_doc("v2"))
     );
     // A version this server does not serve falls through to the next range.
     assert_eq!(
         wants_aggregated(
             "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
         ),
-        Some("v2beta1")
+        Some(json_doc("v2beta1"))
     );
-    // Protobuf is not offered, so JSON after it decides.
+    // Protobuf first, as upstream offers it too.
     assert_eq!(
         wants_aggregated(
             "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
         ),
-        None
+        Some(Aggregated {
+            version: "v2",
+            encoding: Encoding::Protobuf
+        })
+    );
+    // A plain protobuf or YAML range first means the per-version documents.
+    for plain in ["application/vnd.kubernetes.protobuf", "application/yaml"] {
+        assert_eq!(
+            wants_aggregated(&format!(
+                "{plain},application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            )),
+            None
+        );
+    }
+    // A type no serializer has is passed over.
+    assert_eq!(
+        wants_aggregated(
+            "text/html;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        ),
+        Some(json_doc("v2"))
     );
 }
 
@@ -390,7 +409,7 @@ fn accept_honours_q_values_and_wildcards() {
         wants_aggregated(
             "application/json;q=0.5,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
         ),
-        Some("v2")
+        Some(json_doc("v2"))
     );
     assert_eq!(
         wants_aggregated(
@@ -403,16 +422,31 @@ fn accept_honours_q_values_and_wildcards() {
         wants_aggregated(
             "*/*,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
         ),
-        Some("v2")
+        Some(json_doc("v2"))
     );
 }
 
 #[test]
 fn content_type_names_the_aggregated_kind() {
     assert_eq!(
-        aggregated_content_type("v2"),
+        json_doc("v2").content_type(),
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
     );
+    let protobuf = Aggregated {
+        version: "v2beta1",
+        encoding: Encoding::Protobuf,
+    };
+    assert_eq!(
+        protobuf.content_type(),
+        "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+    );
+}
+
+fn json_doc(version: &'static str) -> Aggregated {
+    Aggregated {
+        version,
+        encoding: Encoding::Json,
+    }
 }
 
 #[test]

@@ -4,10 +4,12 @@ use crate::api::response::{Encoding, Format, Metadata};
 const BUILT_IN: Endpoint = Endpoint {
     protobuf: true,
     metadata: true,
+    tables: true,
 };
 const CUSTOM: Endpoint = Endpoint {
     protobuf: false,
     metadata: true,
+    tables: true,
 };
 
 fn pick(accept: &str) -> Option<Format> {
@@ -150,6 +152,7 @@ fn tables_are_json_and_metadata_any_serializer() {
     let plain = Endpoint {
         protobuf: false,
         metadata: false,
+        tables: true,
     };
     assert_eq!(
         negotiate(
@@ -188,4 +191,22 @@ fn the_order_is_goautonegs() {
         ["application/json", "text/plain", "text/*", "*/*"]
     );
     assert_eq!(order("a/b;q=0.2, c/d;q=0.8, e/f"), ["e/f", "c/d", "a/b"]);
+}
+
+#[test]
+fn an_endpoint_without_tables_passes_a_table_over() {
+    // Discovery's documents: JSON, YAML or protobuf, never a Table.
+    let discovery = Endpoint {
+        protobuf: true,
+        metadata: false,
+        tables: false,
+    };
+    let table_then_protobuf =
+        "application/json;as=Table;g=meta.k8s.io;v=v1,application/vnd.kubernetes.protobuf";
+    assert_eq!(
+        negotiate(table_then_protobuf, discovery).ok(),
+        Some(Format::Protobuf)
+    );
+    assert_eq!(pick(table_then_protobuf), Some(Format::Table));
+    assert!(negotiate("application/json;as=Table;g=meta.k8s.io;v=v1", discovery).is_err());
 }

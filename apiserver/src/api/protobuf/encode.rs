@@ -185,7 +185,8 @@ enum Special {
     RawJson,
     IntOrString,
     Quantity,
-    /// authentication's and authorization's `[]string` types.
+    /// authentication's and authorization's `[]string` types, and discovery's Verbs: a
+    /// message of one repeated string, written as a JSON list.
     ExtraValue,
     PropsOrBool,
     PropsOrArray,
@@ -301,7 +302,7 @@ fn special(message: &MessageDescriptor) -> Special {
         }
         ("apimachinery.pkg.util.intstr", "IntOrString") => Special::IntOrString,
         ("apimachinery.pkg.api.resource", "Quantity") => Special::Quantity,
-        (_, "ExtraValue") => Special::ExtraValue,
+        (_, "ExtraValue") | (META, "Verbs") => Special::ExtraValue,
         _ => Special::None,
     }
 }
