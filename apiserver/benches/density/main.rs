@@ -9,7 +9,12 @@
 //!    nodes), Deployments of 250, 30 and 5 replicas summing to N×30 pods and a Service for
 //!    every other one (EndpointSlices follow), created at upstream's default client QPS (10 up
 //!    to 500 nodes, 100 above); time until the watch sees every pod Running.
-//! 3. Load: every Deployment scaled down by 10% and back up, then 10% of the pods deleted
+//! 3. Latency pods, as upstream's density test measures the pod startup SLO: once every
+//!    saturation pod runs, `max(500, N)` Deployments of one pod (100m CPU, 350M memory) created
+//!    at 5 qps; their startup latency against the 5 s SLO; then they are deleted. The
+//!    saturation pods' own startup is held to upstream's saturation threshold instead
+//!    (pods / 20 + 180 s: they queue behind each other by design).
+//! 4. Load: every Deployment scaled down by 10% and back up, then 10% of the pods deleted
 //!    (their ReplicaSets replace them), each step until the watch sees the count Running.
 //!
 //! Measured throughout as clusterloader2 does: pod startup latency from a pod watch (first
@@ -27,6 +32,7 @@
 //! `cargo bench -p apiserver --bench density`; `DENSITY_NODES` (default 100),
 //! `DENSITY_PODS_PER_NODE` (30), `DENSITY_BACKENDS=embedded` or `=etcd` (default both, one
 //! after the other), `DENSITY_TIMEOUT_SECS` (per wait for pods Running, default 600),
+//! `DENSITY_LATENCY_PODS` (default `max(500, N)`, 0 to skip that phase),
 //! `DENSITY_QPS` to override the client rate, `DENSITY_SERVER_ARGS` for more server flags;
 //! the server binary from `APISERVER_BIN`. A
 //! cluster that does not converge is reported (where its pods are, the Deployments' status,
@@ -54,7 +60,7 @@ use workload::{Plan, Reader, Sent};
 const RAW_CONNECTIONS: usize = 12;
 const SETTLE: Duration = Duration::from_secs(10);
 
-fn knob(name: &str, default: usize) -> usize {
+pub fn knob(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -252,6 +258,8 @@ pub struct Outcome {
     pub created: Option<Sent>,
     pub all_running: Option<Converged>,
     pub density: Option<Phase>,
+    /// The latency pods' phase: how long until all ran, and its measurements.
+    pub latency: Option<(usize, Converged, Phase)>,
     pub load: Vec<(String, Converged)>,
     pub load_phase: Option<Phase>,
     pub reader: Option<Reader>,
@@ -395,6 +403,7 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
         created: None,
         all_running: None,
         density: None,
+        latency: None,
         load: Vec::new(),
         load_phase: None,
         reader: None,
@@ -478,6 +487,7 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
         out.all_running = Some(converged);
         out.density = Some(phase(port, pid, &watch, start));
         if density_converged {
+            out.latency = latency_pods(&cluster, &plan, nodes);
             load(&cluster, &plan, &mut out, qps, workers);
         }
         stop_reader.store(true, Ordering::Relaxed);
@@ -490,6 +500,38 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
     out.watch_reopened = watch.state().reopened;
     out.plan = plan;
     out
+}
+
+/// Upstream's latency pods: created at 5 qps on the saturated cluster, measured, deleted.
+/// None when `DENSITY_LATENCY_PODS=0`.
+fn latency_pods(cluster: &Cluster, plan: &Plan, nodes: usize) -> Option<(usize, Converged, Phase)> {
+    const QPS: f64 = 5.0;
+    let deployments = workload::latency_deployments(plan, nodes);
+    if deployments.is_empty() {
+        return None;
+    }
+    let (port, pid) = (cluster.server.port, cluster.server.pid());
+    let watch = cluster.watch;
+    let start = (
+        scrape(port),
+        cpu_seconds(pid),
+        watch.state().events,
+        Instant::now(),
+    );
+    eprintln!("  latency: {} pods at {QPS} qps", deployments.len());
+    let creates: Vec<_> = deployments.iter().map(workload::latency_create).collect();
+    workload::send_paced(port, &creates, Some(QPS), 2, None);
+    let total = plan.pods();
+    let done = cluster.wait_running(total + deployments.len(), start.3);
+    let measured = phase(port, pid, watch, start);
+    let deletes: Vec<_> = deployments
+        .iter()
+        .map(workload::deployment_delete)
+        .collect();
+    workload::send_paced(port, &deletes, Some(QPS * 10.0), 4, None);
+    // Gone from the count once terminating; the load phase starts from the saturation pods.
+    cluster.wait_running(total, Instant::now());
+    Some((deployments.len(), done, measured))
 }
 
 /// Churn: every Deployment down 10% and back, then 10% of the pods deleted.

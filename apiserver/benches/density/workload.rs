@@ -94,7 +94,44 @@ pub struct Request {
     pub body: String,
 }
 
+/// Upstream's saturation pods ask for 1m CPU and 10M memory each.
 pub fn deployment_create(d: &Deployment) -> Request {
+    deployment_with_requests(d, "1m", "10M")
+}
+
+/// The latency pods of upstream's density test: one replica each, 100m CPU and 350M memory
+/// (sized so that the scheduler's scores spread them over the nodes), `max(500, nodes)` of
+/// them over the namespaces, created at 5 qps once every saturation pod runs.
+pub fn latency_deployments(plan: &Plan, nodes: usize) -> Vec<Deployment> {
+    let count = crate::knob("DENSITY_LATENCY_PODS", nodes.max(500));
+    (0..count)
+        .map(|i| Deployment {
+            namespace: plan.namespaces[i % plan.namespaces.len().max(1)].clone(),
+            name: format!("latency-{i}"),
+            replicas: 1,
+            service: false,
+        })
+        .collect()
+}
+
+pub fn latency_create(d: &Deployment) -> Request {
+    deployment_with_requests(d, "100m", "350M")
+}
+
+/// Deletes a Deployment; its ReplicaSet and pods go in the background (the default).
+pub fn deployment_delete(d: &Deployment) -> Request {
+    Request {
+        method: "DELETE",
+        path: format!(
+            "/apis/apps/v1/namespaces/{}/deployments/{}",
+            d.namespace, d.name
+        ),
+        content_type: "application/json",
+        body: String::new(),
+    }
+}
+
+fn deployment_with_requests(d: &Deployment, cpu: &str, memory: &str) -> Request {
     let (ns, name, r) = (&d.namespace, &d.name, d.replicas);
     let (group_key, group_value) = GROUP_LABEL.split_once('=').unwrap_or(("group", "density"));
     Request {
@@ -102,7 +139,7 @@ pub fn deployment_create(d: &Deployment) -> Request {
         path: format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         content_type: "application/json",
         body: format!(
-            r#"{{"metadata":{{"name":"{name}"}},"spec":{{"replicas":{r},"selector":{{"matchLabels":{{"name":"{name}"}}}},"template":{{"metadata":{{"labels":{{"name":"{name}","{group_key}":"{group_value}"}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","resources":{{"requests":{{"cpu":"1m","memory":"10M"}}}}}}]}}}}}}}}"#
+            r#"{{"metadata":{{"name":"{name}"}},"spec":{{"replicas":{r},"selector":{{"matchLabels":{{"name":"{name}"}}}},"template":{{"metadata":{{"labels":{{"name":"{name}","{group_key}":"{group_value}"}}}},"spec":{{"containers":[{{"name":"pause","image":"registry.k8s.io/pause:3.10","resources":{{"requests":{{"cpu":"{cpu}","memory":"{memory}"}}}}}}]}}}}}}}}"#
         ),
     }
 }
