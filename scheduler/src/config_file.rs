@@ -103,7 +103,8 @@ impl SchedulerConfig {
         let mut percentage = None;
         let (mut initial, mut max) = (1i64, 10i64);
         let defaults: HashMap<&str, Value> = top_level_defaults().into_iter().collect();
-        for (name, value) in &fields {
+        // A null is a field left out, as upstream's decoding has it.
+        for (name, value) in fields.iter().filter(|(_, v)| !v.is_null()) {
             match name.as_str() {
                 "apiVersion" | "kind" | "clientConnection" => {}
                 "parallelism" => {
@@ -278,7 +279,7 @@ fn profiles(value: &Value, errors: &mut Errors) -> Option<u32> {
                 &format!("only the {DEFAULT_SCHEDULER_NAME} profile is run, not \"{name}\""),
             );
         }
-        for (field, value) in fields {
+        for (field, value) in fields.iter().filter(|(_, v)| !v.is_null()) {
             let at = format!("{path}.{field}");
             match field.as_str() {
                 "schedulerName" => {}
@@ -377,6 +378,11 @@ mod tests {
         ))
         .expect("valid");
         assert_eq!(c.percentage_of_nodes_to_score, 10);
+        let c = parse(&format!(
+            "{HEAD}percentageOfNodesToScore: 30\nparallelism: null\nprofiles:\n- percentageOfNodesToScore: null\n"
+        ))
+        .expect("nulls are fields left out");
+        assert_eq!((c.percentage_of_nodes_to_score, c.workers), (30, 16));
     }
 
     #[test]

@@ -40,7 +40,9 @@ const RESOURCE: &str = "resource.k8s.io";
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
-    /// Pods scheduled (and bound) at once; decisions are serialised on the cache.
+    /// Pods scheduled (and bound) at once; decisions are serialised on the cache. The
+    /// configuration file's `parallelism` (upstream's bound on the goroutines of one
+    /// decision, whose default it shares: here the parallel work is across pods).
     pub workers: usize,
     /// Upstream's podInitialBackoffSeconds and podMaxBackoffSeconds.
     pub initial_backoff: Duration,
@@ -169,7 +171,11 @@ impl Scheduler {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(workers = self.config.workers, "starting scheduler");
+        info!(
+            workers = self.config.workers,
+            percentage_of_nodes_to_score = self.config.percentage_of_nodes_to_score,
+            "starting scheduler"
+        );
         let this = self.clone();
         let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
             this.on_pod(n)
