@@ -153,6 +153,14 @@ pub struct Options {
           action = clap::ArgAction::Set)]
     pub scheduler: bool,
 
+    /// The scheduler's configuration (kube-scheduler's --config): a
+    /// kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration (YAML or JSON). Honoured:
+    /// percentageOfNodesToScore (top-level, and the default-scheduler profile's),
+    /// parallelism, podInitialBackoffSeconds, podMaxBackoffSeconds; anything else that is
+    /// not upstream's default, or an invalid file, fails start.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
+
     /// Elect a leader among the servers sharing this storage: only the holder of the
     /// kube-system/kube-controller-manager Lease runs the controllers.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

@@ -44,6 +44,16 @@ pub enum StartError {
     AuthorizationMode(#[from] authz::ModeError),
     #[error("admission: {0}")]
     Admission(#[from] registry::admission::PluginConfigError),
+    #[error("--scheduler-config {path}: {source}")]
+    SchedulerConfigFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--scheduler-config {path}: {source}")]
+    SchedulerConfig {
+        path: std::path::PathBuf,
+        source: scheduler::SchedulerError,
+    },
     #[error("--controllers: {0}")]
     Controllers(#[from] controllers::UnknownController),
     #[error(
@@ -66,6 +76,25 @@ pub enum StartError {
 
 /// How long start waits for the stored definitions before serving without them.
 const DEFINITIONS_SYNC: Duration = Duration::from_secs(10);
+
+/// The scheduler's configuration: the defaults, or what the `--scheduler-config` file says.
+fn scheduler_config(
+    path: Option<&std::path::Path>,
+) -> Result<scheduler::SchedulerConfig, StartError> {
+    let Some(path) = path else {
+        return Ok(scheduler::SchedulerConfig::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| StartError::SchedulerConfigFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    scheduler::SchedulerConfig::from_config_file(&text).map_err(|source| {
+        StartError::SchedulerConfig {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
 
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(options: Options) -> Result<(), StartError> {
@@ -99,6 +128,8 @@ pub async fn run(options: Options) -> Result<(), StartError> {
         ),
         None => None,
     };
+    // A bad --scheduler-config too.
+    let scheduler_config = scheduler_config(options.scheduler_config.as_deref())?;
     // Certificates first: a bad --tls-cert-file fails at once, before storage opens.
     let secure = tls::prepare(&options)?;
     let front_proxy = tls::front_proxy::prepare(&options)?;
@@ -203,6 +234,7 @@ pub async fn run(options: Options) -> Result<(), StartError> {
             renew_deadline: options.leader_elect_renew_deadline,
             retry_period: options.leader_elect_retry_period,
             scheduler: options.scheduler,
+            scheduler_config,
             root_ca: secure.as_ref().map(|s| s.trusted_pem.clone()),
             signing: signing_ca(&options, secure.as_ref())?,
             hpa_sync_period: options.horizontal_pod_autoscaler_sync_period,

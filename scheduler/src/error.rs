@@ -6,4 +6,8 @@ pub enum SchedulerError {
     Informer(#[from] FactoryError),
     #[error("resource {0} is not served")]
     NotServed(String),
+    /// A configuration file (KubeSchedulerConfiguration) that is invalid or asks for what
+    /// this scheduler does not do.
+    #[error("{0}")]
+    Config(String),
 }

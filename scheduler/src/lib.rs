@@ -3,6 +3,7 @@
 //! pods, and bound through the pods/binding subresource.
 
 mod cache;
+mod config_file;
 mod dra;
 mod error;
 mod filters;

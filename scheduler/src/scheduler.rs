@@ -40,7 +40,9 @@ const RESOURCE: &str = "resource.k8s.io";
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
-    /// Pods scheduled (and bound) at once; decisions are serialised on the cache.
+    /// Pods scheduled (and bound) at once; decisions are serialised on the cache. The
+    /// configuration file's `parallelism` (upstream's bound on the goroutines of one
+    /// decision, whose default it shares: here the parallel work is across pods).
     pub workers: usize,
     /// Upstream's podInitialBackoffSeconds and podMaxBackoffSeconds.
     pub initial_backoff: Duration,
@@ -115,6 +117,13 @@ fn key_of(obj: &Value) -> String {
     format!("{}/{}", object::namespace(obj), object::name(obj))
 }
 
+/// The node a preemption nominated the pod to (`status.nominatedNodeName`), if any.
+fn nominated_node(pod: &Value) -> Option<&str> {
+    pod["status"]["nominatedNodeName"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+}
+
 fn node_name(pod: &Value) -> &str {
     pod["spec"]["nodeName"].as_str().unwrap_or_default()
 }
@@ -162,7 +171,11 @@ impl Scheduler {
     }
 
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
-        info!(workers = self.config.workers, "starting scheduler");
+        info!(
+            workers = self.config.workers,
+            percentage_of_nodes_to_score = self.config.percentage_of_nodes_to_score,
+            "starting scheduler"
+        );
         let this = self.clone();
         let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
             this.on_pod(n)
@@ -388,19 +401,9 @@ impl Scheduler {
             &assumed,
         );
         let mut allocations: HashMap<String, Vec<ClaimAllocation>> = HashMap::new();
-        let mut feasible = Vec::new();
-        let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
-        let nodes: Vec<&NodeInfo> = cache.nodes().collect();
-        let wanted =
-            sampling::feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, nodes.len());
-        let start = self.next_start_node.load(Ordering::Relaxed) % nodes.len().max(1);
-        let mut processed = 0;
-        for node in nodes.iter().cycle().skip(start).take(nodes.len()).copied() {
-            if feasible.len() >= wanted {
-                break;
-            }
-            processed += 1;
-            let fits = node_filters(&info, node)
+        // Every filter plugin; a node the pod's claims fit keeps their allocation there.
+        let mut filter = |node: &NodeInfo| {
+            node_filters(&info, node)
                 .and_then(|()| state.spread_filter(node))
                 .and_then(|()| state.affinity_filter(node))
                 .and_then(|()| {
@@ -410,14 +413,41 @@ impl Scheduler {
                     let claims = dra.filter(node)?;
                     allocations.insert(node.name().to_string(), claims);
                     Ok(())
-                });
-            match fits {
-                Ok(()) => feasible.push(node),
-                Err(r) => rejected.push((node, r)),
+                })
+        };
+        let mut feasible = Vec::new();
+        let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
+        let nodes: Vec<&NodeInfo> = cache.nodes().collect();
+        // Upstream's evaluateNominatedNode: a preemption nominated the node it made room on,
+        // likely the only one the pod fits, so it is tried alone first and taken if it passes
+        // the filters, without a search (nor a sample, nor a move of where the next search
+        // starts). One that no longer fits, or is gone, leaves the normal search to decide.
+        // (Upstream's PreferNominatedNode gate is GA and gone: this is unconditional.)
+        if let Some(node) = nominated_node(pod).and_then(|n| nodes.iter().find(|i| i.name() == n)) {
+            if filter(node).is_ok() {
+                feasible.push(*node);
             }
         }
-        self.next_start_node
-            .store((start + processed) % nodes.len().max(1), Ordering::Relaxed);
+        if feasible.is_empty() {
+            let wanted = sampling::feasible_nodes_to_find(
+                self.config.percentage_of_nodes_to_score,
+                nodes.len(),
+            );
+            let start = self.next_start_node.load(Ordering::Relaxed) % nodes.len().max(1);
+            let mut processed = 0;
+            for node in nodes.iter().cycle().skip(start).take(nodes.len()).copied() {
+                if feasible.len() >= wanted {
+                    break;
+                }
+                processed += 1;
+                match filter(node) {
+                    Ok(()) => feasible.push(node),
+                    Err(r) => rejected.push((node, r)),
+                }
+            }
+            self.next_start_node
+                .store((start + processed) % nodes.len().max(1), Ordering::Relaxed);
+        }
         if feasible.is_empty() {
             let rejections: Vec<Rejection> = rejected.iter().map(|(_, r)| r.clone()).collect();
             if rejected.is_empty() {
@@ -634,9 +664,7 @@ impl Scheduler {
         let same = current.is_some_and(|c| {
             c["status"] == "False" && c["reason"] == "Unschedulable" && c["message"] == message
         });
-        let nominated = pod["status"]["nominatedNodeName"]
-            .as_str()
-            .filter(|n| !n.is_empty());
+        let nominated = nominated_node(pod);
         let nominate = match &nomination {
             Nomination::Set(node) if nominated != Some(node.as_str()) => Some(json!(node)),
             Nomination::Clear if nominated.is_some() => Some(Value::Null),

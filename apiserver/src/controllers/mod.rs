@@ -41,6 +41,8 @@ pub struct ControllerOptions {
     pub retry_period: Duration,
     /// Run the scheduler with the controllers (`--scheduler`).
     pub scheduler: bool,
+    /// The scheduler's configuration (`--scheduler-config`, the defaults without it).
+    pub scheduler_config: SchedulerConfig,
     /// The simulated nodes served with the controllers (`--nodes`, none when 0).
     pub nodes: kubelet::NodeConfig,
     /// The CA bundle that verifies the server, published in every namespace as
@@ -188,7 +190,7 @@ async fn run_controllers(
         Err(e) => error!(error = %e, "the IPAddresses of cluster IPs will not be kept"),
     }
     if options.scheduler {
-        match Scheduler::new(&informers, SchedulerConfig::default()) {
+        match Scheduler::new(&informers, options.scheduler_config.clone()) {
             Ok(s) => running.push(s.run(stop.clone()).boxed()),
             Err(e) => error!(error = %e, "scheduler cannot run"),
         }
