@@ -13,8 +13,76 @@ use tokio::sync::OnceCell;
 use tracing::debug;
 
 use super::owner_references::patch_owner_references;
-use super::{controller_ref, SyncError};
+use super::{controller_ref, PodView, SyncError};
 use crate::informer::Summary;
+
+/// What claiming reads of an object: the whole object, or a pod's [`PodView`].
+pub trait Claimed: Sized {
+    fn matches(&self, selector: &LabelSelector) -> bool;
+    fn controller_uid(&self) -> Option<&str>;
+    fn is_deleting(&self) -> bool;
+    fn namespace(&self) -> &str;
+    fn name(&self) -> &str;
+    fn uid(&self) -> &str;
+    /// The whole object, if held: saves the patch its first read.
+    fn whole(&self) -> Option<Value>;
+    /// The object a patch answered with.
+    fn patched(obj: Value) -> Self;
+}
+
+impl Claimed for Arc<Value> {
+    fn matches(&self, selector: &LabelSelector) -> bool {
+        selector.matches_labels(object::labels(self))
+    }
+    fn controller_uid(&self) -> Option<&str> {
+        crate::informer::controller_uid(self)
+    }
+    fn is_deleting(&self) -> bool {
+        object::deletion_timestamp(self).is_some()
+    }
+    fn namespace(&self) -> &str {
+        object::namespace(self)
+    }
+    fn name(&self) -> &str {
+        object::name(self)
+    }
+    fn uid(&self) -> &str {
+        object::uid(self)
+    }
+    fn whole(&self) -> Option<Value> {
+        Some((**self).clone())
+    }
+    fn patched(obj: Value) -> Self {
+        Arc::new(obj)
+    }
+}
+
+impl Claimed for Arc<PodView> {
+    fn matches(&self, selector: &LabelSelector) -> bool {
+        self.labels().matches(selector)
+    }
+    fn controller_uid(&self) -> Option<&str> {
+        PodView::controller_uid(self)
+    }
+    fn is_deleting(&self) -> bool {
+        PodView::is_deleting(self)
+    }
+    fn namespace(&self) -> &str {
+        PodView::namespace(self)
+    }
+    fn name(&self) -> &str {
+        PodView::name(self)
+    }
+    fn uid(&self) -> &str {
+        PodView::uid(self)
+    }
+    fn whole(&self) -> Option<Value> {
+        None
+    }
+    fn patched(obj: Value) -> Self {
+        Arc::new(PodView::of(&obj))
+    }
+}
 
 /// What claiming works with: the owner, the store of the objects, and what it selects.
 pub struct Claimable<'a> {
@@ -40,17 +108,14 @@ pub fn claim_candidate<'a>(
 }
 
 /// The objects among `candidates` that belong to `c.owner` after claiming.
-pub async fn claim(
-    c: &Claimable<'_>,
-    candidates: Vec<Arc<Value>>,
-) -> Result<Vec<Arc<Value>>, SyncError> {
+pub async fn claim<T: Claimed>(c: &Claimable<'_>, candidates: Vec<T>) -> Result<Vec<T>, SyncError> {
     let owner_uid = object::uid(c.owner);
     let owner_deleting = object::deletion_timestamp(c.owner).is_some();
     let can_adopt: OnceCell<bool> = OnceCell::new();
     let mut claimed = Vec::new();
     for obj in candidates {
-        let matches = c.selector.matches_labels(object::labels(&obj));
-        match crate::informer::controller_uid(&obj) {
+        let matches = obj.matches(c.selector);
+        match obj.controller_uid() {
             Some(uid) if uid != owner_uid => {}
             Some(_) if matches => claimed.push(obj),
             Some(_) => {
@@ -59,7 +124,7 @@ pub async fn claim(
                 }
             }
             None => {
-                if owner_deleting || !matches || object::deletion_timestamp(&obj).is_some() {
+                if owner_deleting || !matches || obj.is_deleting() {
                     continue;
                 }
                 let adoptable = can_adopt
@@ -75,7 +140,7 @@ pub async fn claim(
                     continue;
                 }
                 if let Some(adopted) = adopt(c, &obj).await? {
-                    claimed.push(Arc::new(adopted));
+                    claimed.push(T::patched(adopted));
                 }
             }
         }
@@ -83,14 +148,14 @@ pub async fn claim(
     Ok(claimed)
 }
 
-async fn adopt(c: &Claimable<'_>, obj: &Value) -> Result<Option<Value>, SyncError> {
+async fn adopt(c: &Claimable<'_>, obj: &impl Claimed) -> Result<Option<Value>, SyncError> {
     let reference = controller_ref(c.owner);
     let result = patch_owner_references(
         c.store,
-        Some(object::namespace(obj)).filter(|n| !n.is_empty()),
-        object::name(obj),
-        object::uid(obj),
-        Some(obj.clone()),
+        Some(obj.namespace()).filter(|n| !n.is_empty()),
+        obj.name(),
+        obj.uid(),
+        obj.whole(),
         |refs| {
             // Someone else took control since the read: not ours to adopt.
             if refs.iter().any(|r| r["controller"].as_bool() == Some(true)) {
@@ -106,7 +171,7 @@ async fn adopt(c: &Claimable<'_>, obj: &Value) -> Result<Option<Value>, SyncErro
     match result {
         Ok(Some(adopted)) => {
             debug!(
-                object = object::name(obj),
+                object = obj.name(),
                 owner = object::name(c.owner),
                 "adopted"
             );
@@ -118,14 +183,14 @@ async fn adopt(c: &Claimable<'_>, obj: &Value) -> Result<Option<Value>, SyncErro
     }
 }
 
-async fn release(c: &Claimable<'_>, obj: &Value) -> Result<(), SyncError> {
+async fn release(c: &Claimable<'_>, obj: &impl Claimed) -> Result<(), SyncError> {
     let owner_uid = object::uid(c.owner).to_string();
     let result = patch_owner_references(
         c.store,
-        Some(object::namespace(obj)).filter(|n| !n.is_empty()),
-        object::name(obj),
-        object::uid(obj),
-        Some(obj.clone()),
+        Some(obj.namespace()).filter(|n| !n.is_empty()),
+        obj.name(),
+        obj.uid(),
+        obj.whole(),
         |refs| {
             let next: Vec<Value> = refs
                 .iter()
@@ -139,7 +204,7 @@ async fn release(c: &Claimable<'_>, obj: &Value) -> Result<(), SyncError> {
     match result {
         Ok(_) => {
             debug!(
-                object = object::name(obj),
+                object = obj.name(),
                 owner = object::name(c.owner),
                 "released"
             );

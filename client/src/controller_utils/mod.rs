@@ -10,6 +10,7 @@ pub mod hash;
 mod own_writes;
 mod owner_references;
 mod pod_control;
+mod pod_view;
 mod pods;
 
 use std::future::Future;
@@ -18,12 +19,13 @@ use registry::RegistryError;
 use serde_json::{json, Value};
 use thiserror::Error;
 
-pub use claim::{claim, claim_candidate, Claimable};
+pub use claim::{claim, claim_candidate, Claimable, Claimed};
 pub use controller_ref::{controller_reference, resolve_controller_ref};
 pub use expectations::{Expectations, EXPECTATIONS_TIMEOUT};
 pub use own_writes::OwnWrites;
 pub use owner_references::{patch_owner_references, raw_owner_references};
 pub use pod_control::{pod_from_template, PodControl};
+pub use pod_view::{PodView, POD_DELETION_COST};
 pub use pods::{is_pod_active, is_pod_available, is_pod_ready, pod_ready_since};
 
 /// Why a controller's sync failed; the worker retries it with backoff.

@@ -29,7 +29,17 @@ pub fn is_pod_ready(pod: &Value) -> bool {
 
 /// Ready for at least `min_ready_seconds` at `now` (upstream's IsPodAvailable).
 pub fn is_pod_available(pod: &Value, min_ready_seconds: i64, now: DateTime<Utc>) -> bool {
-    match pod_ready_since(pod) {
+    available(pod_ready_since(pod), min_ready_seconds, now)
+}
+
+/// Whether a pod whose Ready condition is `ready_since` (as [`pod_ready_since`] tells) is
+/// available at `now`.
+pub(super) fn available(
+    ready_since: Option<Option<DateTime<Utc>>>,
+    min_ready_seconds: i64,
+    now: DateTime<Utc>,
+) -> bool {
+    match ready_since {
         None => false,
         Some(_) if min_ready_seconds <= 0 => true,
         Some(None) => false,

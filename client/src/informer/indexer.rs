@@ -6,9 +6,15 @@
 //! when it is put in, and kept with it, so taking it out or replacing it decodes nothing.
 //! So are its labels and controller's uid, interned, so that callers can pick the objects a
 //! selector matches (`by_index_selected`, `list_selected`) and decode only those.
+//!
+//! A reader that wants a few fields of many objects on every pass (a ReplicaSet's sync over
+//! its pods) asks for a [`View`]: built once per stored revision and kept with the object,
+//! so a pass over unchanged objects decodes nothing.
 
+use std::any::Any;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::fmt::Display;
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
 use registry::object;
@@ -19,13 +25,14 @@ use thiserror::Error;
 use tracing::warn;
 
 use self::intern::Interner;
-use self::labels::Marks;
-pub use self::labels::{Labels, Summary};
+pub use self::labels::{Labels, Marks, Summary};
+pub use self::view::View;
 use super::delta_fifo::KnownObjects;
 use super::factory::controller_uid;
 
 mod intern;
 mod labels;
+mod view;
 
 /// The values an object is indexed under (several for, e.g., an index by owner).
 pub type IndexFunc = Arc<dyn Fn(&Value) -> Vec<String> + Send + Sync>;
@@ -74,6 +81,9 @@ struct Item {
     indexed: Box<[(usize, Arc<str>)]>,
     /// Its labels and controller's uid, shared with the objects that have the same.
     marks: Arc<Marks>,
+    /// The [`View`] of this revision, once a reader asked for it. A new revision is a new
+    /// item, so a view is never kept past the revision it was built from.
+    view: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Item {
@@ -125,8 +135,11 @@ impl State {
             value,
             revision,
             marks,
+            view,
             ..
         } = item;
+        // A view may hold the marks too: gone first, the interner sees the item's copy alone.
+        drop(view);
         self.interned.release_marks(marks);
         (value, revision)
     }
@@ -171,6 +184,7 @@ impl State {
             revision: encoded.revision,
             indexed,
             marks,
+            view: OnceLock::new(),
         };
         self.items.insert(key, item);
     }
@@ -250,11 +264,22 @@ impl Indexer {
     }
 
     fn decode(&self, value: &Bytes, revision: i64, key: Option<&str>) -> Option<Arc<Value>> {
+        self.decode_with(key, || self.decoder.decode_bytes(value, revision))
+            .map(Arc::new)
+    }
+
+    /// Every read that decodes a held object goes through here, whole or in part: one that
+    /// fails is logged and left out (bytes that decoded when put in cannot fail to).
+    fn decode_with<T, E: Display>(
+        &self,
+        key: Option<&str>,
+        decode: impl FnOnce() -> Result<T, E>,
+    ) -> Option<T> {
         #[cfg(test)]
         self.decodes
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        match self.decoder.decode_bytes(value, revision) {
-            Ok(obj) => Some(Arc::new(obj)),
+        match decode() {
+            Ok(obj) => Some(obj),
             Err(error) => {
                 warn!(key, %error, "object does not decode");
                 None
@@ -432,18 +457,15 @@ impl Indexer {
         keep: impl Fn(&Summary<'_>) -> bool,
         projection: Projection,
     ) -> Result<Vec<Arc<Value>>, IndexerError> {
-        let held = self.held_by_index(name, value, keep)?;
+        let held = self.by_index_walk(name, value, keep, |key, item| (key.clone(), item.held()))?;
         Ok(held
             .iter()
-            .filter_map(|(value, revision)| {
-                match self.decoder.decode_projected(value, *revision, projection) {
-                    Ok(obj) => Some(Arc::new(obj)),
-                    Err(error) => {
-                        warn!(%error, "cached object does not decode");
-                        None
-                    }
-                }
+            .filter_map(|(key, (value, revision))| {
+                self.decode_with(Some(key), || {
+                    self.decoder.decode_projected(value, *revision, projection)
+                })
             })
+            .map(Arc::new)
             .collect())
     }
 
@@ -454,6 +476,17 @@ impl Indexer {
         value: &str,
         keep: impl Fn(&Summary<'_>) -> bool,
     ) -> Result<Vec<Held>, IndexerError> {
+        self.by_index_walk(name, value, keep, |_, item| item.held())
+    }
+
+    /// `take` of each object under `value` in index `name` that `keep` picks, under the lock.
+    fn by_index_walk<R>(
+        &self,
+        name: &str,
+        value: &str,
+        keep: impl Fn(&Summary<'_>) -> bool,
+        mut take: impl FnMut(&Arc<str>, &Item) -> R,
+    ) -> Result<Vec<R>, IndexerError> {
         let state = self.read();
         let Some(keys) = state.named(name)?.get(value) else {
             return Ok(Vec::new());
@@ -462,7 +495,7 @@ impl Indexer {
             .iter()
             .filter_map(|k| state.items.get_key_value(k))
             .filter(|(key, item)| keep(&item.summary(key)))
-            .map(|(_, item)| item.held())
+            .map(|(key, item)| take(key, item))
             .collect())
     }
 

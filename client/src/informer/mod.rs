@@ -24,7 +24,8 @@ pub use factory::{
     CONTROLLER_UID_INDEX,
 };
 pub use indexer::{
-    namespace_index, IndexFunc, Indexer, IndexerError, Labels, Summary, NAMESPACE_INDEX,
+    namespace_index, IndexFunc, Indexer, IndexerError, Labels, Marks, Summary, View,
+    NAMESPACE_INDEX,
 };
 pub use key::{object_key, split_key, KeyError};
 pub use lister_watcher::ListerWatcher;

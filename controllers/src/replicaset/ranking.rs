@@ -9,32 +9,28 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use registry::object;
 use registry::types::PodPhase;
-use serde_json::Value;
 
-use client::controller_utils::pod_ready_since;
-
-/// The annotation users set to steer scale-down (lower goes first).
-pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+use client::controller_utils::PodView;
+pub use client::controller_utils::POD_DELETION_COST;
 
 /// The `count` pods of `pods` to delete. `related` are the pods whose placement counts when
 /// spreading (the pods of every ReplicaSet with the same controller as this one).
 pub fn pods_to_delete(
-    pods: &[Arc<Value>],
-    related: &[Arc<Value>],
+    pods: &[Arc<PodView>],
+    related: &[Arc<PodView>],
     count: usize,
-) -> Vec<Arc<Value>> {
+) -> Vec<Arc<PodView>> {
     if count >= pods.len() {
         return pods.to_vec();
     }
     let mut on_node: HashMap<&str, usize> = HashMap::new();
     for pod in related {
-        *on_node.entry(node_name(pod)).or_default() += 1;
+        *on_node.entry(pod.node_name()).or_default() += 1;
     }
-    let mut ranked: Vec<(usize, &Arc<Value>)> = pods
+    let mut ranked: Vec<(usize, &Arc<PodView>)> = pods
         .iter()
-        .map(|pod| (on_node.get(node_name(pod)).copied().unwrap_or(0), pod))
+        .map(|pod| (on_node.get(pod.node_name()).copied().unwrap_or(0), pod))
         .collect();
     ranked.sort_by(|(rank_a, a), (rank_b, b)| compare(a, *rank_a, b, *rank_b));
     ranked
@@ -45,18 +41,18 @@ pub fn pods_to_delete(
 }
 
 /// Less: `a` should be deleted before `b`. A rank is how many related pods share the node.
-pub fn compare(a: &Value, rank_a: usize, b: &Value, rank_b: usize) -> Ordering {
-    let assigned = |p: &Value| !node_name(p).is_empty();
+pub fn compare(a: &PodView, rank_a: usize, b: &PodView, rank_b: usize) -> Ordering {
+    let assigned = |p: &PodView| !p.node_name().is_empty();
     assigned(a)
         .cmp(&assigned(b))
         .then_with(|| phase_ordinal(a).cmp(&phase_ordinal(b)))
         .then_with(|| {
-            let ready_a = pod_ready_since(a);
-            let ready_b = pod_ready_since(b);
+            let ready_a = a.ready_since();
+            let ready_b = b.ready_since();
             ready_a
                 .is_some()
                 .cmp(&ready_b.is_some())
-                .then_with(|| deletion_cost(a).cmp(&deletion_cost(b)))
+                .then_with(|| a.deletion_cost().cmp(&b.deletion_cost()))
                 // More doubled up goes first.
                 .then_with(|| rank_b.cmp(&rank_a))
                 .then_with(|| match (ready_a, ready_b) {
@@ -64,45 +60,17 @@ pub fn compare(a: &Value, rank_a: usize, b: &Value, rank_b: usize) -> Ordering {
                     _ => Ordering::Equal,
                 })
         })
-        .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
-        .then_with(|| later_first(created(a), created(b)))
-}
-
-fn node_name(pod: &Value) -> &str {
-    pod["spec"]["nodeName"].as_str().unwrap_or_default()
+        .then_with(|| b.max_restarts().cmp(&a.max_restarts()))
+        .then_with(|| later_first(a.created(), b.created()))
 }
 
 /// Unscheduled or unknown phases order with Pending, as upstream's map lookup defaults them.
-fn phase_ordinal(pod: &Value) -> u8 {
-    match PodPhase::of(pod) {
+fn phase_ordinal(pod: &PodView) -> u8 {
+    match pod.phase() {
         Some(PodPhase::Unknown) => 1,
         Some(PodPhase::Running) => 2,
         _ => 0,
     }
-}
-
-/// A malformed cost counts as 0, as upstream's helper treats it after logging.
-fn deletion_cost(pod: &Value) -> i32 {
-    pod["metadata"]["annotations"][POD_DELETION_COST]
-        .as_str()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
-}
-
-fn max_restarts(pod: &Value) -> i64 {
-    pod["status"]["containerStatuses"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s["restartCount"].as_i64())
-        .max()
-        .unwrap_or(0)
-}
-
-fn created(pod: &Value) -> Option<DateTime<Utc>> {
-    pod["metadata"]["creationTimestamp"]
-        .as_str()
-        .and_then(object::parse_time)
 }
 
 /// Later times first; an unknown time counts as the latest of all (upstream's afterOrZero).
@@ -145,7 +113,7 @@ mod tests {
         }
     }
 
-    fn pod(p: P) -> Arc<Value> {
+    fn pod(p: P) -> Arc<PodView> {
         let mut pod = json!({
             "metadata": {"name": p.name, "creationTimestamp": p.created},
             "spec": {"nodeName": p.node},
@@ -159,11 +127,11 @@ mod tests {
         if let Some(cost) = p.cost {
             pod["metadata"]["annotations"] = json!({ POD_DELETION_COST: cost });
         }
-        Arc::new(pod)
+        Arc::new(PodView::of(&pod))
     }
 
-    fn names(pods: &[Arc<Value>]) -> Vec<&str> {
-        pods.iter().map(|p| object::name(p)).collect()
+    fn names(pods: &[Arc<PodView>]) -> Vec<&str> {
+        pods.iter().map(|p| p.name()).collect()
     }
 
     /// Each pair: the first goes before the second, and not the other way round.
@@ -173,8 +141,8 @@ mod tests {
             compare(&a, 0, &b, 0),
             Ordering::Less,
             "{} before {}",
-            object::name(&a),
-            object::name(&b)
+            a.name(),
+            b.name()
         );
         assert_eq!(compare(&b, 0, &a, 0), Ordering::Greater);
     }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use registry::object;
 use serde_json::{json, Map, Value};
 
-use client::controller_utils::{is_pod_available, is_pod_ready, pod_ready_since};
+use client::controller_utils::PodView;
 
 pub const REPLICA_FAILURE: &str = "ReplicaFailure";
 
@@ -38,7 +38,7 @@ pub fn min_ready_seconds(set: &Value) -> i64 {
     set["spec"]["minReadySeconds"].as_i64().unwrap_or(0)
 }
 
-pub fn counts(set: &Value, pods: &[Arc<Value>], now: DateTime<Utc>) -> Counts {
+pub fn counts(set: &Value, pods: &[Arc<PodView>], now: DateTime<Utc>) -> Counts {
     let template_labels = set["spec"]["template"]["metadata"]["labels"].as_object();
     let min_ready = min_ready_seconds(set);
     let mut counts = Counts {
@@ -46,13 +46,16 @@ pub fn counts(set: &Value, pods: &[Arc<Value>], now: DateTime<Utc>) -> Counts {
         ..Counts::default()
     };
     for pod in pods {
-        let labels = object::labels(pod);
-        let fully_labeled = template_labels
-            .is_none_or(|wanted| wanted.iter().all(|(k, v)| labels.get(k) == Some(v)));
+        let labels = pod.labels();
+        let fully_labeled = template_labels.is_none_or(|wanted| {
+            wanted
+                .iter()
+                .all(|(k, v)| v.as_str().is_some_and(|v| labels.get(k) == Some(v)))
+        });
         counts.fully_labeled += i64::from(fully_labeled);
-        if is_pod_ready(pod) {
+        if pod.is_ready() {
             counts.ready += 1;
-            counts.available += i64::from(is_pod_available(pod, min_ready, now));
+            counts.available += i64::from(pod.is_available(min_ready, now));
         }
     }
     counts
@@ -60,13 +63,17 @@ pub fn counts(set: &Value, pods: &[Arc<Value>], now: DateTime<Utc>) -> Counts {
 
 /// When the next ready pod becomes available (minReadySeconds), so the sync can look again
 /// then without waiting for a pod event that will not come.
-pub fn next_available_in(set: &Value, pods: &[Arc<Value>], now: DateTime<Utc>) -> Option<Duration> {
+pub fn next_available_in(
+    set: &Value,
+    pods: &[Arc<PodView>],
+    now: DateTime<Utc>,
+) -> Option<Duration> {
     let min_ready = min_ready_seconds(set);
     if min_ready <= 0 {
         return None;
     }
     pods.iter()
-        .filter_map(|pod| pod_ready_since(pod).flatten())
+        .filter_map(|pod| pod.ready_since().flatten())
         .map(|since| since + chrono::Duration::seconds(min_ready) - now)
         .filter(|left| *left > chrono::Duration::zero())
         .min()
@@ -125,13 +132,13 @@ fn set_count(status: &mut Map<String, Value>, field: &str, value: i64) {
 mod tests {
     use super::*;
 
-    fn pod(labels: Value, ready_since: Option<&str>) -> Arc<Value> {
+    fn pod(labels: Value, ready_since: Option<&str>) -> Arc<PodView> {
         let mut pod = json!({"metadata": {"labels": labels}, "status": {"phase": "Running"}});
         if let Some(since) = ready_since {
             pod["status"]["conditions"] =
                 json!([{"type": "Ready", "status": "True", "lastTransitionTime": since}]);
         }
-        Arc::new(pod)
+        Arc::new(PodView::of(&pod))
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::future::join_all;
 use registry::options::{ListOptions, WriteOptions};
-use registry::projection::POD_FOR_CONTROLLERS;
 use registry::{object, RegistryError, Subresource};
 use serde_json::Value;
 use tracing::{debug, warn};
@@ -17,10 +16,10 @@ use super::controller::ReplicaSetController;
 use super::ranking::pods_to_delete;
 use super::status::{self, Outcome};
 use client::controller_utils::{
-    claim, claim_candidate, controller_ref, is_pod_active, pod_from_template, slow_start_batch,
-    Claimable, SyncError,
+    claim, claim_candidate, controller_ref, pod_from_template, slow_start_batch, Claimable,
+    PodView, SyncError,
 };
-use client::informer::{object_key, CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+use client::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
 
 /// A failure to create or delete pods, with the reason the ReplicaFailure condition gives.
 struct ManageError {
@@ -47,20 +46,19 @@ impl ReplicaSetController {
             }
         };
         let namespace = object::namespace(&set);
-        let active: Vec<Arc<Value>> = self
+        let active: Vec<Arc<PodView>> = self
             .pods
             .indexer()
-            // Counted, ranked and adopted by metadata, node and status: each of what may be
-            // thousands of pods is decoded without its spec and managedFields.
-            .by_index_projected(
+            // Counted, ranked and adopted by a few fields: each of what may be thousands of
+            // pods is decoded once per revision, not once per sync.
+            .by_index_view::<PodView>(
                 NAMESPACE_INDEX,
                 namespace,
                 claim_candidate(object::uid(&set), &selector),
-                POD_FOR_CONTROLLERS,
             )
             .map_err(|e| SyncError::Failed(e.to_string()))?
             .into_iter()
-            .filter(|p| is_pod_active(p))
+            .filter(|p| p.is_active())
             .collect();
         let name = object::name(&set);
         let claimable = Claimable {
@@ -108,7 +106,7 @@ impl ReplicaSetController {
         &self,
         key: &str,
         set: &Value,
-        pods: &[Arc<Value>],
+        pods: &[Arc<PodView>],
     ) -> Result<(), ManageError> {
         let desired = set["spec"]["replicas"].as_i64().unwrap_or(1).max(0);
         let diff = pods.len() as i64 - desired;
@@ -150,21 +148,21 @@ impl ReplicaSetController {
         let count = (diff as usize).min(burst);
         let related = self.related_pods(set, pods);
         let doomed = pods_to_delete(pods, &related, count);
-        let keys: Vec<String> = doomed.iter().filter_map(|p| object_key(p).ok()).collect();
+        let keys: Vec<String> = doomed.iter().map(|p| p.key().to_string()).collect();
         self.expectations.expect_deletions(key, keys);
         debug!(key, count, "deleting pods");
         let results = join_all(doomed.iter().map(|pod| async move {
-            let pod_key = object_key(pod).unwrap_or_default();
-            let result = self.pod_control.delete(set, object::name(pod)).await;
+            let pod_key = pod.key();
+            let result = self.pod_control.delete(set, pod.name()).await;
             // A failed deletion will not be seen; one the informer already saw go before the
             // expectation was set will not be seen again either.
             let seen_gone = self
                 .pods
                 .indexer()
-                .get(&pod_key)
-                .is_none_or(|p| object::uid(&p) != object::uid(pod));
+                .get(pod_key)
+                .is_none_or(|p| object::uid(&p) != pod.uid());
             if result.is_err() || seen_gone {
-                self.expectations.deletion_observed(key, &pod_key);
+                self.expectations.deletion_observed(key, pod_key);
             }
             result
         }))
@@ -180,7 +178,7 @@ impl ReplicaSetController {
 
     /// The pods of every set controlled by the same owner as `set` (a Deployment's sets), whose
     /// placement counts when choosing which to delete; just its own pods when it has no owner.
-    fn related_pods(&self, set: &Value, own: &[Arc<Value>]) -> Vec<Arc<Value>> {
+    fn related_pods(&self, set: &Value, own: &[Arc<PodView>]) -> Vec<Arc<PodView>> {
         let Some(owner_uid) = client::informer::controller_uid(set) else {
             return own.to_vec();
         };
@@ -189,15 +187,15 @@ impl ReplicaSetController {
             .indexer()
             .by_index(CONTROLLER_UID_INDEX, owner_uid)
             .unwrap_or_default();
-        let mut related: Vec<Arc<Value>> = siblings
+        let mut related: Vec<Arc<PodView>> = siblings
             .iter()
             .flat_map(|s| {
                 self.pods
                     .indexer()
-                    .by_index(CONTROLLER_UID_INDEX, object::uid(s))
+                    .by_index_view::<PodView>(CONTROLLER_UID_INDEX, object::uid(s), |_| true)
                     .unwrap_or_default()
             })
-            .filter(|p| is_pod_active(p))
+            .filter(|p| p.is_active())
             .collect();
         if related.is_empty() {
             related = own.to_vec();

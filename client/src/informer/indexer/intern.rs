@@ -3,7 +3,8 @@
 //! share one copy.
 //!
 //! An entry is dropped once nothing but the table holds it, so names from objects long gone
-//! do not pile up.
+//! do not pile up. A record may outlive its objects in a view a reader still holds: such
+//! records are swept once as many releases have passed over records as the table holds.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use super::labels::{Labels, Marks};
 pub(super) struct Interner {
     strings: HashSet<Arc<str>>,
     marks: HashSet<Arc<Marks>>,
+    /// Releases that left a record in the table since the last sweep.
+    passed_over: usize,
 }
 
 impl Interner {
@@ -64,6 +67,12 @@ impl Interner {
     /// Gives back one holder's copy of `marks`.
     pub(super) fn release_marks(&mut self, marks: Arc<Marks>) {
         if Arc::strong_count(&marks) != 2 {
+            drop(marks);
+            self.passed_over += 1;
+            // Amortised: a sweep walks the table once per as many releases.
+            if self.passed_over >= self.marks.len() {
+                self.sweep();
+            }
             return;
         }
         self.marks.remove(&marks);
@@ -84,7 +93,25 @@ impl Interner {
         }
     }
 
+    /// Drops the records only the table holds: their objects went while views held them.
+    fn sweep(&mut self) {
+        self.passed_over = 0;
+        let orphaned: Vec<Arc<Marks>> = self
+            .marks
+            .iter()
+            .filter(|m| Arc::strong_count(m) == 1)
+            .cloned()
+            .collect();
+        for marks in orphaned {
+            self.marks.remove(&marks);
+            if let Ok(marks) = Arc::try_unwrap(marks) {
+                self.release_parts(marks);
+            }
+        }
+    }
+
     pub(super) fn clear(&mut self) {
+        self.passed_over = 0;
         self.strings.clear();
         self.marks.clear();
     }

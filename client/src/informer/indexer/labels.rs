@@ -3,7 +3,11 @@
 
 use std::sync::Arc;
 
+use registry::object;
 use registry::selector::labels::LabelSelector;
+use serde_json::Value;
+
+use crate::informer::controller_uid;
 
 /// An object's `metadata.labels` with string values (what selectors read), sorted by key.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -45,11 +49,38 @@ impl Labels {
 }
 
 /// What selections read of an object, interned as a whole: the pods of one ReplicaSet share
-/// one copy.
+/// one copy. A [`super::View`] holds the record of its object rather than a copy of it.
 #[derive(Debug, PartialEq, Eq, Hash)]
-pub(super) struct Marks {
+pub struct Marks {
     pub(super) labels: Labels,
     pub(super) controller_uid: Option<Arc<str>>,
+}
+
+impl Marks {
+    /// The labels and controller of `obj`, as the indexer would record them, but a copy of
+    /// their own (for an object the indexer does not hold, such as a patch's answer).
+    pub fn of(obj: &Value) -> Self {
+        let mut pairs: Vec<(Arc<str>, Arc<str>)> = object::labels(obj)
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((Arc::from(k.as_str()), Arc::from(v.as_str()?))))
+            .collect();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        Self {
+            labels: Labels::new(pairs.into_boxed_slice()),
+            controller_uid: controller_uid(obj).map(Arc::from),
+        }
+    }
+
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// The uid in the object's controller reference.
+    pub fn controller_uid(&self) -> Option<&str> {
+        self.controller_uid.as_deref()
+    }
 }
 
 /// One held object as a selection sees it.
