@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use client::events::{EventRecorder, EventType};
-use client::informer::{dispatch, InformerFactory, Notification, SharedInformer};
+use client::informer::{dispatch, dispatch_synced, InformerFactory, Notification, SharedInformer};
 use client::worker::{run_when_synced, Next};
 use client::workqueue::RateLimitingQueue;
 use rand::Rng;
@@ -177,13 +177,19 @@ impl Scheduler {
             "starting scheduler"
         );
         let this = self.clone();
-        let pods = dispatch(self.pod_informer.subscribe(), stop.clone(), move |n| {
-            this.on_pod(n)
-        });
+        let (pods, mut pods_synced) = dispatch_synced(
+            &self.pod_informer,
+            self.pod_informer.subscribe(),
+            stop.clone(),
+            move |n| this.on_pod(n),
+        );
         let this = self.clone();
-        let nodes = dispatch(self.node_informer.subscribe(), stop.clone(), move |n| {
-            this.on_node(n)
-        });
+        let (nodes, mut nodes_synced) = dispatch_synced(
+            &self.node_informer,
+            self.node_informer.subscribe(),
+            stop.clone(),
+            move |n| this.on_node(n),
+        );
         let this = self.clone();
         let claims = dispatch(self.claim_informer.subscribe(), stop.clone(), move |n| {
             // A claim bound (or made) may let pods waiting for it in.
@@ -212,27 +218,39 @@ impl Scheduler {
                 this.move_unschedulable();
             }
         });
+        // No decision before the cache holds the nodes and the pods bound to them, as upstream
+        // waits for its handlers: a pod decided on a half-filled cache is called unschedulable,
+        // or placed on a node whose pods were not counted yet.
+        let handlers_synced = async { pods_synced.wait().await && nodes_synced.wait().await };
+        let handlers_synced = tokio::select! {
+            synced = handlers_synced => synced,
+            () = stop.cancelled() => false,
+        };
         let this = self.clone();
-        run_when_synced(
-            "scheduler",
-            &[
-                &self.pod_informer,
-                &self.node_informer,
-                &self.claim_informer,
-                &self.class_informer,
-                &self.resource_claims,
-                &self.device_classes,
-                &self.resource_slices,
-            ],
-            self.queue.clone(),
-            self.config.workers,
-            stop.clone(),
-            move |key| {
-                let this = this.clone();
-                async move { this.schedule_one(key).await }
-            },
-        )
-        .await;
+        if !handlers_synced {
+            self.queue.shut_down();
+        } else {
+            run_when_synced(
+                "scheduler",
+                &[
+                    &self.pod_informer,
+                    &self.node_informer,
+                    &self.claim_informer,
+                    &self.class_informer,
+                    &self.resource_claims,
+                    &self.device_classes,
+                    &self.resource_slices,
+                ],
+                self.queue.clone(),
+                self.config.workers,
+                stop.clone(),
+                move |key| {
+                    let this = this.clone();
+                    async move { this.schedule_one(key).await }
+                },
+            )
+            .await;
+        }
         stop.cancel();
         let _ = pods.await;
         let _ = nodes.await;

@@ -6,8 +6,12 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::json;
+use client::informer::{InformerConfig, InformerFactory};
+use scheduler::{Scheduler, SchedulerConfig};
+use serde_json::{json, Value};
 use support::Harness;
+use test_support::{FromBackend, TestBackend};
+use tokio_util::sync::CancellationToken;
 
 test_support::both_backends!(
     crate::support::Harness;
@@ -140,4 +144,35 @@ async fn other_schedulers_pods_are_left_alone(h: &Harness) {
     let theirs = h.get("theirs").await;
     assert!(theirs["spec"]["nodeName"].is_null());
     assert!(theirs["status"]["conditions"].is_null());
+}
+
+/// A scheduler started over a cluster decides only once its cache holds every node, as
+/// upstream waits for its handlers: here the one node with room is the last of 1,500 its
+/// node handler reads, and a pending pod made before it started goes there at its first
+/// decision, never called unschedulable on a half-filled cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_scheduler_decides_with_every_node_in_its_cache() {
+    let h = Harness::from_backend(TestBackend::embedded().await).await;
+    h.stop.cancel();
+    for n in 0..1_500 {
+        h.node(&format!("full-{n:04}"), "0", json!({})).await;
+    }
+    h.node("zz-roomy", "8", json!({})).await;
+    h.pod("early", "100m", json!({})).await;
+
+    let factory = InformerFactory::new(h.inner.registry.clone(), InformerConfig::default());
+    let scheduler = Scheduler::new(&factory, SchedulerConfig::default()).expect("scheduler");
+    let stop = CancellationToken::new();
+    tokio::spawn(scheduler.run(stop.clone()));
+    assert_eq!(h.node_of("early").await, "zz-roomy");
+    // Events are written in the background: give a failure's time to land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let failed: Vec<Value> = h
+        .events_of("early")
+        .await
+        .into_iter()
+        .filter(|e| e["reason"] == "FailedScheduling")
+        .collect();
+    assert!(failed.is_empty(), "decided on a partial cache: {failed:?}");
+    stop.cancel();
 }

@@ -18,7 +18,7 @@ mod subscription;
 
 pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas, Keyed};
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
-pub use dispatch::{dispatch, reload_on_change};
+pub use dispatch::{dispatch, dispatch_synced, reload_on_change, HandlerSynced};
 pub use factory::{
     controller_uid, controller_uid_index, wait_for_sync, FactoryError, InformerFactory,
     CONTROLLER_UID_INDEX,
