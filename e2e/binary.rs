@@ -206,3 +206,38 @@ fn a_good_configuration_reaches_the_scheduler() {
         "{line}"
     );
 }
+
+/// The controllers, the scheduler and the nodes run on a runtime of their own, apart from the
+/// one serving requests (`apiserver/src/controllers/runtime.rs`), so that requests do not
+/// queue behind their tasks: the server has threads of that name once they run.
+#[test]
+fn controllers_run_on_threads_apart_from_the_requests() {
+    let server = start();
+    let pid = server.child.id();
+    let names = || -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks
+                    .filter_map(|t| t.ok())
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|n| n.trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !names().iter().any(|n| n == "controllers") {
+        assert!(
+            Instant::now() < deadline,
+            "no controllers thread: {:?}",
+            names()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The service account controller, running there, still serves the requests' needs.
+    let (status, _) = get(
+        server.port,
+        "/api/v1/namespaces/default/serviceaccounts/default",
+    );
+    assert_eq!(status, 200);
+}

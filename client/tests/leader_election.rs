@@ -397,14 +397,18 @@ async fn leader_on_its_own_thread_renews_while_the_runtime_is_blocked() {
     let (t, s) = (terms.clone(), stopped.clone());
     let shutdown = tokio_util::sync::CancellationToken::new();
     let task = elector
-        .spawn_on_own_thread(shutdown.clone(), move |stop: StopSignal| {
-            let (terms, stopped) = (t.clone(), s.clone());
-            async move {
-                terms.fetch_add(1, Ordering::SeqCst);
-                stop.stopped().await;
-                stopped.fetch_add(1, Ordering::SeqCst);
-            }
-        })
+        .spawn_on_own_thread(
+            tokio::runtime::Handle::current(),
+            shutdown.clone(),
+            move |stop: StopSignal| {
+                let (terms, stopped) = (t.clone(), s.clone());
+                async move {
+                    terms.fetch_add(1, Ordering::SeqCst);
+                    stop.stopped().await;
+                    stopped.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+        )
         .expect("a thread for the election");
     eventually("a leads", Duration::from_secs(5), || {
         status.borrow().leading

@@ -4,6 +4,7 @@
 //! the `kube-system/kube-controller-manager` Lease, as kube-controller-manager's leader
 //! election.
 
+mod runtime;
 mod table;
 
 use std::sync::{Arc, RwLock};
@@ -19,7 +20,7 @@ use kubelet::Nodes;
 use scheduler::{Scheduler, SchedulerConfig};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use table::Running;
 pub use table::{Descriptor, Selection, UnknownController, CONTROLLERS};
@@ -98,7 +99,8 @@ impl Controllers {
     }
 }
 
-/// Starts the controllers in the background; they stop when `shutdown` is cancelled.
+/// Starts the controllers in the background, on a runtime of their own (see `runtime`);
+/// they stop when `shutdown` is cancelled.
 pub fn start(
     informers: Arc<InformerFactory>,
     options: ControllerOptions,
@@ -109,22 +111,47 @@ pub fn start(
         info!("controllers disabled");
         return handle;
     }
+    let (work, release) = match runtime::start() {
+        Ok((work, release)) => (work, Some(release)),
+        Err(e) => {
+            warn!(error = %e, "no runtime of their own for the controllers: they share the server's");
+            (tokio::runtime::Handle::current(), None)
+        }
+    };
+    let task = start_on(&work, informers, &handle, options, shutdown);
+    if let Some(task) = task {
+        // The runtime ends once the controllers have.
+        handle.set_task(tokio::spawn(async move {
+            let _ = task.await;
+            drop(release);
+        }));
+    }
+    handle
+}
+
+/// Runs the controllers on `work`, under leader election unless it is off; the task that
+/// ends when they have stopped, None when they cannot run.
+fn start_on(
+    work: &tokio::runtime::Handle,
+    informers: Arc<InformerFactory>,
+    handle: &Arc<Controllers>,
+    options: ControllerOptions,
+    shutdown: CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
     if !options.leader_elect {
-        let task = tokio::spawn(run_controllers(
+        return Some(work.spawn(run_controllers(
             informers,
             handle.clone(),
             options.clone(),
             shutdown.child_token(),
-        ));
-        handle.set_task(task);
-        return handle;
+        )));
     }
     let Some(leases) = informers
         .registry()
         .store("coordination.k8s.io", "v1", "leases")
     else {
         error!("no leases resource: controllers cannot elect a leader and do not run");
-        return handle;
+        return None;
     };
     let mut config = LeaderElectionConfig::new(LEASE_NAMESPACE, LEASE_NAME, default_identity());
     config.lease_duration = options.lease_duration;
@@ -134,7 +161,7 @@ pub fn start(
         Ok(e) => e,
         Err(e) => {
             error!(error = %e, "invalid leader election settings: controllers do not run");
-            return handle;
+            return None;
         }
     };
     if let Ok(mut slot) = handle.leadership.write() {
@@ -142,14 +169,16 @@ pub fn start(
     }
     info!(identity = elector.identity(), lease = %format!("{LEASE_NAMESPACE}/{LEASE_NAME}"), "campaigning to run the controllers");
     let h = handle.clone();
-    let elected = elector.spawn_on_own_thread(shutdown, move |term| {
+    let elected = elector.spawn_on_own_thread(work.clone(), shutdown, move |term| {
         run_controllers(informers.clone(), h.clone(), options.clone(), term.token())
     });
     match elected {
-        Ok(task) => handle.set_task(task),
-        Err(e) => error!(error = %e, "no thread for the leader election: controllers do not run"),
+        Ok(task) => Some(task),
+        Err(e) => {
+            error!(error = %e, "no thread for the leader election: controllers do not run");
+            None
+        }
     }
-    handle
 }
 
 async fn run_controllers(

@@ -9,7 +9,7 @@
 //! let status = elector.status(); // status.borrow().leading
 //! tokio::spawn(elector.run(shutdown, |stop| async move { run_controllers(stop).await }));
 //! // or, with renewals kept apart from a busy runtime:
-//! elector.spawn_on_own_thread(token, |stop| async move { run_controllers(stop).await })?;
+//! elector.spawn_on_own_thread(Handle::current(), token, |stop| async move { run_controllers(stop).await })?;
 //! ```
 
 mod config;

@@ -16,10 +16,12 @@ use super::{LeaderElector, StopSignal};
 
 impl LeaderElector {
     /// Runs [`LeaderElector::run`] on a thread of its own until `shutdown` is cancelled; each
-    /// term's work (`lead`) is spawned on the calling runtime. The returned task ends when the
-    /// election has (released the lease if configured and) stopped. Needs a tokio runtime.
+    /// term's work (`lead`) is spawned on `work`. The returned task (on the calling runtime)
+    /// ends when the election has (released the lease if configured and) stopped. Needs a
+    /// tokio runtime.
     pub fn spawn_on_own_thread<F, Fut>(
         self,
+        work: Handle,
         shutdown: CancellationToken,
         mut lead: F,
     ) -> std::io::Result<JoinHandle<()>>
@@ -27,7 +29,7 @@ impl LeaderElector {
         F: FnMut(StopSignal) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let work_runtime = Handle::current();
+        let work_runtime = work;
         let (done, finished) = oneshot::channel::<()>();
         let lease = self.lease();
         std::thread::Builder::new()
