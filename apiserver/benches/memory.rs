@@ -30,7 +30,8 @@
 //!
 //! `cargo bench -p apiserver --bench memory`; `MEMORY_BENCH_OBJECTS=n` for one count n
 //! (default 10,000, and 100,000 too with `MEMORY_BENCH_LARGE=1`);
-//! `MEMORY_BENCH_BACKENDS=embedded` or `=etcd` for one backend; the server binary from
+//! `MEMORY_BENCH_BACKENDS=embedded` or `=etcd` for one backend; `MEMORY_BENCH_KINDS=configmaps`
+//! or `=pods` for one kind; the server binary from
 //! `APISERVER_BIN`, default the one cargo built. A list that fails is reported with its
 //! answer, and the run goes on. Before lists were streamed, ten concurrent lists of 10,000
 //! pods peaked near 2 GB; they now add about a page per list.
@@ -384,11 +385,16 @@ fn main() {
         "MEMORY_BENCH_BACKENDS",
         &[BackendKind::Embedded, BackendKind::Etcd],
     );
+    let kinds: Vec<Kind> = match std::env::var("MEMORY_BENCH_KINDS").as_deref() {
+        Ok("configmaps") => vec![Kind::ConfigMaps],
+        Ok("pods") => vec![Kind::Pods],
+        _ => vec![Kind::ConfigMaps, Kind::Pods],
+    };
     println!(
         "memory: a fresh server per row; anonymous memory (RssAnon) of the apiserver process only, RSS beside it"
     );
     for backend in backends {
-        for kind in [Kind::ConfigMaps, Kind::Pods] {
+        for &kind in &kinds {
             for &n in &counts {
                 run(&bin, backend, kind, n);
             }

@@ -117,7 +117,7 @@ impl GarbageCollector {
             .resolver
             .resolve(&reference.api_version, &reference.kind)?;
         if !store.info.namespaced {
-            key.namespace.clear();
+            key.namespace = Default::default();
         }
         if item.namespace.is_empty() && store.info.namespaced {
             warn!(item = %item, owner = %key, "cluster-scoped object refers to a namespaced owner; the reference is invalid and ignored");
@@ -153,7 +153,7 @@ mod tests {
         OwnerReference {
             api_version: "apps/v1".into(),
             kind: "ReplicaSet".into(),
-            name: format!("rs-{uid}"),
+            name: format!("rs-{uid}").into(),
             uid: uid.into(),
             controller: Some(true),
             block_owner_deletion: Some(true),

@@ -168,7 +168,7 @@ mod tests {
             kind: "ReplicaSet".into(),
             api_version: "apps/v1".into(),
             namespace: "ns".into(),
-            name: format!("n-{uid}"),
+            name: format!("n-{uid}").into(),
             uid: uid.into(),
         };
         let owners = owners
@@ -176,7 +176,7 @@ mod tests {
             .map(|o| OwnerReference {
                 api_version: "apps/v1".into(),
                 kind: "Deployment".into(),
-                name: format!("n-{o}"),
+                name: format!("n-{o}").into(),
                 uid: (*o).into(),
                 controller: None,
                 block_owner_deletion: None,

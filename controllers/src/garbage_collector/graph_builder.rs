@@ -15,6 +15,7 @@ use tracing::{debug, info, trace, warn};
 
 use super::absent_owner_cache::AbsentOwnerCache;
 use super::graph::{Graph, Node};
+use super::interned::Interned;
 use super::reference::{owner_references, ObjectReference, ReferenceDiff, Uid};
 use client::events::EventRecorder;
 use client::workqueue::RateLimitingQueue;
@@ -41,8 +42,8 @@ pub struct GraphEvent {
     pub old: Option<Arc<Value>>,
     /// The apiVersion and kind of the monitor that saw it (or of the identity a worker found
     /// absent).
-    pub api_version: String,
-    pub object_kind: String,
+    pub api_version: Interned,
+    pub object_kind: Interned,
     /// Made up by a worker that found the object absent, not observed by a monitor.
     pub is_virtual: bool,
 }
@@ -155,7 +156,7 @@ impl GraphBuilder {
         let uid = object::uid(&event.obj);
         if uid.is_empty() {
             warn!(
-                kind = event.object_kind,
+                kind = %event.object_kind,
                 name = object::name(&event.obj),
                 "object without a uid; ignored"
             );
@@ -164,8 +165,8 @@ impl GraphBuilder {
         let observed = ObjectReference {
             kind: event.object_kind.clone(),
             api_version: event.api_version.clone(),
-            namespace: object::namespace(&event.obj).to_string(),
-            name: object::name(&event.obj).to_string(),
+            namespace: object::namespace(&event.obj).into(),
+            name: object::name(&event.obj).into(),
             uid: Uid::from(uid),
         };
         trace!(item = %observed, event = ?event.kind, is_virtual = event.is_virtual, "graph change");
@@ -248,7 +249,7 @@ impl GraphBuilder {
             }
             let diff = ReferenceDiff::between(&node.owners, &new_owners);
             if !diff.is_empty() {
-                node.owners = new_owners;
+                node.owners = new_owners.into_boxed_slice();
             }
             if object::deletion_timestamp(&event.obj).is_some() {
                 node.being_deleted = true;

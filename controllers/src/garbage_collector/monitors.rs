@@ -11,6 +11,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::graph_builder::{EventType, GraphBuilder, GraphEvent};
+use super::interned::Interned;
 use client::informer::{DeltaObject, EventHandler, HandlerId, InformerFactory, SharedInformer};
 
 /// The collector's subscription to the shared informer of one resource.
@@ -30,8 +31,8 @@ impl Monitor {
 /// Forwards an informer's notifications to graphChanges, tagged with the monitor's kind.
 struct ToGraphChanges {
     builder: Arc<GraphBuilder>,
-    api_version: String,
-    kind: String,
+    api_version: Interned,
+    kind: Interned,
 }
 
 impl ToGraphChanges {
@@ -60,7 +61,7 @@ impl EventHandler for ToGraphChanges {
         match obj.object() {
             Some(last) => self.send(EventType::Delete, last.clone(), None),
             None => warn!(
-                kind = self.kind,
+                kind = %self.kind,
                 key = obj.key().unwrap_or_default(),
                 "missed deletion with no last state; the graph keeps the object"
             ),
@@ -193,8 +194,8 @@ impl Monitors {
         let informer = self.informers.informer_for(&store);
         let handler = informer.add_event_handler(Arc::new(ToGraphChanges {
             builder: self.builder.clone(),
-            api_version: store.info.api_version(),
-            kind: store.info.kind.clone(),
+            api_version: store.info.api_version().into(),
+            kind: store.info.kind.as_str().into(),
         }));
         Monitor {
             store,

@@ -9,17 +9,21 @@ use serde_json::{json, Value};
 
 pub use client::controller_utils::raw_owner_references;
 
+use super::interned::Interned;
+
 /// Object UIDs are cloned into queues and graph edges constantly; a shared str keeps that cheap.
 pub type Uid = Arc<str>;
 
 /// An object as the graph knows it. Field order is the sort order upstream uses to pick among
 /// alternative identities (kind and apiVersion before namespace, namespace before name).
+/// The graph holds one per object of the cluster: the values objects share are interned, and
+/// the name is a `Box<str>` (8 bytes less than a `String`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectReference {
-    pub kind: String,
-    pub api_version: String,
-    pub namespace: String,
-    pub name: String,
+    pub kind: Interned,
+    pub api_version: Interned,
+    pub namespace: Interned,
+    pub name: Box<str>,
     pub uid: Uid,
 }
 
@@ -30,7 +34,7 @@ impl ObjectReference {
         Self {
             kind: owner.kind.clone(),
             api_version: owner.api_version.clone(),
-            namespace: namespace.to_string(),
+            namespace: namespace.into(),
             name: owner.name.clone(),
             uid: owner.uid.clone(),
         }
@@ -48,9 +52,9 @@ impl ObjectReference {
     /// A metadata-only stand-in, for delete events the collector makes up itself.
     pub fn to_stub(&self) -> Value {
         json!({
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "metadata": {"name": self.name, "namespace": self.namespace, "uid": &*self.uid},
+            "apiVersion": self.api_version.as_str(),
+            "kind": self.kind.as_str(),
+            "metadata": {"name": &*self.name, "namespace": self.namespace.as_str(), "uid": &*self.uid},
         })
     }
 }
@@ -68,9 +72,9 @@ impl fmt::Display for ObjectReference {
 /// One entry of metadata.ownerReferences.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerReference {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
+    pub api_version: Interned,
+    pub kind: Interned,
+    pub name: Box<str>,
     pub uid: Uid,
     pub controller: Option<bool>,
     pub block_owner_deletion: Option<bool>,
@@ -85,9 +89,9 @@ impl OwnerReference {
         let text = |field: &str| value.get(field).and_then(Value::as_str);
         let uid = text("uid").filter(|u| !u.is_empty())?;
         Some(Self {
-            api_version: text("apiVersion")?.to_string(),
-            kind: text("kind")?.to_string(),
-            name: text("name")?.to_string(),
+            api_version: text("apiVersion")?.into(),
+            kind: text("kind")?.into(),
+            name: text("name")?.into(),
             uid: Uid::from(uid),
             controller: value.get("controller").and_then(Value::as_bool),
             block_owner_deletion: value.get("blockOwnerDeletion").and_then(Value::as_bool),
@@ -162,7 +166,7 @@ mod tests {
         OwnerReference {
             api_version: "v1".into(),
             kind: "ConfigMap".into(),
-            name: format!("cm-{uid}"),
+            name: format!("cm-{uid}").into(),
             uid: uid.into(),
             controller: None,
             block_owner_deletion: block,

@@ -93,10 +93,10 @@ impl GraphBuilder {
         let absent = ObjectReference::of_owner(reference, &dependent.identity.namespace);
         let id = &dependent.identity;
         let involved = InvolvedObject {
-            api_version: id.api_version.clone(),
-            kind: id.kind.clone(),
-            namespace: id.namespace.clone(),
-            name: id.name.clone(),
+            api_version: id.api_version.to_string(),
+            kind: id.kind.to_string(),
+            namespace: id.namespace.to_string(),
+            name: id.name.to_string(),
             uid: id.uid.to_string(),
         };
         self.recorder.record(

@@ -98,7 +98,10 @@ async fn an_unseen_owner_becomes_a_virtual_node_to_verify() {
     // The virtual owner is queued so a worker checks whether it exists.
     assert_eq!(drain(&b.attempt_to_delete).await, ["owner"]);
     let identity = b.snapshot("owner").map(|s| s.identity);
-    assert_eq!(identity.map(|i| i.namespace), Some("ns".to_string()));
+    assert_eq!(
+        identity.map(|i| i.namespace.to_string()),
+        Some("ns".to_string())
+    );
 
     // Observing it makes it real; its dependents stay.
     b.process(event(EventType::Add, object("owner", "ns", vec![])));
