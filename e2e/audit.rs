@@ -62,10 +62,14 @@ fn ready(s: &Server) {
     }
 }
 
-/// Every line of the log, each of which must be one JSON Event.
+/// Every whole line of the log, each of which must be one JSON Event. The writer appends as
+/// the reader reads: a last line without its newline is still being written, and is left for
+/// the next read.
 fn events(log: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    whole
+        .lines()
         .map(|line| {
             let event: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
