@@ -12,7 +12,6 @@ mod wire;
 use std::time::Duration;
 
 use apiserver::api::protobuf;
-use prost_reflect::{DynamicMessage, Value as Pb};
 use serde_json::{json, Value};
 use support::{start, start_on_etcd, Server};
 use wire::*;
@@ -48,22 +47,7 @@ fn protobuf_answers(s: &Server) {
     // Byte for byte what the encoder makes of the JSON answer.
     assert_eq!(protobuf::encode::encode(&as_json).expect("encodes"), body);
     // And independently of our decoder: fields read with the definitions alone.
-    let envelope = DynamicMessage::decode(
-        pool()
-            .get_message_by_name("apimachinery.pkg.runtime.Unknown")
-            .expect("Unknown"),
-        &body[4..],
-    )
-    .expect("an Unknown");
-    let message = match envelope.get_field_by_name("raw").as_deref() {
-        Some(Pb::Bytes(bytes)) => bytes.clone(),
-        other => panic!("raw: {other:?}"),
-    };
-    let pod = DynamicMessage::decode(
-        pool().get_message_by_name("api.core.v1.Pod").expect("Pod"),
-        message,
-    )
-    .expect("a Pod");
+    let pod = message_of(&body, "api.core.v1.Pod");
     let pod = serde_json::to_value(&pod).expect("as protobuf JSON");
     assert_eq!(pod["metadata"]["uid"], as_json["metadata"]["uid"]);
     assert_eq!(

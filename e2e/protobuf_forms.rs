@@ -472,23 +472,6 @@ fn discovery(s: &Server) {
     assert_eq!(code(&head), 406, "{head}");
 }
 
-/// The message inside a protobuf answer's envelope, read with the definitions alone.
-fn message_of(body: &[u8], message: &str) -> prost_reflect::DynamicMessage {
-    use prost_reflect::{DynamicMessage, Value as Pb};
-    let envelope = DynamicMessage::decode(
-        pool()
-            .get_message_by_name("apimachinery.pkg.runtime.Unknown")
-            .expect("Unknown"),
-        &body[4..],
-    )
-    .expect("an Unknown");
-    let raw = match envelope.get_field_by_name("raw").as_deref() {
-        Some(Pb::Bytes(bytes)) => bytes.clone(),
-        other => panic!("raw: {other:?}"),
-    };
-    DynamicMessage::decode(pool().get_message_by_name(message).expect(message), raw).expect(message)
-}
-
 /// kubectl asks for protobuf first; what it does with the answers must not change.
 fn kubectl_still_works(s: &Server) {
     use support::Kubectl;

@@ -128,3 +128,20 @@ pub fn first_watch_event(body: &[u8]) -> (String, Vec<u8>) {
     };
     (text(&event, "type"), object)
 }
+
+/// The message (its full protobuf name) inside a protobuf answer's envelope, read with the
+/// definitions alone: independently of the server's own decoder.
+pub fn message_of(body: &[u8], message: &str) -> DynamicMessage {
+    let envelope = DynamicMessage::decode(
+        pool()
+            .get_message_by_name("apimachinery.pkg.runtime.Unknown")
+            .expect("Unknown"),
+        body.strip_prefix(b"k8s\0").expect("the magic"),
+    )
+    .expect("an Unknown");
+    let raw = match envelope.get_field_by_name("raw").as_deref() {
+        Some(Pb::Bytes(bytes)) => bytes.clone(),
+        other => panic!("raw: {other:?}"),
+    };
+    DynamicMessage::decode(pool().get_message_by_name(message).expect(message), raw).expect(message)
+}

@@ -353,8 +353,30 @@ impl Cluster<'_> {
     }
 }
 
-fn phase(port: u16, pid: u32, watch: &PodWatch, start: (Histograms, f64, u64, Instant)) -> Phase {
-    let (before, cpu, events, since) = start;
+/// Where a phase starts: the server's histograms, its CPU, the watch's events, the moment.
+struct PhaseStart {
+    api: Histograms,
+    cpu: f64,
+    events: u64,
+    since: Instant,
+}
+
+fn phase_start(port: u16, pid: u32, watch: &PodWatch) -> PhaseStart {
+    PhaseStart {
+        api: scrape(port),
+        cpu: cpu_seconds(pid),
+        events: watch.state().events,
+        since: Instant::now(),
+    }
+}
+
+fn phase(port: u16, pid: u32, watch: &PodWatch, start: PhaseStart) -> Phase {
+    let PhaseStart {
+        api: before,
+        cpu,
+        events,
+        since,
+    } = start;
     // Scraped before the watch's lock is taken: the watch goes on meanwhile.
     let api = scrape(port).since(&before);
     let state = watch.state();
@@ -448,13 +470,8 @@ fn run(bin: &Path, backend: BackendKind, nodes: usize, per_node: usize) -> Outco
         let path = format!("/api/v1/namespaces/{ns}/serviceaccounts/default");
         wait_for(Duration::from_secs(60), || get(&mut conn, &path).is_ok());
     }
-    let start = (
-        scrape(port),
-        cpu_seconds(pid),
-        watch.state().events,
-        Instant::now(),
-    );
-    let since = start.3;
+    let start = phase_start(port, pid, &watch);
+    let since = start.since;
     let mut creates = Vec::new();
     for d in &plan.deployments {
         creates.push(workload::deployment_create(d));
@@ -512,17 +529,12 @@ fn latency_pods(cluster: &Cluster, plan: &Plan, nodes: usize) -> Option<(usize, 
     }
     let (port, pid) = (cluster.server.port, cluster.server.pid());
     let watch = cluster.watch;
-    let start = (
-        scrape(port),
-        cpu_seconds(pid),
-        watch.state().events,
-        Instant::now(),
-    );
+    let start = phase_start(port, pid, watch);
     eprintln!("  latency: {} pods at {QPS} qps", deployments.len());
     let creates: Vec<_> = deployments.iter().map(workload::latency_create).collect();
     workload::send_paced(port, &creates, Some(QPS), 2, None);
     let total = plan.pods();
-    let done = cluster.wait_running(total + deployments.len(), start.3);
+    let done = cluster.wait_running(total + deployments.len(), start.since);
     let measured = phase(port, pid, watch, start);
     let deletes: Vec<_> = deployments
         .iter()
@@ -538,12 +550,7 @@ fn latency_pods(cluster: &Cluster, plan: &Plan, nodes: usize) -> Option<(usize, 
 fn load(cluster: &Cluster, plan: &Plan, out: &mut Outcome, qps: f64, workers: usize) {
     let (port, pid) = (cluster.server.port, cluster.server.pid());
     let watch = cluster.watch;
-    let start = (
-        scrape(port),
-        cpu_seconds(pid),
-        watch.state().events,
-        Instant::now(),
-    );
+    let start = phase_start(port, pid, watch);
     let total = plan.pods();
     let down: Vec<usize> = plan
         .deployments
