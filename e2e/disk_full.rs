@@ -46,6 +46,18 @@ fn full_disk_refuses_writes_keeps_reads_and_recovers() {
         return;
     };
     let mut s = start_embedded_in(fs.take_dir(), &support::NO_NODES);
+    // The controllers' first writes (service accounts, leases, events) are done before the
+    // disk is filled: one racing the ballast could take the room left for the test's own.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s
+        .get("/api/v1/namespaces/default/serviceaccounts/default")
+        .status
+        != 200
+    {
+        assert!(Instant::now() < deadline, "no default service account");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
     let rv = s.get(CONFIGMAPS).json()["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or_default()
