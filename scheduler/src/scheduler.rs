@@ -8,7 +8,7 @@
 
 use registry::types::PodPhase;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,6 @@ use client::events::{EventRecorder, EventType};
 use client::informer::{dispatch, dispatch_synced, InformerFactory, Notification, SharedInformer};
 use client::worker::{run_when_synced, Next};
 use client::workqueue::RateLimitingQueue;
-use rand::Rng;
 use registry::options::{DeleteOptions, PreconditionsSpec, WriteOptions};
 use registry::patch::PatchType;
 use registry::{object, RegistryError, Store, Subresource};
@@ -24,16 +23,14 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::cache::{Cache, NodeInfo, PodInfo};
-use crate::dra::{self, ClaimAllocation, DeviceId, DraState};
+use crate::cache::Cache;
+use crate::dra::{self, ClaimAllocation, DeviceId};
 use crate::error::SchedulerError;
-use crate::filters::{node_filters, Rejection};
 use crate::fit_error;
-use crate::preemption::{self, Candidate};
-use crate::sampling;
-use crate::scores;
-use crate::topology::TopologyState;
+use crate::preemption::Candidate;
 use crate::volume_binding;
+
+mod decide;
 
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 const RESOURCE: &str = "resource.k8s.io";
@@ -395,123 +392,6 @@ impl Scheduler {
                     .await
             }
         }
-    }
-
-    /// Filters and scores under the cache lock, and assumes the pod on the chosen node, so
-    /// the next decision counts it. None: already placed.
-    fn decide(&self, pod: &Arc<Value>, claims: Vec<Arc<Value>>) -> Option<Decision> {
-        let mut cache = lock(&self.cache);
-        let info = PodInfo::new(pod.clone());
-        if cache.is_placed(&info.key) {
-            return None;
-        }
-        let state = TopologyState::compute(&info, &cache);
-        let assumed: std::collections::BTreeSet<DeviceId> = lock(&self.assumed_devices)
-            .values()
-            .flatten()
-            .cloned()
-            .collect();
-        let dra = DraState::compute(
-            claims,
-            &self.resource_claims,
-            &self.device_classes,
-            &self.resource_slices,
-            &assumed,
-        );
-        let mut allocations: HashMap<String, Vec<ClaimAllocation>> = HashMap::new();
-        // Every filter plugin; a node the pod's claims fit keeps their allocation there.
-        let mut filter = |node: &NodeInfo| {
-            node_filters(&info, node)
-                .and_then(|()| state.spread_filter(node))
-                .and_then(|()| state.affinity_filter(node))
-                .and_then(|()| {
-                    if dra.is_empty() {
-                        return Ok(());
-                    }
-                    let claims = dra.filter(node)?;
-                    allocations.insert(node.name().to_string(), claims);
-                    Ok(())
-                })
-        };
-        let mut feasible = Vec::new();
-        let mut rejected: Vec<(&NodeInfo, Rejection)> = Vec::new();
-        let nodes: Vec<&NodeInfo> = cache.nodes().collect();
-        // Upstream's evaluateNominatedNode: a preemption nominated the node it made room on,
-        // likely the only one the pod fits, so it is tried alone first and taken if it passes
-        // the filters, without a search (nor a sample, nor a move of where the next search
-        // starts). One that no longer fits, or is gone, leaves the normal search to decide.
-        // (Upstream's PreferNominatedNode gate is GA and gone: this is unconditional.)
-        if let Some(node) = nominated_node(pod).and_then(|n| nodes.iter().find(|i| i.name() == n)) {
-            if filter(node).is_ok() {
-                feasible.push(*node);
-            }
-        }
-        if feasible.is_empty() {
-            let wanted = sampling::feasible_nodes_to_find(
-                self.config.percentage_of_nodes_to_score,
-                nodes.len(),
-            );
-            let start = self.next_start_node.load(Ordering::Relaxed) % nodes.len().max(1);
-            let mut processed = 0;
-            for node in nodes.iter().cycle().skip(start).take(nodes.len()).copied() {
-                if feasible.len() >= wanted {
-                    break;
-                }
-                processed += 1;
-                match filter(node) {
-                    Ok(()) => feasible.push(node),
-                    Err(r) => rejected.push((node, r)),
-                }
-            }
-            self.next_start_node
-                .store((start + processed) % nodes.len().max(1), Ordering::Relaxed);
-        }
-        if feasible.is_empty() {
-            let rejections: Vec<Rejection> = rejected.iter().map(|(_, r)| r.clone()).collect();
-            if rejected.is_empty() {
-                return Some(Decision::Unschedulable(
-                    fit_error::message(&rejections, None),
-                    Nomination::Keep,
-                ));
-            }
-            // DefaultPreemption, the PostFilter plugin.
-            if let Some(why) = preemption::ineligible(&info, &cache) {
-                let message = fit_error::message(&rejections, Some(why));
-                return Some(Decision::Unschedulable(message, Nomination::Keep));
-            }
-            return Some(match preemption::preempt(&info, &state, &rejected) {
-                Ok(candidate) => {
-                    Decision::Preempt(candidate, fit_error::message(&rejections, None))
-                }
-                Err(statuses) => {
-                    let why = fit_error::preemption_failed(&statuses);
-                    Decision::Unschedulable(
-                        fit_error::message(&rejections, Some(&why)),
-                        Nomination::Clear,
-                    )
-                }
-            });
-        }
-        let scores = scores::score(&info, &feasible, &state);
-        // Upstream's selectHost: the best score, ties broken at random.
-        let best = scores.iter().copied().max().unwrap_or(0);
-        let top: Vec<usize> = (0..scores.len()).filter(|i| scores[*i] == best).collect();
-        let pick = top[rand::rng().random_range(0..top.len())];
-        let node = feasible[pick].name().to_string();
-        let claims = allocations.remove(&node).unwrap_or_default();
-        // The devices are taken from now on, for the decisions that follow.
-        {
-            let mut assumed = lock(&self.assumed_devices);
-            for c in &claims {
-                if let Some(allocation) = &c.allocation {
-                    assumed.insert(key_of(&c.claim), dra::devices_of(allocation));
-                }
-            }
-        }
-        let mut assumed = (**pod).clone();
-        assumed["spec"]["nodeName"] = json!(node);
-        cache.add_pod(Arc::new(assumed), true);
-        Some(Decision::Assumed(node, claims))
     }
 
     /// Reserve and PreBind of DynamicResources: each claim allocated (its finalizer first,
