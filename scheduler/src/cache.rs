@@ -7,6 +7,7 @@ use registry::types::PodPhase;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use client::component_helpers::{Taint, Toleration};
 use registry::object;
 use serde_json::Value;
 
@@ -57,15 +58,26 @@ pub struct PodInfo {
     pub requests: Resources,
     pub non_zero: Resources,
     pub ports: Vec<HostPort>,
+    /// Of the pod being scheduled only (empty for placed pods): its tolerations, checked
+    /// against the taints of every node a decision looks at.
+    pub tolerations: Vec<Toleration>,
+    /// The pod has neither a nodeSelector nor a required node affinity: every node's labels
+    /// match it (of the pod being scheduled only).
+    pub any_node_labels: bool,
 }
 
 impl PodInfo {
     pub fn new(pod: Arc<Value>) -> Self {
+        let spec = &pod["spec"];
+        let required =
+            &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
         Self {
             key: format!("{}/{}", object::namespace(&pod), object::name(&pod)),
             requests: pod_requests(&pod),
             non_zero: non_zero_requests(&pod),
             ports: host_ports(&pod),
+            tolerations: Toleration::list(&spec["tolerations"]),
+            any_node_labels: !spec["nodeSelector"].is_object() && required.is_null(),
             pod,
         }
     }
@@ -78,6 +90,8 @@ impl PodInfo {
             requests: pod_requests(pod),
             non_zero: non_zero_requests(pod),
             ports: host_ports(pod),
+            tolerations: Vec::new(),
+            any_node_labels: false,
             pod: Arc::new(placed_view(pod)),
         }
     }
@@ -154,11 +168,19 @@ pub fn placed_view(pod: &Value) -> Value {
     view
 }
 
-/// A node and what is placed on it.
+/// A node and what is placed on it. What the filters and scores read of every node they
+/// look at is kept typed here, set once per node revision: at 5,000 nodes, field lookups in
+/// the nodes' JSON (scattered over the heap, a cache miss each) were a fifth of the server's
+/// CPU.
 #[derive(Clone, Debug, Default)]
 pub struct NodeInfo {
     /// None while pods name a node the informer has not shown (or has deleted).
     pub node: Option<Arc<Value>>,
+    name: String,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// `spec.taints`.
+    pub taints: Vec<Taint>,
     pub allocatable: Resources,
     pub allowed_pods: i64,
     pub requested: Resources,
@@ -180,11 +202,19 @@ impl NodeInfo {
             .map(|p| p as i64)
             .or_else(|| allocatable["pods"].as_i64())
             .unwrap_or(0);
+        self.name = object::name(&node).to_string();
+        self.unschedulable = node["spec"]["unschedulable"] == Value::Bool(true);
+        self.taints = Taint::list(&node["spec"]["taints"]);
         self.node = Some(node);
     }
 
+    /// The node's name ("" while the node is unknown).
     pub fn name(&self) -> &str {
-        self.node.as_deref().map(object::name).unwrap_or_default()
+        if self.node.is_some() {
+            &self.name
+        } else {
+            ""
+        }
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {

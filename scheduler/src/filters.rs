@@ -3,9 +3,9 @@
 //! (`topology.rs`). A node fails at its first failing plugin, with that plugin's reasons.
 
 use client::component_helpers::{
-    find_untolerated_taint, required_node_affinity_matches, TaintEffect,
+    find_untolerated, required_node_affinity_matches, Taint, TaintEffect,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cache::{NodeInfo, PodInfo};
 
@@ -38,16 +38,16 @@ pub type FilterResult = Result<(), Rejection>;
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// NodeUnschedulable: a cordoned node takes only pods tolerating its unschedulable taint.
-pub fn node_unschedulable(pod: &PodInfo, node: &Value) -> FilterResult {
-    if node["spec"]["unschedulable"] != json!(true) {
+pub fn node_unschedulable(pod: &PodInfo, node: &NodeInfo) -> FilterResult {
+    if !node.unschedulable {
         return Ok(());
     }
-    let taint = json!([{"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}]);
-    match find_untolerated_taint(
-        &taint,
-        &pod.pod["spec"]["tolerations"],
-        &[TaintEffect::NoSchedule],
-    ) {
+    let taint = Taint {
+        key: UNSCHEDULABLE_TAINT.into(),
+        effect: "NoSchedule".into(),
+        ..Taint::default()
+    };
+    match find_untolerated(&[taint], &pod.tolerations, &[TaintEffect::NoSchedule]) {
         None => Ok(()),
         Some(_) => Err(Rejection::unresolvable("node(s) were unschedulable")),
     }
@@ -55,13 +55,9 @@ pub fn node_unschedulable(pod: &PodInfo, node: &Value) -> FilterResult {
 
 /// TaintToleration: every NoSchedule and NoExecute taint must be tolerated. Upstream no longer
 /// names the taint in the message (it may hold private values).
-pub fn taint_toleration(pod: &PodInfo, node: &Value) -> FilterResult {
+pub fn taint_toleration(pod: &PodInfo, node: &NodeInfo) -> FilterResult {
     let blocking = [TaintEffect::NoSchedule, TaintEffect::NoExecute];
-    match find_untolerated_taint(
-        &node["spec"]["taints"],
-        &pod.pod["spec"]["tolerations"],
-        &blocking,
-    ) {
+    match find_untolerated(&node.taints, &pod.tolerations, &blocking) {
         None => Ok(()),
         Some(_) => Err(Rejection::unresolvable("node(s) had untolerated taint(s)")),
     }
@@ -69,7 +65,7 @@ pub fn taint_toleration(pod: &PodInfo, node: &Value) -> FilterResult {
 
 /// NodeAffinity: nodeSelector and the required node affinity.
 pub fn node_affinity(pod: &PodInfo, node: &Value) -> FilterResult {
-    if required_node_affinity_matches(&pod.pod, node) {
+    if pod.any_node_labels || required_node_affinity_matches(&pod.pod, node) {
         Ok(())
     } else {
         Err(Rejection::unresolvable(
@@ -141,8 +137,8 @@ pub fn node_filters(pod: &PodInfo, node: &NodeInfo) -> FilterResult {
     let Some(object) = node.node.as_deref() else {
         return Err(Rejection::unresolvable("node(s) not found"));
     };
-    node_unschedulable(pod, object)?;
-    taint_toleration(pod, object)?;
+    node_unschedulable(pod, node)?;
+    taint_toleration(pod, node)?;
     node_affinity(pod, object)?;
     node_ports(pod, node)?;
     node_resources_fit(pod, node)

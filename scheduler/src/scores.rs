@@ -1,7 +1,7 @@
 //! The score plugins, each 0..=100 after normalisation, weighted as the default profile:
 //! TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, NodeResourcesFit (LeastAllocated) 1.
 
-use client::component_helpers::{node_selector_matches, tolerates};
+use client::component_helpers::{node_selector_matches, TaintEffect};
 use serde_json::Value;
 
 use crate::cache::{NodeInfo, PodInfo};
@@ -44,30 +44,25 @@ fn preferred_node_affinity(pod: &PodInfo, node: &Value) -> i64 {
 }
 
 /// PreferNoSchedule taints the pod does not tolerate.
-fn intolerable_prefer_no_schedule(pod: &PodInfo, node: &Value) -> i64 {
-    let tolerations = pod.pod["spec"]["tolerations"].as_array();
-    node["spec"]["taints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["effect"] == "PreferNoSchedule")
-        .filter(|t| {
-            !tolerations
-                .into_iter()
-                .flatten()
-                .any(|tol| tolerates(tol, t))
-        })
+fn intolerable_prefer_no_schedule(pod: &PodInfo, node: &NodeInfo) -> i64 {
+    node.taints
+        .iter()
+        .filter(|t| t.effect() == Some(TaintEffect::PreferNoSchedule))
+        .filter(|t| !pod.tolerations.iter().any(|tol| tol.tolerates(t)))
         .count() as i64
 }
 
 /// Total weighted scores of the feasible nodes, in their order.
 pub fn score(pod: &PodInfo, nodes: &[&NodeInfo], state: &TopologyState) -> Vec<i64> {
-    let objects: Vec<&Value> = nodes.iter().filter_map(|n| n.node.as_deref()).collect();
-    let affinity: Vec<i64> = objects
+    let affinity: Vec<i64> = nodes
         .iter()
-        .map(|n| preferred_node_affinity(pod, n))
+        .map(|n| {
+            n.node
+                .as_deref()
+                .map_or(0, |object| preferred_node_affinity(pod, object))
+        })
         .collect();
-    let taints: Vec<i64> = objects
+    let taints: Vec<i64> = nodes
         .iter()
         .map(|n| intolerable_prefer_no_schedule(pod, n))
         .collect();

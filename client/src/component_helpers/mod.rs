@@ -8,4 +8,6 @@ mod node_affinity;
 mod taints;
 
 pub use node_affinity::{node_selector_matches, required_node_affinity_matches};
-pub use taints::{find_untolerated_taint, tolerates, TaintEffect};
+pub use taints::{
+    find_untolerated, find_untolerated_taint, tolerates, Taint, TaintEffect, Toleration,
+};

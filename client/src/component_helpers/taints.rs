@@ -23,39 +23,107 @@ impl TaintEffect {
     }
 }
 
-/// Whether `toleration` tolerates `taint`.
-pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
-    let text = |v: &Value, field: &str| v[field].as_str().unwrap_or_default().to_string();
-    let effect = text(toleration, "effect");
-    if !effect.is_empty() && effect != text(taint, "effect") {
-        return false;
+/// A taint, typed: callers that check one pod against many nodes (the scheduler) keep these
+/// per node rather than looking fields up in each node's JSON.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    /// As written; an effect this code does not know blocks nothing.
+    pub effect: String,
+}
+
+impl Taint {
+    pub fn from_json(taint: &Value) -> Self {
+        Self {
+            key: text(taint, "key"),
+            value: text(taint, "value"),
+            effect: text(taint, "effect"),
+        }
     }
-    let key = text(toleration, "key");
-    if !key.is_empty() && key != text(taint, "key") {
-        return false;
+
+    /// The taints of a node's `spec.taints` (none when absent).
+    pub fn list(taints: &Value) -> Vec<Self> {
+        let taints = taints.as_array().into_iter().flatten();
+        taints.map(Self::from_json).collect()
     }
-    match toleration["operator"].as_str().unwrap_or_default() {
-        "Exists" => true,
-        "" | "Equal" => text(toleration, "value") == text(taint, "value"),
-        _ => false,
+
+    pub fn effect(&self) -> Option<TaintEffect> {
+        TaintEffect::parse(&self.effect)
     }
 }
 
+/// A toleration, typed (see [`Taint`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+impl Toleration {
+    pub fn from_json(toleration: &Value) -> Self {
+        Self {
+            key: text(toleration, "key"),
+            operator: text(toleration, "operator"),
+            value: text(toleration, "value"),
+            effect: text(toleration, "effect"),
+        }
+    }
+
+    /// The tolerations of a pod's `spec.tolerations` (none when absent).
+    pub fn list(tolerations: &Value) -> Vec<Self> {
+        let tolerations = tolerations.as_array().into_iter().flatten();
+        tolerations.map(Self::from_json).collect()
+    }
+
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if !self.effect.is_empty() && self.effect != taint.effect {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.operator.as_str() {
+            "Exists" => true,
+            "" | "Equal" => self.value == taint.value,
+            _ => false,
+        }
+    }
+}
+
+fn text(v: &Value, field: &str) -> String {
+    v[field].as_str().unwrap_or_default().to_string()
+}
+
+/// Whether `toleration` tolerates `taint` (JSON objects).
+pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
+    Toleration::from_json(toleration).tolerates(&Taint::from_json(taint))
+}
+
 /// The first of `taints` whose effect is in `effects` that no toleration tolerates.
+pub fn find_untolerated<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    effects: &[TaintEffect],
+) -> Option<&'a Taint> {
+    taints.iter().find(|taint| {
+        taint.effect().is_some_and(|e| effects.contains(&e))
+            && !tolerations.iter().any(|t| t.tolerates(taint))
+    })
+}
+
+/// [`find_untolerated`] over JSON: `taints` a node's `spec.taints`, `tolerations` a pod's.
 pub fn find_untolerated_taint<'a>(
     taints: &'a Value,
     tolerations: &Value,
     effects: &[TaintEffect],
 ) -> Option<&'a Value> {
-    let tolerations = tolerations
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    taints.as_array()?.iter().find(|taint| {
-        let effect = taint["effect"].as_str().and_then(TaintEffect::parse);
-        effect.is_some_and(|e| effects.contains(&e))
-            && !tolerations.iter().any(|t| tolerates(t, taint))
-    })
+    let typed = Taint::list(taints);
+    let found = find_untolerated(&typed, &Toleration::list(tolerations), effects)?;
+    let index = typed.iter().position(|t| std::ptr::eq(t, found))?;
+    taints.as_array()?.get(index)
 }
 
 #[cfg(test)]
@@ -94,6 +162,23 @@ mod tests {
             &json!({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}),
             &taint
         ));
+    }
+
+    #[test]
+    fn typed_forms_read_as_the_json() {
+        let taint = Taint::from_json(&json!({"key": "k", "value": "v", "effect": "NoExecute"}));
+        assert_eq!(taint.effect(), Some(TaintEffect::NoExecute));
+        assert_eq!(Taint::from_json(&json!({"effect": "Odd"})).effect(), None);
+        assert!(Taint::list(&json!(null)).is_empty());
+        let tolerations = Toleration::list(&json!([{"key": "k", "operator": "Exists"}, {}]));
+        assert_eq!(tolerations.len(), 2);
+        assert!(tolerations[0].tolerates(&taint));
+        // An empty toleration is Equal with an empty key and value: it tolerates only a taint
+        // with an empty value.
+        assert!(!tolerations[1].tolerates(&taint));
+        assert!(tolerations[1].tolerates(&Taint::from_json(&json!({"effect": "NoSchedule"}))));
+        let blocking = find_untolerated(std::slice::from_ref(&taint), &tolerations[1..], BLOCKING);
+        assert_eq!(blocking, Some(&taint));
     }
 
     #[test]
