@@ -3,7 +3,8 @@
 //! `apiserver_current_inflight_requests`, `apiserver_request_terminations_total`,
 //! `apiserver_storage_objects`, `apiserver_watch_events_total`), with the controllers'
 //! `workqueue_*` and storage's `etcd_request_duration_seconds` gathered alongside, and
-//! `tokio_alive_tasks` (this server's own, see [`ALIVE_TASKS`]).
+//! `tokio_alive_tasks` and `event_recorder_dropped_events_total` (this server's own, see
+//! [`ALIVE_TASKS`] and `client::events`).
 //!
 //! One process-wide set, as upstream's legacy registry: the request filter
 //! ([`crate::limits`]) and the watch streams record into it wherever they run.
@@ -149,6 +150,7 @@ impl Metrics {
         // The lower layers' own families: the controllers' work queues and the storage
         // backend's request latency.
         client::workqueue::register_metrics(&registry).expect("metric registered once");
+        client::events::register_metrics(&registry).expect("metric registered once");
         storage::metrics::register_metrics(&registry).expect("metric registered once");
         crate::webhooks::metrics::register(&registry).expect("metric registered once");
         crate::conversion_webhook::register(&registry).expect("metric registered once");
@@ -471,6 +473,8 @@ mod tests {
         assert!(text.contains(r#"verb="WATCH",version="v1"} 1"#));
         assert!(!text.contains(r#"apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="metrics.test",resource="widgets",scope="resource",subresource="",verb="WATCH""#));
         assert!(text.contains(r#"apiserver_current_inflight_requests{request_kind="mutating"}"#));
+        // The event recorders' drops are exported with the rest, from the start.
+        assert!(text.contains("# TYPE event_recorder_dropped_events_total counter\n"));
     }
 
     #[tokio::test]

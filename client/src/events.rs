@@ -1,12 +1,17 @@
 //! The event recorder every controller reports through (client-go's record.EventRecorder with
 //! its EventCorrelator): core/v1 Events about an involved object, a repeat of the same event
 //! bumping `count` and `lastTimestamp` of the one already written rather than writing another.
-//! Recording never blocks a controller: writes go to a few writer tasks, in order per event.
+//! Recording never blocks a controller: writes go to a few writer tasks, in order per event,
+//! through bounded queues. An event that finds its queue full is dropped (and counted), as
+//! upstream's broadcaster drops past its 1,000 queued events: under a burst (30,000 pods
+//! started at once, five events each) events are what gives, not memory.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use prometheus::IntCounter;
 
 use registry::options::WriteOptions;
 use registry::patch::PatchType;
@@ -20,6 +25,29 @@ use tracing::{debug, info, warn};
 const CACHE_SIZE: usize = 4096;
 /// Writers: events about one object are written in order by the same one.
 const WRITERS: usize = 4;
+/// Events waiting for each writer (upstream's maxQueuedEvents, 1,000, over the writers).
+const QUEUED_PER_WRITER: usize = 250;
+
+/// Events dropped because their writer's queue was full, all recorders together. Upstream
+/// only logs these; the count is exported as `event_recorder_dropped_events_total` (not an
+/// upstream name) so a burst that lost events can be told from one that made none.
+static DROPPED: LazyLock<IntCounter> = LazyLock::new(|| {
+    IntCounter::new(
+        "event_recorder_dropped_events_total",
+        "Events not written because the recorder's queue was full.",
+    )
+    .expect("valid metric")
+});
+
+/// Events dropped so far because a writer's queue was full.
+pub fn dropped_events() -> u64 {
+    DROPPED.get()
+}
+
+/// Registers `event_recorder_dropped_events_total` with `registry` (once per registry).
+pub fn register_metrics(registry: &prometheus::Registry) -> prometheus::Result<()> {
+    registry.register(Box::new(DROPPED.clone()))
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventType {
@@ -59,13 +87,47 @@ impl InvolvedObject {
     }
 }
 
-/// One write for a writer task: the event as it should now stand. Sent boxed: a channel
-/// reserves its slots 32 at a time, and every recorder has its writers' channels.
+/// One write for a writer task: the event as it should now stand, kept as its parts until
+/// written (a few hundred bytes, where the JSON object is some kilobytes of maps). Sent
+/// boxed: a channel reserves its slots 32 at a time, and every recorder has its writers'
+/// channels.
 struct Write {
     name: String,
     namespace: String,
-    event: Value,
+    involved: InvolvedObject,
+    reason: String,
+    message: String,
+    kind: EventType,
+    component: Arc<str>,
+    time: String,
     count: u64,
+}
+
+impl Write {
+    fn event(self) -> Value {
+        let involved = self.involved;
+        json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": involved.api_version,
+                "kind": involved.kind,
+                "name": involved.name,
+                "namespace": involved.namespace,
+                "uid": involved.uid,
+            },
+            "reason": self.reason,
+            "message": self.message,
+            "type": self.kind.as_str(),
+            "source": {"component": &*self.component},
+            "reportingComponent": &*self.component,
+            "reportingInstance": "",
+            "firstTimestamp": self.time,
+            "lastTimestamp": self.time,
+            "count": self.count,
+        })
+    }
 }
 
 #[derive(Clone)]
@@ -74,9 +136,9 @@ pub struct EventRecorder {
 }
 
 struct Inner {
-    component: String,
+    component: Arc<str>,
     seen: Mutex<Seen>,
-    writers: Vec<mpsc::UnboundedSender<Box<Write>>>,
+    writers: Vec<mpsc::Sender<Box<Write>>>,
 }
 
 impl EventRecorder {
@@ -84,7 +146,7 @@ impl EventRecorder {
     pub fn new(registry: Arc<Registry>, component: &str) -> Self {
         let writers = (0..WRITERS)
             .map(|_| {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = mpsc::channel(QUEUED_PER_WRITER);
                 tokio::spawn(write_events(registry.clone(), rx));
                 tx
             })
@@ -97,10 +159,10 @@ impl EventRecorder {
         Self::with_writers(component, Vec::new())
     }
 
-    fn with_writers(component: &str, writers: Vec<mpsc::UnboundedSender<Box<Write>>>) -> Self {
+    fn with_writers(component: &str, writers: Vec<mpsc::Sender<Box<Write>>>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                component: component.to_string(),
+                component: component.into(),
                 seen: Mutex::new(Seen::default()),
                 writers,
             }),
@@ -143,37 +205,28 @@ impl EventRecorder {
         } else {
             involved.namespace.clone()
         };
-        let now = object::now();
-        let event = json!({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": involved.api_version,
-                "kind": involved.kind,
-                "name": involved.name,
-                "namespace": involved.namespace,
-                "uid": involved.uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind.as_str(),
-            "source": {"component": self.inner.component},
-            "reportingComponent": self.inner.component,
-            "reportingInstance": "",
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": count,
-        });
         let mut hasher = DefaultHasher::new();
         involved.uid.hash(&mut hasher);
         let writer = &self.inner.writers[(hasher.finish() as usize) % self.inner.writers.len()];
-        let _ = writer.send(Box::new(Write {
+        let write = Box::new(Write {
             name,
             namespace,
-            event,
+            involved: involved.clone(),
+            reason: reason.to_string(),
+            message,
+            kind,
+            component: self.inner.component.clone(),
+            time: object::now(),
             count,
-        }));
+        });
+        if let Err(mpsc::error::TrySendError::Full(write)) = writer.try_send(write) {
+            DROPPED.inc();
+            let dropped = DROPPED.get();
+            // One line per thousand: a burst that drops events should not also flood the log.
+            if dropped % 1000 == 1 {
+                warn!(dropped, reason = %write.reason, "event queue full: dropping events");
+            }
+        }
     }
 }
 
@@ -225,7 +278,7 @@ fn event_name(involved: &str) -> String {
     format!("{involved}.{nanos:x}")
 }
 
-async fn write_events(registry: Arc<Registry>, mut rx: mpsc::UnboundedReceiver<Box<Write>>) {
+async fn write_events(registry: Arc<Registry>, mut rx: mpsc::Receiver<Box<Write>>) {
     while let Some(write) = rx.recv().await {
         // Boxed: a store write's future held inline would size every idle writer's task to it
         // (each recorder has a few writers, and every controller a recorder).
@@ -243,7 +296,7 @@ async fn write_event(registry: &Registry, write: Write) {
         // A repeat: bump the stored one; if it is gone (expired), write it anew.
         let patch = json!({
             "count": write.count,
-            "lastTimestamp": write.event["lastTimestamp"],
+            "lastTimestamp": write.time,
         });
         let body = patch.to_string();
         match events
@@ -265,8 +318,10 @@ async fn write_event(registry: &Registry, write: Write) {
             }
         }
     }
-    if let Err(e) = events.create(ns, write.event, &opts).await {
-        debug!(event = %write.name, error = %e, "could not record event");
+    let name = write.name.clone();
+    let namespace = write.namespace.clone();
+    if let Err(e) = events.create(Some(&namespace), write.event(), &opts).await {
+        debug!(event = %name, error = %e, "could not record event");
     }
 }
 
@@ -322,6 +377,46 @@ mod tests {
             seen.note("kubelet", &pod, EventType::Normal, "Pulled", "image a")
                 .1,
             1
+        );
+    }
+
+    #[test]
+    fn a_full_queue_drops_events_and_the_queued_ones_are_written_whole() {
+        let (tx, mut rx) = mpsc::channel(QUEUED_PER_WRITER);
+        let recorder = EventRecorder::with_writers("kubelet", vec![tx]);
+        let before = dropped_events();
+        for i in 0..QUEUED_PER_WRITER + 10 {
+            let pod = InvolvedObject {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                namespace: "ns".into(),
+                name: format!("p{i}"),
+                uid: format!("u{i}"),
+            };
+            recorder.record(&pod, EventType::Normal, "Started", format!("started {i}"));
+        }
+        // Other tests' recorders may drop too: at least these ten were.
+        assert!(dropped_events() - before >= 10);
+        let mut queued = Vec::new();
+        while let Ok(write) = rx.try_recv() {
+            queued.push(write);
+        }
+        assert_eq!(queued.len(), QUEUED_PER_WRITER);
+        let first = queued.remove(0);
+        let (name, time) = (first.name.clone(), first.time.clone());
+        assert!(name.starts_with("p0."), "{name}");
+        assert_eq!(
+            first.event(),
+            json!({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": name, "namespace": "ns"},
+                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "p0",
+                    "namespace": "ns", "uid": "u0"},
+                "reason": "Started", "message": "started 0", "type": "Normal",
+                "source": {"component": "kubelet"}, "reportingComponent": "kubelet",
+                "reportingInstance": "", "firstTimestamp": time, "lastTimestamp": time,
+                "count": 1,
+            })
         );
     }
 
