@@ -23,8 +23,8 @@ use tracing::{debug, info, warn};
 /// Events remembered for aggregation; past this the memory is dropped and starts over, as
 /// upstream's LRU cache of 4096 entries forgets the oldest.
 const CACHE_SIZE: usize = 4096;
-/// Writers: events about one object are written in order by the same one.
-const WRITERS: usize = 4;
+/// Writers of a recorder: events about one object are written in order by the same one.
+pub const WRITERS: usize = 4;
 /// Events waiting for each writer (upstream's maxQueuedEvents, 1,000, over the writers).
 const QUEUED_PER_WRITER: usize = 250;
 
@@ -144,7 +144,14 @@ struct Inner {
 impl EventRecorder {
     /// A recorder writing as `component` (the event's source). Needs a tokio runtime.
     pub fn new(registry: Arc<Registry>, component: &str) -> Self {
-        let writers = (0..WRITERS)
+        Self::with_writer_count(registry, component, WRITERS)
+    }
+
+    /// A recorder with `writers` writers (and as many queues), for one that speaks for many
+    /// components at once: the simulated nodes' kubelets share one, where upstream has a
+    /// recorder (and its queue) per node.
+    pub fn with_writer_count(registry: Arc<Registry>, component: &str, writers: usize) -> Self {
+        let writers = (0..writers.max(1))
             .map(|_| {
                 let (tx, rx) = mpsc::channel(QUEUED_PER_WRITER);
                 tokio::spawn(write_events(registry.clone(), rx));

@@ -23,6 +23,10 @@ use crate::status::StatusManager;
 
 /// The component name of the kubelet's events.
 pub const COMPONENT: &str = "kubelet";
+/// Writers of the nodes' shared event recorder: each pod started makes three events (pulled,
+/// created, started), a thousand nodes' worth at once; with the default
+/// four, a burst of pods made the recorder drop most of them.
+const EVENT_WRITERS: usize = 32;
 
 pub struct Nodes {
     config: NodeConfig,
@@ -53,7 +57,11 @@ impl Nodes {
         let cluster: Ipv4Cidr = config.cluster_cidr.parse().map_err(cidr_error)?;
         let pods_store = store(informers, "", "pods")?;
         let pods = informers.informer("", "v1", "pods")?;
-        let recorder = EventRecorder::new(informers.registry().clone(), COMPONENT);
+        let recorder = EventRecorder::with_writer_count(
+            informers.registry().clone(),
+            COMPONENT,
+            EVENT_WRITERS,
+        );
         let mut node_objects = Vec::new();
         let mut kubelets = HashMap::new();
         for index in 0..config.count {
