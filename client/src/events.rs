@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 /// upstream's LRU cache of 4096 entries forgets the oldest.
 const CACHE_SIZE: usize = 4096;
 /// Writers of a recorder: events about one object are written in order by the same one.
-pub const WRITERS: usize = 4;
+const WRITERS: usize = 4;
 /// Events waiting for each writer (upstream's maxQueuedEvents, 1,000, over the writers).
 const QUEUED_PER_WRITER: usize = 250;
 
