@@ -26,6 +26,7 @@ test_support::both_backends!(
     watch_from_now_skips_history,
     cached_lists_in_pages_share_the_cache_bytes,
     latest_reads_are_the_caches_where_the_revision_is_local,
+    updates_start_from_the_cached_copy,
 );
 
 fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
@@ -603,4 +604,63 @@ async fn latest_reads_are_the_caches_where_the_revision_is_local(h: &Harness) {
     ));
     let list = c.get_list("/things/a", whole).await.expect("list");
     assert_eq!(list.items.len(), 49);
+}
+
+async fn updates_start_from_the_cached_copy(h: &Harness) {
+    let c = cacher(h, CacherConfig::default());
+    c.create("/things/u", object("x", "u", "1"))
+        .await
+        .expect("create");
+    // The cache has seen the create.
+    let cached = loop {
+        match c.get("/things/u", ReadRevision::Any).await {
+            Ok(kv) => break kv,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
+    let mut first = None;
+    let updated = c
+        .guaranteed_update("/things/u", UpdateOptions::default(), &mut |current| {
+            let current = current.expect("exists");
+            first.get_or_insert(current.value.as_ptr() == cached.value.as_ptr());
+            Ok(storage::Update::Write(object("x", "u", "2")))
+        })
+        .await
+        .expect("update");
+    assert_eq!(data_of(&updated.value), "2");
+    assert_eq!(
+        first,
+        Some(true),
+        "the update decided first on the cache's copy, not on a read of the store"
+    );
+    // A copy the store has moved past is decided on again from the store.
+    let behind = c.get("/things/u", ReadRevision::Any).await.expect("cached");
+    h.store
+        .guaranteed_update("/things/u", UpdateOptions::default(), &mut |_| {
+            Ok(storage::Update::Write(object("x", "u", "3")))
+        })
+        .await
+        .expect("update beside the cache");
+    let mut seen = Vec::new();
+    let out = c
+        .guaranteed_update(
+            "/things/u",
+            UpdateOptions {
+                cached: Some(behind),
+                ..Default::default()
+            },
+            &mut |current| {
+                let value = data_of(&current.expect("exists").value);
+                seen.push(value.clone());
+                Ok(storage::Update::Write(object(
+                    "x",
+                    "u",
+                    &format!("{value}+"),
+                )))
+            },
+        )
+        .await
+        .expect("update from a stale copy");
+    assert_eq!(data_of(&out.value), "3+");
+    assert_eq!(seen.last().map(String::as_str), Some("3"));
 }

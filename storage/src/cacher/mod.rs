@@ -351,9 +351,18 @@ impl Interface for Cacher {
     async fn guaranteed_update(
         &self,
         key: &str,
-        opts: UpdateOptions,
+        mut opts: UpdateOptions,
         update: &mut UpdateFn<'_>,
     ) -> Result<KeyValue> {
+        // Upstream's cachedExistingObject: the update starts from the cache's copy rather
+        // than a read of the store. A copy that proves stale (the compare-and-swap fails, or
+        // the decision does not hold) makes the store read and decide again, so this only
+        // saves the read: on etcd, a round trip and a range for every lease renewal and
+        // status write.
+        if opts.cached.is_none() && self.check_key(key).is_ok() {
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            opts.cached = state.objects.get(key).map(|kv| KeyValue::clone(kv));
+        }
         self.store.guaranteed_update(key, opts, update).await
     }
 
