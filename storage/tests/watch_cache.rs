@@ -608,16 +608,18 @@ async fn latest_reads_are_the_caches_where_the_revision_is_local(h: &Harness) {
 
 async fn updates_start_from_the_cached_copy(h: &Harness) {
     let c = cacher(h, CacherConfig::default());
-    c.create("/things/u", object("x", "u", "1"))
+    let created = c
+        .create("/things/u", object("x", "u", "1"))
         .await
         .expect("create");
-    // The cache has seen the create.
-    let cached = loop {
-        match c.get("/things/u", ReadRevision::Any).await {
-            Ok(kv) => break kv,
-            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    };
+    // The cache's copy, once it has seen the create.
+    let cached = c
+        .get(
+            "/things/u",
+            ReadRevision::NotOlderThan(created.mod_revision),
+        )
+        .await
+        .expect("cached get");
     let mut first = None;
     let updated = c
         .guaranteed_update("/things/u", UpdateOptions::default(), &mut |current| {

@@ -102,16 +102,19 @@ pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
     Toleration::from_json(toleration).tolerates(&Taint::from_json(taint))
 }
 
+/// Whether `taint` has one of `effects` and no toleration tolerates it.
+fn blocks(taint: &Taint, tolerations: &[Toleration], effects: &[TaintEffect]) -> bool {
+    taint.effect().is_some_and(|e| effects.contains(&e))
+        && !tolerations.iter().any(|t| t.tolerates(taint))
+}
+
 /// The first of `taints` whose effect is in `effects` that no toleration tolerates.
 pub fn find_untolerated<'a>(
     taints: &'a [Taint],
     tolerations: &[Toleration],
     effects: &[TaintEffect],
 ) -> Option<&'a Taint> {
-    taints.iter().find(|taint| {
-        taint.effect().is_some_and(|e| effects.contains(&e))
-            && !tolerations.iter().any(|t| t.tolerates(taint))
-    })
+    taints.iter().find(|t| blocks(t, tolerations, effects))
 }
 
 /// [`find_untolerated`] over JSON: `taints` a node's `spec.taints`, `tolerations` a pod's.
@@ -120,10 +123,11 @@ pub fn find_untolerated_taint<'a>(
     tolerations: &Value,
     effects: &[TaintEffect],
 ) -> Option<&'a Value> {
-    let typed = Taint::list(taints);
-    let found = find_untolerated(&typed, &Toleration::list(tolerations), effects)?;
-    let index = typed.iter().position(|t| std::ptr::eq(t, found))?;
-    taints.as_array()?.get(index)
+    let tolerations = Toleration::list(tolerations);
+    taints
+        .as_array()?
+        .iter()
+        .find(|t| blocks(&Taint::from_json(t), &tolerations, effects))
 }
 
 #[cfg(test)]
