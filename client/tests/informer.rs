@@ -3,11 +3,13 @@
 
 mod support;
 
+use client::controller_utils::pod_candidates;
 use client::informer::{
-    wait_for_sync, DeltaObject, FactoryError, InformerConfig, InformerFactory, Notification,
-    SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
+    orphan_index_key, wait_for_sync, DeltaObject, FactoryError, InformerConfig, InformerFactory,
+    Notification, SharedInformer, CONTROLLER_UID_INDEX, NAMESPACE_INDEX,
 };
 use registry::options::WriteOptions;
+use registry::selector::labels::LabelSelector;
 use serde_json::json;
 use support::*;
 use test_support::{eventually, FromBackend};
@@ -195,6 +197,73 @@ async fn the_factory_shares_one_informer_per_resource(h: &Harness) {
     assert!(a.is_stopped());
 }
 
+/// The pods' controller index also holds each namespace's orphans, under one key, so a
+/// controller finds what it may claim without walking the namespace (upstream's
+/// FilterPodsByOwner); other kinds' orphans are left out of it.
+async fn orphaned_pods_are_indexed_for_adoption(h: &Harness) {
+    h.namespace("app").await;
+    h.namespace("elsewhere").await;
+    let pods = h.registry.store("", "v1", "pods").expect("pods");
+    let pod = |ns: &str, name: &str, app: &str, controller: Option<&str>| {
+        let refs: Vec<_> = controller
+            .map(|uid| {
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                              "uid": uid, "controller": true})
+            })
+            .into_iter()
+            .collect();
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": ns, "labels": {"app": app},
+                            "ownerReferences": refs},
+               "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    };
+    for (ns, name, app, controller) in [
+        ("app", "mine", "web", Some("u-1")),
+        ("app", "mine-relabelled", "db", Some("u-1")),
+        ("app", "theirs", "web", Some("u-2")),
+        ("app", "orphan", "web", None),
+        ("app", "orphan-unmatched", "db", None),
+        ("elsewhere", "orphan", "web", None),
+    ] {
+        pods.create(
+            Some(ns),
+            pod(ns, name, app, controller),
+            &WriteOptions::default(),
+        )
+        .await
+        .expect("create pod");
+    }
+    create_configmap(&h.configmaps(), "app", "free", "1").await;
+    let factory = InformerFactory::new(h.registry.clone(), InformerConfig::default());
+    let informer = factory.informer_for(&pods);
+    let configmaps = factory.informer("", "v1", "configmaps").expect("served");
+    assert!(wait_for_sync(&[&informer, &configmaps]).await);
+    let mut orphans = informer
+        .indexer()
+        .index_keys(CONTROLLER_UID_INDEX, &orphan_index_key("app"))
+        .expect("controller index");
+    orphans.sort();
+    assert_eq!(orphans, ["app/orphan", "app/orphan-unmatched"]);
+    assert!(configmaps
+        .indexer()
+        .index_keys(CONTROLLER_UID_INDEX, &orphan_index_key("app"))
+        .expect("controller index")
+        .is_empty());
+
+    let owner = json!({"metadata": {"name": "rs", "namespace": "app", "uid": "u-1"}});
+    let selector = LabelSelector::parse("app=web").expect("selector");
+    let mut names: Vec<String> = pod_candidates(informer.indexer(), &owner, &selector)
+        .expect("candidates")
+        .iter()
+        .map(|p| registry::object::name(p).to_string())
+        .collect();
+    names.sort();
+    // What it controls (kept or released), and the orphans it may adopt; not another
+    // owner's pod, nor an orphan of another namespace or another selector.
+    assert_eq!(names, ["mine", "mine-relabelled", "orphan"]);
+    factory.stop().await;
+}
+
 /// The stored bytes of `ns/name` in the watch cache (a read any state serves comes from it).
 async fn cached_bytes(store: &registry::Store, ns: &str, name: &str) -> storage::KeyValue {
     store
@@ -262,6 +331,7 @@ async fn holds_the_watch_caches_bytes_not_a_copy(h: &Harness) {
 test_support::both_backends!(
     crate::support::Harness, worker_threads = 2;
     the_factory_shares_one_informer_per_resource,
+    orphaned_pods_are_indexed_for_adoption,
     delivers_the_list_then_changes_in_order,
     relists_after_compaction_and_reports_the_missed_deletion,
     holds_the_watch_caches_bytes_not_a_copy,

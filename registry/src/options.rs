@@ -251,6 +251,14 @@ pub fn parse_resource_version(rv: &str) -> Result<i64> {
 }
 
 impl ListOptions {
+    /// resourceVersion="0": whatever state the watch cache holds, no store read.
+    pub fn any() -> Self {
+        Self {
+            resource_version: Some("0".into()),
+            ..Default::default()
+        }
+    }
+
     /// The storage read this list asks for (upstream's resourceVersion semantics).
     pub fn read_revision(&self) -> Result<ReadRevision> {
         let rv = self.resource_version.as_deref().filter(|r| !r.is_empty());

@@ -239,10 +239,7 @@ async fn params(
     } else {
         None
     };
-    let cached = ListOptions {
-        resource_version: Some("0".into()),
-        ..Default::default()
-    };
+    let cached = ListOptions::any();
     if let Some(name) = reference["name"].as_str().filter(|n| !n.is_empty()) {
         return Ok(Some(
             store

@@ -14,7 +14,9 @@ use tracing::debug;
 
 use super::owner_references::patch_owner_references;
 use super::{controller_ref, PodView, SyncError};
-use crate::informer::Summary;
+use crate::informer::{
+    orphan_index_key, Indexer, IndexerError, Summary, View, CONTROLLER_UID_INDEX,
+};
 
 /// What claiming reads of an object: the whole object, or a pod's [`PodView`].
 pub trait Claimed: Sized {
@@ -105,6 +107,53 @@ pub fn claim_candidate<'a>(
         Some(uid) => uid == owner_uid,
         None => s.labels().matches(selector),
     }
+}
+
+/// The pods `owner` may claim, as [`View`]s: those it controls and its namespace's orphans
+/// its selector matches, read from two buckets of the pods informer's
+/// [`CONTROLLER_UID_INDEX`] (upstream's FilterPodsByOwner with orphans) instead of a walk of
+/// the namespace, which with 150,000 pods in one namespace was most of a ReplicaSet's sync.
+pub fn pod_candidate_views<T: View>(
+    pods: &Indexer,
+    owner: &Value,
+    selector: &LabelSelector,
+) -> Result<Vec<Arc<T>>, IndexerError> {
+    owned_and_orphans(owner, |bucket| {
+        pods.by_index_view::<T>(
+            CONTROLLER_UID_INDEX,
+            bucket,
+            claim_candidate(object::uid(owner), selector),
+        )
+    })
+}
+
+/// [`pod_candidate_views`] as whole pods.
+pub fn pod_candidates(
+    pods: &Indexer,
+    owner: &Value,
+    selector: &LabelSelector,
+) -> Result<Vec<Arc<Value>>, IndexerError> {
+    pod_candidates_where(pods, owner, claim_candidate(object::uid(owner), selector))
+}
+
+/// The pods `owner` controls and its namespace's orphans, those `keep` picks.
+pub fn pod_candidates_where(
+    pods: &Indexer,
+    owner: &Value,
+    keep: impl Fn(&Summary<'_>) -> bool,
+) -> Result<Vec<Arc<Value>>, IndexerError> {
+    owned_and_orphans(owner, |bucket| {
+        pods.by_index_selected(CONTROLLER_UID_INDEX, bucket, &keep)
+    })
+}
+
+fn owned_and_orphans<T>(
+    owner: &Value,
+    read: impl Fn(&str) -> Result<Vec<T>, IndexerError>,
+) -> Result<Vec<T>, IndexerError> {
+    let mut found = read(object::uid(owner))?;
+    found.extend(read(&orphan_index_key(object::namespace(owner)))?);
+    Ok(found)
 }
 
 /// The objects among `candidates` that belong to `c.owner` after claiming.

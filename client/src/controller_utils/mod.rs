@@ -19,7 +19,10 @@ use registry::RegistryError;
 use serde_json::{json, Value};
 use thiserror::Error;
 
-pub use claim::{claim, claim_candidate, Claimable, Claimed};
+pub use claim::{
+    claim, claim_candidate, pod_candidate_views, pod_candidates, pod_candidates_where, Claimable,
+    Claimed,
+};
 pub use controller_ref::{controller_reference, resolve_controller_ref};
 pub use expectations::{Expectations, EXPECTATIONS_TIMEOUT};
 pub use own_writes::OwnWrites;

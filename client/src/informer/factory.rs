@@ -25,6 +25,24 @@ pub fn controller_uid_index(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The pods' [`CONTROLLER_UID_INDEX`] (upstream's AddPodControllerUIDIndexer): a pod without
+/// a controller is found under its namespace's [`orphan_index_key`], so a controller looks
+/// for pods to adopt among the orphans rather than walking every pod of the namespace.
+/// Only pods are indexed so: other kinds' orphans are most of their objects (ConfigMaps,
+/// Secrets) and nothing walks them.
+pub fn pod_controller_uid_index(obj: &Value) -> Vec<String> {
+    match controller_uid(obj) {
+        Some(uid) => vec![uid.to_string()],
+        None => vec![orphan_index_key(registry::object::namespace(obj))],
+    }
+}
+
+/// The key of a namespace's orphaned pods in [`CONTROLLER_UID_INDEX`]; a "/" never appears
+/// in a uid the server makes.
+pub fn orphan_index_key(namespace: &str) -> String {
+    format!("orphan/{namespace}")
+}
+
 /// The uid in the object's controller reference, if it has one.
 pub fn controller_uid(obj: &Value) -> Option<&str> {
     obj["metadata"]["ownerReferences"]
@@ -108,10 +126,11 @@ impl InformerFactory {
         }
         let informer = SharedInformer::for_store(store.clone(), self.config.clone());
         // A fresh indexer has neither index yet.
-        let _ = informer.indexer().add_index(
-            CONTROLLER_UID_INDEX,
-            Arc::new(controller_uid_index) as IndexFunc,
-        );
+        let index: IndexFunc = match store.info.group.is_empty() && store.info.plural == "pods" {
+            true => Arc::new(pod_controller_uid_index),
+            false => Arc::new(controller_uid_index),
+        };
+        let _ = informer.indexer().add_index(CONTROLLER_UID_INDEX, index);
         informer.start();
         debug!(path = %path, "started shared informer");
         let old = informers.insert(

@@ -20,8 +20,8 @@ pub use delta::{DeletedFinalStateUnknown, Delta, DeltaObject, DeltaType, Deltas,
 pub use delta_fifo::{BoxError, DeltaFifo, FifoError, KnownObjects, PopError, ProcessError};
 pub use dispatch::{dispatch, dispatch_synced, reload_on_change, HandlerSynced};
 pub use factory::{
-    controller_uid, controller_uid_index, wait_for_sync, FactoryError, InformerFactory,
-    CONTROLLER_UID_INDEX,
+    controller_uid, controller_uid_index, orphan_index_key, pod_controller_uid_index,
+    wait_for_sync, FactoryError, InformerFactory, CONTROLLER_UID_INDEX,
 };
 pub use indexer::{
     namespace_index, IndexFunc, Indexer, IndexerError, Labels, Marks, Summary, View,

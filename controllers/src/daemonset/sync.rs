@@ -20,11 +20,10 @@ use super::placement::{node_should_run, pin_to_node, pod_template, CONTROLLER_RE
 use super::status::{by_creation_and_phase, counts, min_ready_seconds, next_status, NodePods};
 use super::update::rolling_update_step;
 use client::controller_utils::{
-    claim, claim_candidate, controller_ref, is_pod_available, is_pod_ready, pod_from_template,
+    claim, controller_ref, is_pod_available, is_pod_ready, pod_candidates, pod_from_template,
     slow_start_batch, Claimable, SyncError,
 };
 use client::events::EventType;
-use client::informer::NAMESPACE_INDEX;
 
 pub(super) type SyncResult = Result<Option<Duration>, SyncError>;
 
@@ -94,14 +93,7 @@ impl DaemonSetController {
     /// The DaemonSet's pods after claiming, by the node each is for (upstream's
     /// getNodesToDaemonPods); finished pods already being deleted are left out.
     async fn node_pods(&self, ds: &Value, sel: &LabelSelector) -> Result<NodePods, SyncError> {
-        let candidates = self
-            .pod_informer
-            .indexer()
-            .by_index_selected(
-                NAMESPACE_INDEX,
-                object::namespace(ds),
-                claim_candidate(object::uid(ds), sel),
-            )
+        let candidates = pod_candidates(self.pod_informer.indexer(), ds, sel)
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         let (namespace, name) = (
             object::namespace(ds).to_string(),

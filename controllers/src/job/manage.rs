@@ -18,10 +18,10 @@ use super::spec::JobSpec;
 use super::sync::SyncCtx;
 use super::JOB_TRACKING_FINALIZER;
 use client::controller_utils::{
-    claim, claim_candidate, controller_ref, is_pod_ready, pod_from_template, slow_start_batch,
+    claim, controller_ref, is_pod_ready, pod_candidates, pod_from_template, slow_start_batch,
     Claimable, SyncError,
 };
-use client::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+use client::informer::CONTROLLER_UID_INDEX;
 
 /// At most this many pods are created or deleted in one sync (MaxPodCreateDeletePerSync).
 const MAX_POD_CHANGES_PER_SYNC: usize = 500;
@@ -46,13 +46,7 @@ impl JobController {
                 .by_index(CONTROLLER_UID_INDEX, object::uid(job))
                 .unwrap_or_default());
         };
-        let candidates = indexer
-            .by_index_selected(
-                NAMESPACE_INDEX,
-                object::namespace(job),
-                claim_candidate(object::uid(job), selector),
-            )
-            .unwrap_or_default();
+        let candidates = pod_candidates(indexer, job, selector).unwrap_or_default();
         let jobs = self.jobs.clone();
         let namespace = object::namespace(job).to_string();
         let name = object::name(job).to_string();

@@ -16,10 +16,10 @@ use super::controller::ReplicaSetController;
 use super::ranking::pods_to_delete;
 use super::status::{self, Outcome};
 use client::controller_utils::{
-    claim, claim_candidate, controller_ref, pod_from_template, slow_start_batch, Claimable,
+    claim, controller_ref, pod_candidate_views, pod_from_template, slow_start_batch, Claimable,
     PodView, SyncError,
 };
-use client::informer::{CONTROLLER_UID_INDEX, NAMESPACE_INDEX};
+use client::informer::CONTROLLER_UID_INDEX;
 
 /// A failure to create or delete pods, with the reason the ReplicaFailure condition gives.
 struct ManageError {
@@ -46,20 +46,14 @@ impl ReplicaSetController {
             }
         };
         let namespace = object::namespace(&set);
-        let active: Vec<Arc<PodView>> = self
-            .pods
-            .indexer()
-            // Counted, ranked and adopted by a few fields: each of what may be thousands of
-            // pods is decoded once per revision, not once per sync.
-            .by_index_view::<PodView>(
-                NAMESPACE_INDEX,
-                namespace,
-                claim_candidate(object::uid(&set), &selector),
-            )
-            .map_err(|e| SyncError::Failed(e.to_string()))?
-            .into_iter()
-            .filter(|p| p.is_active())
-            .collect();
+        // Counted, ranked and adopted by a few fields: each of what may be thousands of pods
+        // is decoded once per revision, not once per sync.
+        let active: Vec<Arc<PodView>> =
+            pod_candidate_views::<PodView>(self.pods.indexer(), &set, &selector)
+                .map_err(|e| SyncError::Failed(e.to_string()))?
+                .into_iter()
+                .filter(|p| p.is_active())
+                .collect();
         let name = object::name(&set);
         let claimable = Claimable {
             owner: &set,

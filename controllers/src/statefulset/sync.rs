@@ -16,8 +16,7 @@ use super::identity::{is_member_of, pod_revision};
 use super::revisions::resolve;
 use super::status::{min_ready_seconds, SetStatus};
 use crate::history::sort_revisions;
-use client::controller_utils::{claim, Claimable, SyncError};
-use client::informer::NAMESPACE_INDEX;
+use client::controller_utils::{claim, pod_candidates_where, Claimable, SyncError};
 
 impl StatefulSetController {
     /// Syncs the set `key`; Ok(Some(d)) asks to look again after `d`.
@@ -41,12 +40,12 @@ impl StatefulSetController {
         let name = object::name(&set);
         let uid = object::uid(&set);
         // Pods it controls, and orphans whose names make them its members.
-        let candidates: Vec<Arc<Value>> = self
-            .pod_informer
-            .indexer()
-            .by_index_selected(NAMESPACE_INDEX, namespace, |p| match p.controller_uid() {
-                Some(owner) => owner == uid,
-                None => is_member_of(&set, p.name()),
+        let candidates: Vec<Arc<Value>> =
+            pod_candidates_where(self.pod_informer.indexer(), &set, |p| {
+                match p.controller_uid() {
+                    Some(owner) => owner == uid,
+                    None => is_member_of(&set, p.name()),
+                }
             })
             .map_err(|e| SyncError::Failed(e.to_string()))?;
         let claimable = Claimable {

@@ -14,7 +14,10 @@ fn micro_now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
-/// Creates the node's lease or renews it.
+/// Creates the node's lease or renews it. The renewal starts from the watch cache's copy
+/// (upstream's lease controller renews from the lease it last wrote, reading only after a
+/// failure): the kubelet is the lease's only writer, so the copy is current but for the
+/// moment the cache lags a write, when the update's conflict sends it to the store.
 pub async fn renew(
     leases: &Store,
     node: &str,
@@ -22,37 +25,45 @@ pub async fn renew(
     duration: u32,
 ) -> Result<Value, RegistryError> {
     let now = micro_now();
-    match leases
-        .get(Some(NAMESPACE), node, &ListOptions::default())
-        .await
-    {
-        Ok(mut lease) => {
-            lease["spec"]["holderIdentity"] = json!(node);
-            lease["spec"]["leaseDurationSeconds"] = json!(duration);
-            lease["spec"]["renewTime"] = json!(now);
-            let (updated, _) = leases
-                .update(
-                    Some(NAMESPACE),
-                    node,
-                    lease,
-                    Subresource::Main,
-                    &WriteOptions::by("kubelet"),
-                )
-                .await?;
-            Ok(updated)
+    let mut read = ListOptions::any();
+    loop {
+        let cached = read.resource_version.is_some();
+        match leases.get(Some(NAMESPACE), node, &read).await {
+            Ok(mut lease) => {
+                lease["spec"]["holderIdentity"] = json!(node);
+                lease["spec"]["leaseDurationSeconds"] = json!(duration);
+                lease["spec"]["renewTime"] = json!(now);
+                match leases
+                    .update(
+                        Some(NAMESPACE),
+                        node,
+                        lease,
+                        Subresource::Main,
+                        &WriteOptions::by("kubelet"),
+                    )
+                    .await
+                {
+                    Ok((updated, _)) => return Ok(updated),
+                    Err(RegistryError::Conflict { .. }) if cached => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            // Not in the cache may only mean not in it yet.
+            Err(RegistryError::NotFound { .. }) if cached => {}
+            Err(RegistryError::NotFound { .. }) => {
+                let lease = json!({
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": node, "namespace": NAMESPACE,
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]},
+                    "spec": {"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": now},
+                });
+                return leases
+                    .create(Some(NAMESPACE), lease, &WriteOptions::by("kubelet"))
+                    .await;
+            }
+            Err(e) => return Err(e),
         }
-        Err(RegistryError::NotFound { .. }) => {
-            let lease = json!({
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": node, "namespace": NAMESPACE,
-                    "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]},
-                "spec": {"holderIdentity": node, "leaseDurationSeconds": duration, "renewTime": now},
-            });
-            leases
-                .create(Some(NAMESPACE), lease, &WriteOptions::by("kubelet"))
-                .await
-        }
-        Err(e) => Err(e),
+        read = ListOptions::default();
     }
 }

@@ -168,14 +168,14 @@ impl Worker {
     /// One SyncPod: moves the pod on to now and writes its status; when to look again.
     async fn sync(&mut self, pod: &Value) -> Option<Instant> {
         let now = Instant::now();
-        if self.written.is_none() {
-            // The first status the API sees: Pending, containers creating.
-            if !self.write_status(pod, now, false).await {
-                return Some(now + WRITE_RETRY);
-            }
-        }
         if self.sandbox.is_none() {
             if let Err(retry) = self.set_up_sandbox(pod).await {
+                // Until the sandbox comes up the API shows the pod Pending, containers
+                // creating. A sandbox set up at once needs no such write: the status below
+                // says as much or more, and on etcd each write is a revision of the pod.
+                if self.written.is_none() && !self.write_status(pod, now, false).await {
+                    return Some(now + WRITE_RETRY);
+                }
                 return Some(now + retry);
             }
         }

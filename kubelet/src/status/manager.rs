@@ -41,13 +41,18 @@ impl StatusManager {
         status: &Value,
     ) -> Result<Written, RegistryError> {
         let mut last = None;
-        for _ in 0..WRITE_ATTEMPTS {
-            let mut pod = match self
-                .pods
-                .get(Some(namespace), name, &ListOptions::default())
-                .await
-            {
+        for attempt in 0..WRITE_ATTEMPTS {
+            // The first read is the watch cache's copy (the store's read costs a range on etcd
+            // per status write); the update's resourceVersion proves it current, and a conflict
+            // or a pod the cache lacks reads the store.
+            let cached = attempt == 0;
+            let read = match cached {
+                true => ListOptions::any(),
+                false => ListOptions::default(),
+            };
+            let mut pod = match self.pods.get(Some(namespace), name, &read).await {
                 Ok(pod) => pod,
+                Err(RegistryError::NotFound { .. }) if cached => continue,
                 Err(RegistryError::NotFound { .. }) => return Ok(Written::Gone),
                 Err(e) => return Err(e),
             };

@@ -177,10 +177,7 @@ impl Registry {
         let store = self
             .store("", "v1", plural)
             .ok_or_else(|| TokenError::Binding(format!("no storage for {plural}")))?;
-        let cached = ListOptions {
-            resource_version: Some("0".into()),
-            ..Default::default()
-        };
+        let cached = ListOptions::any();
         let found = match store.get(namespace, name, &cached).await {
             Err(RegistryError::NotFound { .. }) => {
                 store.get(namespace, name, &ListOptions::default()).await

@@ -238,10 +238,7 @@ impl Registry {
                 let node_name = pod["spec"]["nodeName"].as_str().unwrap_or_default();
                 if !node_name.is_empty() {
                     // The token is issued even when the pod's node is gone.
-                    let cached = ListOptions {
-                        resource_version: Some("0".into()),
-                        ..Default::default()
-                    };
+                    let cached = ListOptions::any();
                     match self
                         .required_store("", "v1", "nodes")?
                         .get(None, node_name, &cached)

@@ -161,8 +161,21 @@ impl Store {
         let key = self.key(scope, name);
         let may_create = how.sub == Subresource::Main && self.strategy.allow_create_on_update();
         let dry_run = opts.dry_run.is_all();
-        for _ in 0..HOOKED_WRITE_TRIES {
-            let old = match self.storage.get(&key, ReadRevision::Latest).await {
+        for attempt in 0..HOOKED_WRITE_TRIES {
+            // The first round starts from the watch cache's copy, as upstream's admission runs
+            // on the cached existing object: the compare-and-swap below proves it current, and
+            // a round that lost to a newer state reads the store. An object the cache does not
+            // have yet is read from the store too, so that no write passes admission unseen.
+            // Behind a converter a stale copy would cost a webhook call: it reads the store.
+            let cached_first = attempt == 0 && self.converter.is_none();
+            let mut read = match cached_first {
+                true => self.storage.get(&key, ReadRevision::Any).await,
+                false => self.storage.get(&key, ReadRevision::Latest).await,
+            };
+            if cached_first && matches!(read, Err(StorageError::NotFound { .. })) {
+                read = self.storage.get(&key, ReadRevision::Latest).await;
+            }
+            let old = match read {
                 Ok(kv) => Some(self.served_one(self.decode(&kv)?).await?),
                 Err(StorageError::NotFound { .. }) => None,
                 Err(e) => return Err(self.storage_err(name)(e)),

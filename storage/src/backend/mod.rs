@@ -153,7 +153,9 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Writes `value` if the key's mod revision is `expected` (0: the key must be absent). With
     /// a `ttl` the key is deleted once it passes with no later write; a write without one
-    /// leaves the key with no expiry.
+    /// leaves the key with no expiry. An update's outcome need not carry the replaced pair
+    /// (`prev`) nor the written one's create revision and version (0 then): the caller holds
+    /// the pair it compared against, and reading it back costs etcd a range per write.
     async fn put_if(
         &self,
         key: &str,

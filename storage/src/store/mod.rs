@@ -304,7 +304,18 @@ impl Interface for KvStore {
                 .await?
             {
                 TxnOutcome::Applied { kv: Some(kv), .. } => {
-                    return Ok(self.strip(KeyValue { value, ..kv }))
+                    // The written pair's history follows from the one it replaced.
+                    let (create_revision, version) = current
+                        .as_ref()
+                        .map_or((kv.create_revision, kv.version), |c| {
+                            (c.create_revision, c.version + 1)
+                        });
+                    return Ok(self.strip(KeyValue {
+                        value,
+                        create_revision,
+                        version,
+                        ..kv
+                    }));
                 }
                 TxnOutcome::Applied { kv: None, .. } => {
                     return Err(StorageError::Internal("update returned no value".into()))
