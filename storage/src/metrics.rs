@@ -111,8 +111,13 @@ impl TimedBackend {
 
     // Not timed, as upstream's store does not time them either.
 
-    pub(crate) async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch> {
-        self.backend.watch(range, start_revision).await
+    pub(crate) async fn watch(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> Result<BackendWatch> {
+        self.backend.watch(range, start_revision, with_prev).await
     }
 
     pub(crate) async fn compact(&self, revision: i64) -> Result<()> {

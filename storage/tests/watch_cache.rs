@@ -27,6 +27,8 @@ test_support::both_backends!(
     cached_lists_in_pages_share_the_cache_bytes,
     latest_reads_are_the_caches_where_the_revision_is_local,
     updates_start_from_the_cached_copy,
+    the_cache_asks_no_previous_values_and_still_gives_them,
+    a_big_cache_checks_progress_reports_nobody_waits_for_less_often,
 );
 
 fn cacher(h: &Harness, config: CacherConfig) -> Cacher {
@@ -665,4 +667,200 @@ async fn updates_start_from_the_cached_copy(h: &Harness) {
         .expect("update from a stale copy");
     assert_eq!(data_of(&out.value), "3+");
     assert_eq!(seen.last().map(String::as_str), Some("3"));
+}
+
+/// A backend recording whether each watch asked for previous values, and counting the
+/// watch cache's checks of progress reports (ranges from a minimum mod revision).
+struct Recorder {
+    inner: storage::backend::DynBackend,
+    asked: std::sync::Mutex<Vec<bool>>,
+    checks: std::sync::atomic::AtomicUsize,
+}
+
+impl Recorder {
+    fn over(h: &Harness) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            inner: h.backend.clone(),
+            asked: Default::default(),
+            checks: Default::default(),
+        })
+    }
+
+    fn checks(&self) -> usize {
+        self.checks.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl storage::backend::Backend for Recorder {
+    async fn range(
+        &self,
+        req: storage::backend::RangeRequest,
+    ) -> storage::Result<storage::backend::RangeResponse> {
+        if req.min_mod_revision > 0 {
+            self.checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.range(req).await
+    }
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: i64,
+        ttl: Option<Duration>,
+    ) -> storage::Result<storage::backend::TxnOutcome> {
+        self.inner.put_if(key, value, expected, ttl).await
+    }
+    async fn delete_if(
+        &self,
+        key: &str,
+        expected: i64,
+    ) -> storage::Result<storage::backend::TxnOutcome> {
+        self.inner.delete_if(key, expected).await
+    }
+    async fn watch(
+        &self,
+        range: storage::backend::KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> storage::Result<storage::backend::BackendWatch> {
+        self.asked.lock().expect("lock").push(with_prev);
+        self.inner.watch(range, start_revision, with_prev).await
+    }
+    async fn compact(&self, revision: i64) -> storage::Result<()> {
+        self.inner.compact(revision).await
+    }
+    async fn current_revision(&self) -> storage::Result<i64> {
+        self.inner.current_revision().await
+    }
+    fn current_revision_is_local(&self) -> bool {
+        self.inner.current_revision_is_local()
+    }
+    async fn check_health(&self) -> storage::Result<()> {
+        self.inner.check_health().await
+    }
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn progress_is_ordered(&self) -> bool {
+        self.inner.progress_is_ordered()
+    }
+}
+
+/// The cache's watch of the store asks for no previous values (on etcd each costs a range
+/// per event), yet its watchers get them: a deletion carries the deleted object, an update
+/// the object it replaced, a selector the move out of its selection.
+async fn the_cache_asks_no_previous_values_and_still_gives_them(h: &Harness) {
+    let recorder = Recorder::over(h);
+    let store = storage::KvStore::new(recorder.clone(), "/registry");
+    let c = Cacher::new(store, "/things/", CacherConfig::default());
+    let created = c
+        .create("/things/p", object("p", "u", "one"))
+        .await
+        .expect("create");
+    let predicate: storage::Predicate =
+        std::sync::Arc::new(|kv: &storage::KeyValue| data_of(&kv.value) != "gone");
+    let mut all = c
+        .watch("/things/", from(created.mod_revision))
+        .await
+        .expect("watch");
+    let mut selected = c
+        .watch(
+            "/things/",
+            WatchOptions {
+                predicate: Some(predicate),
+                ..from(created.mod_revision)
+            },
+        )
+        .await
+        .expect("watch");
+    for data in ["two", "gone"] {
+        c.guaranteed_update("/things/p", UpdateOptions::default(), &mut |_| {
+            Ok(storage::Update::Write(object("p", "u", data)))
+        })
+        .await
+        .expect("update");
+    }
+    c.delete("/things/p", &Preconditions::default(), None)
+        .await
+        .expect("delete");
+    let events = take(&mut all, 3).await;
+    let seen: Vec<_> = events[..2]
+        .iter()
+        .map(|e| {
+            (
+                e.kind,
+                data_of(&e.value),
+                e.prev_value.as_deref().map(data_of),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (EventKind::Modified, "two".into(), Some("one".into())),
+            (EventKind::Modified, "gone".into(), Some("two".into())),
+        ]
+    );
+    assert_eq!(events[2].kind, EventKind::Deleted);
+    assert_eq!(
+        data_of(&events[2].value),
+        "gone",
+        "the deleted object as it was"
+    );
+    // "gone" left the selection: the selected watch sees it deleted, as it last matched.
+    let moved = take(&mut selected, 2).await;
+    assert_eq!(moved[1].kind, EventKind::Deleted);
+    assert_eq!(data_of(&moved[1].value), "two");
+    assert_eq!(*recorder.asked.lock().expect("lock"), [false]);
+}
+
+/// Where progress reports may run ahead of the changes (etcd 3.4.23 here), each is checked
+/// with a read of the whole prefix before it is believed. A cache of many objects checks the
+/// reports nobody waits for at most once per its size's worth of seconds; a reader waiting
+/// for a revision still has the next report checked at once.
+async fn a_big_cache_checks_progress_reports_nobody_waits_for_less_often(h: &Harness) {
+    let recorder = Recorder::over(h);
+    let store = storage::KvStore::new(recorder.clone(), "/registry");
+    let c = Cacher::new(
+        store,
+        "/things/",
+        CacherConfig {
+            progress_interval: Duration::from_millis(100),
+            // 40 objects: a report nobody waits for is checked once per 4 s at most.
+            checked_objects_per_second: 10,
+            ..CacherConfig::default()
+        },
+    );
+    let mut last = 0;
+    for i in 0..40 {
+        last = c
+            .create(&format!("/things/o{i}"), object("o", "u", "x"))
+            .await
+            .expect("create")
+            .mod_revision;
+    }
+    c.get("/things/o0", ReadRevision::NotOlderThan(last))
+        .await
+        .expect("cached");
+    // Writes elsewhere move the revision on: every report is then ahead of the cache.
+    let before = recorder.checks();
+    let mut elsewhere = 0;
+    for i in 0..20 {
+        elsewhere = h
+            .store
+            .create(&format!("/elsewhere/e{i}"), object("e", "u", "x"))
+            .await
+            .expect("create elsewhere")
+            .mod_revision;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let idle_checks = recorder.checks() - before;
+    assert!(idle_checks <= 1, "{idle_checks} checks in 2 s of reports nobody waited for");
+    // A reader waiting for the latest revision has the next report checked.
+    let started = std::time::Instant::now();
+    c.get("/things/o0", ReadRevision::NotOlderThan(elsewhere))
+        .await
+        .expect("the cache reaches a revision written elsewhere");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 }

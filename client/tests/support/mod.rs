@@ -74,17 +74,22 @@ impl Backend for Partition {
         self.inner.delete_if(key, expected).await
     }
 
-    async fn watch(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
+    async fn watch(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> storage::Result<BackendWatch> {
         if range.start.starts_with(PODS_PREFIX.as_bytes()) {
-            return self.slowed(range, start_revision).await;
+            return self.slowed(range, start_revision, with_prev).await;
         }
         if !range.start.starts_with(CUT_PREFIX) {
-            return self.inner.watch(range, start_revision).await;
+            return self.inner.watch(range, start_revision, with_prev).await;
         }
         if *self.cut.borrow() {
             return Err(partitioned());
         }
-        let watch = self.inner.watch(range, start_revision).await?;
+        let watch = self.inner.watch(range, start_revision, with_prev).await?;
         let mut cut = self.cut.subscribe();
         let mut upstream = watch.messages;
         let messages = async_stream::stream! {
@@ -129,8 +134,13 @@ impl Backend for Partition {
 }
 
 impl Partition {
-    async fn slowed(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
-        let watch = self.inner.watch(range, start_revision).await?;
+    async fn slowed(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> storage::Result<BackendWatch> {
+        let watch = self.inner.watch(range, start_revision, with_prev).await?;
         let delay = self.pod_watch_delay.subscribe();
         let mut upstream = watch.messages;
         let messages = async_stream::stream! {

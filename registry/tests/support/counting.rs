@@ -76,8 +76,13 @@ impl Backend for CountingBackend {
         self.inner.delete_if(key, expected).await
     }
 
-    async fn watch(&self, range: KeyRange, start_revision: i64) -> storage::Result<BackendWatch> {
-        self.inner.watch(range, start_revision).await
+    async fn watch(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> storage::Result<BackendWatch> {
+        self.inner.watch(range, start_revision, with_prev).await
     }
 
     async fn compact(&self, revision: i64) -> storage::Result<()> {

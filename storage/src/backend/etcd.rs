@@ -290,8 +290,16 @@ impl Backend for EtcdBackend {
         })
     }
 
-    async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch> {
-        let mut opts = WatchOptions::new().with_prev_key().with_progress_notify();
+    async fn watch(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> Result<BackendWatch> {
+        let mut opts = WatchOptions::new().with_progress_notify();
+        if with_prev {
+            opts = opts.with_prev_key();
+        }
         if let Some(end) = &range.end {
             opts = opts.with_range(end.clone());
         }

@@ -167,9 +167,16 @@ pub trait Backend: Send + Sync + 'static {
     /// Deletes the key if its mod revision is `expected`.
     async fn delete_if(&self, key: &str, expected: i64) -> Result<TxnOutcome>;
 
-    /// Changes in `range` from `start_revision` on (inclusive; 0: from now), with previous
-    /// values. A compacted start revision fails with TooOld.
-    async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch>;
+    /// Changes in `range` from `start_revision` on (inclusive; 0: from now); with `with_prev`
+    /// each carries the value it replaced. etcd reads that per event (a range at the previous
+    /// revision, which on 3.4 copies the writes not yet committed), so a watcher holding the
+    /// state itself, the watch cache, asks none. A compacted start revision fails with TooOld.
+    async fn watch(
+        &self,
+        range: KeyRange,
+        start_revision: i64,
+        with_prev: bool,
+    ) -> Result<BackendWatch>;
 
     /// Discards history before `revision`; reads and watches below it fail with TooOld.
     async fn compact(&self, revision: i64) -> Result<()>;

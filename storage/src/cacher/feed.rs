@@ -56,6 +56,8 @@ pub struct Feed {
     pub state: Arc<RwLock<CacheState>>,
     pub revision_tx: watch::Sender<i64>,
     pub progress_interval: Duration,
+    /// See [`super::CacherConfig::checked_objects_per_second`].
+    pub checked_objects_per_second: usize,
     /// Rung by readers waiting for a revision the cache has not seen, so they need not wait
     /// for the next tick when the change happened outside this prefix.
     pub progress_wanted: Arc<Notify>,
@@ -229,7 +231,9 @@ impl Feed {
         let watch = self
             .store
             .backend()
-            .watch(KeyRange::prefix(&self.full_prefix), from + 1)
+            // No previous values: the cache holds every object's current state, which is what
+            // each change replaced (see `State::apply`).
+            .watch(KeyRange::prefix(&self.full_prefix), from + 1, false)
             .await?;
         self.set_ready(true);
         // A progress report is believed only when the backend orders it after every change it
@@ -245,6 +249,9 @@ impl Feed {
         // a stall), and since when a request has gone unanswered.
         let mut answers_progress = false;
         let mut unanswered_since: Option<Instant> = None;
+        // Whether a reader waits on the next report, and when a report was last checked.
+        let mut reader_waits = false;
+        let mut last_check: Option<Instant> = None;
         let mut delivered = false;
         loop {
             tokio::select! {
@@ -274,13 +281,22 @@ impl Feed {
                         }
                         Some(Ok(WatchMessage::Progress(revision))) => {
                             answers_progress = true;
-                            if ordered || self.unchanged_until(revision).await? {
+                            let check_due = reader_waits
+                                || last_check.is_none_or(|t| t.elapsed() >= self.check_every());
+                            let believed = ordered
+                                || (check_due && {
+                                    reader_waits = false;
+                                    last_check = Some(Instant::now());
+                                    self.unchanged_until(revision).await?
+                                });
+                            if believed {
                                 self.write_state(|s| s.progress(revision));
                             }
                         }
                     }
                 },
                 _ = self.progress_wanted.notified() => {
+                    reader_waits = true;
                     unanswered_since.get_or_insert_with(Instant::now);
                     (watch.progress)();
                 }
@@ -303,6 +319,16 @@ impl Feed {
     /// Whether the store under the prefix at `revision` is what the cache holds, i.e. no change
     /// is still on its way: no key modified after the cache's revision, and no key deleted
     /// (same count).
+    /// How often a report nobody waits for is checked (see `unchanged_until`): the check
+    /// reads the whole prefix, so a big resource is checked less often. Its changes advance
+    /// the cache meanwhile; only its bookmarks lag.
+    fn check_every(&self) -> Duration {
+        let objects = self.read_state(|s| s.objects.len());
+        let per_second = self.checked_objects_per_second.max(1);
+        // Below one progress interval's worth, every report is checked.
+        Duration::from_secs_f64(objects as f64 / per_second as f64)
+    }
+
     async fn unchanged_until(&self, revision: i64) -> Result<bool> {
         let (cached_revision, cached_count) = self.read_state(|s| (s.revision, s.objects.len()));
         if revision <= cached_revision {

@@ -217,11 +217,13 @@ impl CacheState {
             RawEventKind::Delete => self.objects.remove(&kv.key),
         };
         // The window keeps the previous state as the cache's own pointer when it is the state
-        // the change replaced, not the backend's second copy of it.
-        let prev = event.prev.map(|prev| match replaced {
-            Some(old) if old.mod_revision == prev.mod_revision => old,
-            _ => Arc::new(prev),
-        });
+        // the change replaced, not the backend's second copy of it; a backend asked for no
+        // previous values leaves it to the cache, which holds every object's current state.
+        let prev = match (event.prev, replaced) {
+            (Some(prev), Some(old)) if old.mod_revision == prev.mod_revision => Some(old),
+            (Some(prev), _) => Some(Arc::new(prev)),
+            (None, replaced) => replaced,
+        };
         self.applied = revision;
         self.revision = self.revision.max(revision);
         let event = Arc::new(CachedEvent {

@@ -158,7 +158,8 @@ impl Backend for EmbeddedBackend {
         .await
     }
 
-    async fn watch(&self, range: KeyRange, start_revision: i64) -> Result<BackendWatch> {
+    /// Previous values cost nothing here (the write hands them over): always given.
+    async fn watch(&self, range: KeyRange, start_revision: i64, _: bool) -> Result<BackendWatch> {
         watch::watch(
             self.store.clone(),
             self.shared.hub.clone(),

@@ -43,7 +43,8 @@ pub async fn watch(store: &KvStore, key: &str, opts: WatchOptions) -> Result<Wat
             initial.push(Ok(end));
         }
     }
-    let backend_watch = store.backend.watch(range, from + 1).await?;
+    // Deletions and selector moves are told from the previous value, which only the backend has.
+    let backend_watch = store.backend.watch(range, from + 1, true).await?;
     let prefix = store.prefix.clone();
     let predicate = opts.predicate.clone();
     let bookmarks = opts.bookmarks;
