@@ -698,7 +698,8 @@ impl storage::backend::Backend for Recorder {
         req: storage::backend::RangeRequest,
     ) -> storage::Result<storage::backend::RangeResponse> {
         if req.min_mod_revision > 0 {
-            self.checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.checks
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         self.inner.range(req).await
     }
@@ -856,11 +857,18 @@ async fn a_big_cache_checks_progress_reports_nobody_waits_for_less_often(h: &Har
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let idle_checks = recorder.checks() - before;
-    assert!(idle_checks <= 1, "{idle_checks} checks in 2 s of reports nobody waited for");
+    assert!(
+        idle_checks <= 1,
+        "{idle_checks} checks in 2 s of reports nobody waited for"
+    );
     // A reader waiting for the latest revision has the next report checked.
     let started = std::time::Instant::now();
     c.get("/things/o0", ReadRevision::NotOlderThan(elsewhere))
         .await
         .expect("the cache reaches a revision written elsewhere");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }

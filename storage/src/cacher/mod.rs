@@ -50,8 +50,9 @@ pub struct CacherConfig {
     /// On a backend whose progress reports may run ahead of the changes (etcd before
     /// 3.4.26), a report is believed only after a read of the prefix shows nothing newer,
     /// and etcd reads every object under it for that. Unless a reader waits for the report,
-    /// the check runs at most once per this many cached objects' worth of seconds: at
-    /// 150,000 pods, once every 30 s rather than every second (it had taken 60% of etcd).
+    /// the check runs at most once per ten progress intervals, and once per this many cached
+    /// objects' worth of seconds: at 150,000 pods, once every 30 s rather than every second
+    /// (it had taken 60% of etcd).
     pub checked_objects_per_second: usize,
 }
 
