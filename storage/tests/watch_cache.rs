@@ -1,12 +1,15 @@
 //! The watch cache on both backends: fan-out to many watchers, cached reads, window limits,
 //! bookmarks, slow watchers.
 
+#[path = "support/recording.rs"]
+mod recording;
 mod support;
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use recording::RecordingBackend;
 use storage::backend::etcd::{EtcdBackend, EtcdConfig};
 use storage::{
     Cacher, CacherConfig, EventKind, Interface, ListOptions, Preconditions, ReadRevision,
@@ -669,90 +672,11 @@ async fn updates_start_from_the_cached_copy(h: &Harness) {
     assert_eq!(seen.last().map(String::as_str), Some("3"));
 }
 
-/// A backend recording whether each watch asked for previous values, and counting the
-/// watch cache's checks of progress reports (ranges from a minimum mod revision).
-struct Recorder {
-    inner: storage::backend::DynBackend,
-    asked: std::sync::Mutex<Vec<bool>>,
-    checks: std::sync::atomic::AtomicUsize,
-}
-
-impl Recorder {
-    fn over(h: &Harness) -> std::sync::Arc<Self> {
-        std::sync::Arc::new(Self {
-            inner: h.backend.clone(),
-            asked: Default::default(),
-            checks: Default::default(),
-        })
-    }
-
-    fn checks(&self) -> usize {
-        self.checks.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
-#[async_trait::async_trait]
-impl storage::backend::Backend for Recorder {
-    async fn range(
-        &self,
-        req: storage::backend::RangeRequest,
-    ) -> storage::Result<storage::backend::RangeResponse> {
-        if req.min_mod_revision > 0 {
-            self.checks
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        self.inner.range(req).await
-    }
-    async fn put_if(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: i64,
-        ttl: Option<Duration>,
-    ) -> storage::Result<storage::backend::TxnOutcome> {
-        self.inner.put_if(key, value, expected, ttl).await
-    }
-    async fn delete_if(
-        &self,
-        key: &str,
-        expected: i64,
-    ) -> storage::Result<storage::backend::TxnOutcome> {
-        self.inner.delete_if(key, expected).await
-    }
-    async fn watch(
-        &self,
-        range: storage::backend::KeyRange,
-        start_revision: i64,
-        with_prev: bool,
-    ) -> storage::Result<storage::backend::BackendWatch> {
-        self.asked.lock().expect("lock").push(with_prev);
-        self.inner.watch(range, start_revision, with_prev).await
-    }
-    async fn compact(&self, revision: i64) -> storage::Result<()> {
-        self.inner.compact(revision).await
-    }
-    async fn current_revision(&self) -> storage::Result<i64> {
-        self.inner.current_revision().await
-    }
-    fn current_revision_is_local(&self) -> bool {
-        self.inner.current_revision_is_local()
-    }
-    async fn check_health(&self) -> storage::Result<()> {
-        self.inner.check_health().await
-    }
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn progress_is_ordered(&self) -> bool {
-        self.inner.progress_is_ordered()
-    }
-}
-
 /// The cache's watch of the store asks for no previous values (on etcd each costs a range
 /// per event), yet its watchers get them: a deletion carries the deleted object, an update
 /// the object it replaced, a selector the move out of its selection.
 async fn the_cache_asks_no_previous_values_and_still_gives_them(h: &Harness) {
-    let recorder = Recorder::over(h);
+    let recorder = RecordingBackend::new(h.backend.clone());
     let store = storage::KvStore::new(recorder.clone(), "/registry");
     let c = Cacher::new(store, "/things/", CacherConfig::default());
     let created = c
@@ -813,7 +737,7 @@ async fn the_cache_asks_no_previous_values_and_still_gives_them(h: &Harness) {
     let moved = take(&mut selected, 2).await;
     assert_eq!(moved[1].kind, EventKind::Deleted);
     assert_eq!(data_of(&moved[1].value), "two");
-    assert_eq!(*recorder.asked.lock().expect("lock"), [false]);
+    assert_eq!(recorder.watches_with_prev(), [false]);
 }
 
 /// Where progress reports may run ahead of the changes (etcd 3.4.23 here), each is checked
@@ -821,7 +745,7 @@ async fn the_cache_asks_no_previous_values_and_still_gives_them(h: &Harness) {
 /// reports nobody waits for at most once per its size's worth of seconds; a reader waiting
 /// for a revision still has the next report checked at once.
 async fn a_big_cache_checks_progress_reports_nobody_waits_for_less_often(h: &Harness) {
-    let recorder = Recorder::over(h);
+    let recorder = RecordingBackend::new(h.backend.clone());
     let store = storage::KvStore::new(recorder.clone(), "/registry");
     let c = Cacher::new(
         store,
