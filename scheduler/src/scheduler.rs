@@ -83,6 +83,10 @@ pub struct Scheduler {
     queue: RateLimitingQueue<String>,
     /// Unschedulable pods: key → (attempts, when the last one failed).
     unschedulable: Mutex<HashMap<String, (u32, Instant)>>,
+    /// Move requests so far (upstream's moveRequestCycle): a pod found unschedulable in a
+    /// cycle during which something moved the waiting pods was not among them, and what
+    /// moved them may be what it waits for (its claim made just after it was looked up).
+    move_requests: std::sync::atomic::AtomicU64,
     /// Where the next decision starts filtering (upstream's nextStartNodeIndex).
     next_start_node: AtomicUsize,
 }
@@ -161,6 +165,7 @@ impl Scheduler {
             cache: Mutex::new(Cache::default()),
             queue: RateLimitingQueue::with_default_rate_limiter(""),
             unschedulable: Mutex::new(HashMap::new()),
+            move_requests: std::sync::atomic::AtomicU64::new(0),
             next_start_node: AtomicUsize::new(0),
             pod_store,
             config,
@@ -318,6 +323,8 @@ impl Scheduler {
 
     /// A cluster change: every unschedulable pod goes back to the queue once its backoff ends.
     fn move_unschedulable(&self) {
+        self.move_requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let now = Instant::now();
         for (key, (attempts, failed)) in lock(&self.unschedulable).iter() {
             let wait = self.backoff(*attempts).saturating_sub(now - *failed);
@@ -331,6 +338,7 @@ impl Scheduler {
     }
 
     async fn schedule_one(&self, key: String) -> Next {
+        let cycle = self.move_requests.load(std::sync::atomic::Ordering::SeqCst);
         let Some(pod) = self.pod_informer.indexer().get(&key) else {
             lock(&self.unschedulable).remove(&key);
             return Next::Done;
@@ -348,7 +356,7 @@ impl Scheduler {
             let total = lock(&self.cache).nodes().count();
             let message = fit_error::prefilter_message(total, &reason);
             return self
-                .unschedulable(&key, &pod, message, Nomination::Keep)
+                .unschedulable(&key, &pod, message, Nomination::Keep, cycle)
                 .await;
         }
         // DynamicResources' PreFilter: the pod's claims exist.
@@ -358,7 +366,7 @@ impl Scheduler {
                 let total = lock(&self.cache).nodes().count();
                 let message = fit_error::prefilter_message(total, &reason);
                 return self
-                    .unschedulable(&key, &pod, message, Nomination::Keep)
+                    .unschedulable(&key, &pod, message, Nomination::Keep, cycle)
                     .await;
             }
         };
@@ -380,7 +388,8 @@ impl Scheduler {
                 self.bind(&key, &pod, &node).await
             }
             Some(Decision::Unschedulable(message, nomination)) => {
-                self.unschedulable(&key, &pod, message, nomination).await
+                self.unschedulable(&key, &pod, message, nomination, cycle)
+                    .await
             }
             Some(Decision::Preempt(candidate, message)) => {
                 for victim in &candidate.victims {
@@ -388,7 +397,7 @@ impl Scheduler {
                 }
                 info!(pod = key, node = %candidate.node, victims = candidate.victims.len(), "preempted");
                 // It waits for the room, nominated to it.
-                self.unschedulable(&key, &pod, message, Nomination::Set(candidate.node))
+                self.unschedulable(&key, &pod, message, Nomination::Set(candidate.node), cycle)
                     .await
             }
         }
@@ -545,15 +554,20 @@ impl Scheduler {
         pod: &Value,
         message: String,
         nomination: Nomination,
+        cycle: u64,
     ) -> Next {
-        {
+        let attempts = {
             let mut waiting = lock(&self.unschedulable);
             let entry = waiting
                 .entry(key.to_string())
                 .or_insert((0, Instant::now()));
             entry.0 += 1;
             entry.1 = Instant::now();
-        }
+            entry.0
+        };
+        // Entered the waiting set before the counter is read: a move request either saw
+        // this pod there or shows in the counter.
+        let moved_meanwhile = self.move_requests.load(std::sync::atomic::Ordering::SeqCst) != cycle;
         self.recorder
             .event(pod, EventType::Warning, "FailedScheduling", message.clone());
         let current = pod["status"]["conditions"]
@@ -587,6 +601,9 @@ impl Scheduler {
             if let Err(e) = self.patch_status(pod, &patch).await {
                 warn!(pod = key, error = %e, "cannot record the unschedulable condition");
             }
+        }
+        if moved_meanwhile {
+            return Next::After(self.backoff(attempts));
         }
         Next::After(self.config.unschedulable_flush)
     }
